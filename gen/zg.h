@@ -1,0 +1,150 @@
+/*
+** zg.h — the generator's shared types and the interface of each gen/ file.
+**
+** Pipeline (main.c): load spec (spec.c) -> load ZeRO config (zero.c) -> validate (check.c)
+** -> model IR (model.c) -> partition map + schedule + memory plan (plan*.c) -> write plan.json /
+** plan.txt (planout*.c) -> render templates (lua.c, tpl.c, emit.c).
+** Conventions: prefix zg_ per file module; input errors go through diag.c with a location and are
+** all reported before zgen exits 1; internal errors use assert/zg_unreachable. Memory is taken with
+** zg_xmalloc & co. and generally not freed (zgen is a short-lived compiler, chibicc-style).
+*/
+#ifndef ZG_H
+#define ZG_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdbool.h>
+
+/* ======================================================================= diag.c */
+typedef struct ZgLoc {
+    const char *file;           /* path as given by the user; NULL = no location */
+    int line, col;              /* 1-based; 0 = unknown */
+} ZgLoc;
+
+void zg_error(ZgLoc at, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void zg_warn(ZgLoc at, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A "note:" line following an error or warning (e.g. the arithmetic, or what to do). */
+void zg_note(ZgLoc at, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int zg_error_count(void);
+void zg_diag_reset(void);               /* tests: forget counts */
+void zg_diag_quiet(bool quiet);         /* tests: do not print */
+const char *zg_diag_last(void);         /* tests: text of the last error/warning */
+_Noreturn void zg_unreachable_at(const char *file, int line);
+#define zg_unreachable() zg_unreachable_at(__FILE__, __LINE__)
+void *zg_xmalloc(size_t n);
+void *zg_xcalloc(size_t n, size_t size);
+void *zg_xrealloc(void *p, size_t n);
+char *zg_xstrdup(const char *s);
+char *zg_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));  /* malloc'd */
+
+/* ======================================================================= node.c */
+/* A YAML/JSON document as a tree that keeps every node's location (libyaml). */
+typedef enum { ZG_NSCALAR, ZG_NMAP, ZG_NSEQ } ZgNodeKind;
+typedef struct ZgNode ZgNode;
+struct ZgNode {
+    ZgNodeKind kind;
+    ZgLoc loc;
+    const char *scalar;         /* ZG_NSCALAR: the text */
+    bool quoted;                /* ZG_NSCALAR: was quoted ("auto" vs auto both mean auto) */
+    int n;                      /* ZG_NMAP: pairs; ZG_NSEQ: items */
+    const char **keys;          /* ZG_NMAP: n keys */
+    ZgLoc *key_locs;            /* ZG_NMAP: where each key is */
+    ZgNode **vals;              /* ZG_NMAP: n values; ZG_NSEQ: n items */
+};
+/* Loads a file (YAML or JSON; duplicate map keys are errors). NULL after reporting on failure. */
+ZgNode *zg_node_load_file(const char *path);
+ZgNode *zg_node_load_string(const char *text, const char *name);
+ZgNode *zg_node_get(const ZgNode *map, const char *key);     /* NULL if absent */
+
+/* ======================================================================= config types */
+/* Byte and element counts are int64_t throughout: a 1T-parameter model overflows 32 bits. */
+typedef enum { ZG_DTYPE_FP32, ZG_DTYPE_BF16, ZG_DTYPE_FP16 } ZgDtype;
+typedef enum { ZG_TIER_DEVICE, ZG_TIER_PINNED, ZG_TIER_HOST, ZG_TIER_NVME, ZG_NTIERS } ZgTier;
+typedef enum { ZG_OFFLOAD_NONE, ZG_OFFLOAD_CPU, ZG_OFFLOAD_NVME } ZgOffload;
+typedef enum { ZG_SCHED_NONE, ZG_SCHED_WARMUP, ZG_SCHED_WARMUP_DECAY, ZG_SCHED_WARMUP_COSINE } ZgSchedKind;
+
+typedef struct ZgModel {
+    const char *spec_path;      /* the spec file, as given */
+    const char *name;           /* [a-z][a-z0-9_]* */
+    const char *arch;           /* "gpt2" */
+    int64_t vocab_size, context, d_model, n_layers, n_heads, d_ff;
+    double norm_eps;
+    bool tie_embeddings;
+    int64_t seq_len;            /* tokens per sequence, <= context */
+    int world_size;             /* ranks the plan is for (train.world_size or --world-size) */
+    uint64_t seed;
+    int64_t device_memory;      /* bytes per rank; 0 = not declared */
+    int64_t host_memory;        /* bytes per node; 0 = not declared */
+    int gpus_per_node;          /* hardware.gpus_per_node; default min(world_size, 8) */
+    ZgLoc loc_name, loc_world_size, loc_device_memory, loc_host_memory;
+} ZgModel;
+
+typedef struct ZgOffloadCfg {
+    ZgOffload device;
+    const char *nvme_path;      /* NULL unless device == NVME */
+    bool pin_memory;            /* default true (DeepSpeed since #8207) */
+    int64_t buffer_count;       /* param 5, optimizer 4 */
+    int64_t buffer_size;        /* param: elements per swap buffer (1e8) */
+    int64_t max_in_cpu;         /* param: 1e9 */
+    bool pipeline_read, pipeline_write;   /* optimizer */
+    double ratio;               /* optimizer: 1.0 */
+    ZgLoc loc;                  /* the section */
+} ZgOffloadCfg;
+
+typedef struct ZgZero {
+    const char *path;           /* config file, or the spec when inline */
+    int stage;                  /* 0..3 */
+    /* batch: resolved so that train_batch_size = micro * gas * world_size */
+    int64_t train_batch_size, micro_batch, grad_accum;
+    /* precision */
+    ZgDtype dtype;              /* dtype of the 16-bit working copy (FP32 = no mixed precision) */
+    /* fp16 dynamic loss scaling (REFERENCE.md part 1) */
+    double loss_scale;          /* 0 = dynamic */
+    int initial_scale_power, loss_scale_window, hysteresis;
+    bool consecutive_hysteresis;
+    double min_loss_scale;
+    double gradient_clipping;   /* 0 = off; default 1.0 */
+    /* optimizer: adam / adamw with DeepSpeed semantics */
+    const char *optimizer;      /* "adam" | "adamw" (lower-cased) */
+    double lr, beta1, beta2, eps, weight_decay;
+    bool adam_w_mode;           /* true = decoupled weight decay */
+    /* scheduler */
+    ZgSchedKind sched;
+    double warmup_min_lr, warmup_max_lr, warmup_min_ratio, cos_min_ratio;
+    int64_t warmup_num_steps, total_num_steps;
+    bool warmup_linear;         /* warmup_type "linear" (default "log") */
+    /* zero_optimization */
+    bool contiguous_gradients, reduce_scatter, overlap_comm;
+    int64_t reduce_bucket_size, allgather_bucket_size;      /* elements */
+    int64_t sub_group_size;
+    int64_t prefetch_bucket_size;                           /* stage3_prefetch_bucket_size */
+    int64_t param_persistence_threshold, model_persistence_threshold;
+    int64_t max_live_parameters, max_reuse_distance;
+    ZgOffloadCfg offload_param, offload_optimizer;
+    /* aio */
+    int64_t aio_block_size, aio_queue_depth, aio_intra_op_parallelism;
+    bool aio_single_submit, aio_overlap_events;
+    ZgLoc loc_stage, loc_batch;
+} ZgZero;
+
+/* ======================================================================= spec.c / zero.c / check.c */
+/* Parse the model spec. On return *m is filled with defaults where keys are absent; errors are
+** reported through diag; the return value is the spec's `deepspeed:` node (a scalar path or an
+** inline mapping) or NULL when absent. */
+const ZgNode *zg_spec_load(const char *path, ZgModel *m);
+/* Parse a DeepSpeed config (a file path, or the inline node from the spec). ws = world size. */
+bool zg_zero_load_file(const char *path, const ZgModel *m, ZgZero *z);
+bool zg_zero_load_node(const ZgNode *root, const char *file, const ZgModel *m, ZgZero *z);
+/* Defaults exactly as DeepSpeed's code (REFERENCE.md part 1); used before parsing and by tests. */
+void zg_zero_defaults(ZgZero *z);
+/* Cross-checks between spec and config that need both (batch arithmetic, offload/stage, ...). */
+void zg_check(const ZgModel *m, ZgZero *z);
+
+/* Edit distance for "did you mean" (Levenshtein, case-insensitive). */
+int zg_edit_distance(const char *a, const char *b);
+/* Sizes like "80GiB", "512GB", "1.5e9" -> bytes. false if malformed. */
+bool zg_parse_size(const char *s, int64_t *out);
+
+#include "zg_plan.h"
+
+#endif
