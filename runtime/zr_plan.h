@@ -1,0 +1,74 @@
+/*
+** zr_plan.h — the types of the static tables that zgen emits into out/<name>/zg_tables.c.
+** The emitted trainer executes these tables; it decides nothing at run time. They mirror the
+** generator's plan (gen/zg_plan.h) with everything a run needs and nothing a person cannot read in
+** plan.txt. Element counts/offsets are int64_t elements unless named _bytes.
+*/
+#ifndef ZR_PLAN_H
+#define ZR_PLAN_H
+#include <stdint.h>
+
+typedef enum { ZR_DT_FP32, ZR_DT_BF16, ZR_DT_FP16 } ZrDtype;
+typedef enum { ZR_TIER_DEVICE, ZR_TIER_PINNED, ZR_TIER_HOST, ZR_TIER_NVME, ZR_NTIERS } ZrTier;
+typedef enum { ZR_MOD_EMBED, ZR_MOD_BLOCK, ZR_MOD_FINAL_NORM, ZR_MOD_HEAD } ZrModKind;
+typedef enum { ZR_INIT_NORMAL, ZR_INIT_ZEROS, ZR_INIT_ONES } ZrInit;
+
+typedef struct ZrTensorRow {
+    const char *name;           /* Hugging Face GPT-2 name, e.g. "h.0.attn.c_attn.weight" */
+    int ndim;
+    int64_t shape[2];           /* [in, out] for linear weights */
+    int64_t numel;
+    int module, layer;          /* owning module; block index or -1 */
+    int decay;                  /* 1: weight decay applies (ndim >= 2) */
+    int init;                   /* ZrInit */
+    int residual_proj;          /* 1: init std scaled by 1/sqrt(2*n_layers) */
+    int64_t flat_offset;        /* start in the flat parameter space */
+    int64_t part_numel;         /* stage 3: slice held per rank; 0 otherwise */
+    int64_t shard_offset;       /* stage 3: offset of the slice in each rank's shard; 0 otherwise */
+    int persistent;             /* stage 3: kept gathered on every rank */
+    int bucket;                 /* gradient reduce bucket */
+} ZrTensorRow;
+
+typedef struct ZrModuleRow {
+    const char *name;           /* "embed", "h.3", "ln_f", "lm_head" */
+    int kind;                   /* ZrModKind */
+    int layer;
+    int first_tensor, n_tensors;
+    int gather;                 /* stage 3 gather group, -1 if none */
+} ZrModuleRow;
+
+typedef struct ZrBucketRow {
+    int first_tensor, n_tensors;
+    int64_t numel, padded_numel;
+} ZrBucketRow;
+
+typedef struct ZrGatherRow {
+    int module, first_tensor, n_tensors;
+    int64_t part_numel, numel;
+    int slot;
+} ZrGatherRow;
+
+typedef struct ZrSubGroupRow {
+    int64_t shard_offset, numel;
+    int64_t nvme_offset_bytes;  /* -1 when the optimizer state is not on NVMe */
+} ZrSubGroupRow;
+
+typedef struct ZrRegionRow {
+    const char *name;           /* "master", "adam_m", "acts", "gather_slot_0", ... */
+    int cat;                    /* ZgMemCat of the generator, as an int */
+    int tier;                   /* ZrTier */
+    int64_t offset_bytes, bytes;
+} ZrRegionRow;
+
+typedef enum {
+    ZR_OP_GATHER, ZR_OP_WAIT_GATHER, ZR_OP_RELEASE, ZR_OP_FORWARD, ZR_OP_BACKWARD,
+    ZR_OP_REDUCE, ZR_OP_WAIT_REDUCE, ZR_OP_SWAP_IN, ZR_OP_OPTIMIZER, ZR_OP_SWAP_OUT,
+    ZR_OP_ALLGATHER_PARAMS, ZR_OP_PARAM_SWAP_IN, ZR_NOPS
+} ZrOpKind;                     /* same order as the generator's ZgOpKind */
+
+typedef struct ZrOpRow {
+    int kind;                   /* ZrOpKind */
+    int arg;                    /* module, bucket, gather group or sub-group index */
+} ZrOpRow;
+
+#endif
