@@ -31,6 +31,8 @@ RT_OBJ   := $(RT_SRC:%.c=build/%.o)
 TGEN_SRC := $(sort $(wildcard tests/gen/[tx]_*.c))
 TRT_SRC  := $(sort $(wildcard tests/runtime/[tx]_*.c))
 TTR_SRC  := $(sort $(wildcard tests/trainer/[tx]_*.c))
+TCU_SRC  := $(sort $(wildcard tests/cuda/[tx]_*.cpp))
+TCU_BIN  := $(TCU_SRC:tests/%.cpp=bin/tests/%)
 TGEN_BIN := $(TGEN_SRC:tests/%.c=bin/tests/%)
 TRT_BIN  := $(TRT_SRC:tests/%.c=bin/tests/%)
 TTR_BIN  := $(TTR_SRC:tests/%.c=bin/tests/%)
@@ -71,11 +73,17 @@ bin/tests/trainer/%: tests/trainer/%.c build/libzrt.a tests/zt.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) -Iruntime -Itests -o $@ $< build/libzrt.a $(RT_LIBS) -lopenblas
 
+# CUDA kernel sources compiled for the CPU through the SIMT emulation header (templates/cuda/zr_simt.h).
+CXX ?= g++
+bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-math-errno -Itests -Itemplates/cuda -o $@ $<
+
 bin/bench/%: bench/%.c build/libzrt.a $(GEN_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) $(GEN_CFLAGS) -Iruntime -Igen -o $@ $< build/libzrt.a $(GEN_LIB_OBJ) $(RT_LIBS) $(GEN_LIBS)
 
-test: all $(TGEN_BIN) $(TRT_BIN) $(TTR_BIN)
+test: all $(TGEN_BIN) $(TRT_BIN) $(TTR_BIN) $(TCU_BIN)
 	@bash tests/run.sh
 
 bench: all $(BENCH_BIN)
