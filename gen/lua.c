@@ -1,0 +1,685 @@
+/*
+** lua.c — the embedded Lua 5.4 that renders templates (docs/TEMPLATES.md "Environment").
+**
+** A ZgLua is one lua_State with only base, string, table, math and utf8 opened, and a "base"
+** environment table (registry ref) holding the functions templates may use, `plan`, `gen` and the
+** helper modules of templates/lib/. Templates and modules never run with the state's globals as
+** _ENV: each gets a fresh table whose metatable forwards reads to the base and turns an undefined
+** name or a global assignment into an error, so typos fail loudly and nothing leaks between
+** templates. `pairs` is replaced by a sorted walk because Lua's string hashes are seeded per run
+** and output must be byte-identical across runs. Every call runs under lua_pcall with a traceback
+** handler; errors come back as malloc'd strings "templates/<file>:<line>: message\n<traceback>".
+*/
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <lua.h>
+#include <lauxlib.h>
+#include <lualib.h>
+#include "zg_render.h"
+
+struct ZgLua {
+    lua_State *L;
+    int base;                   /* registry ref of the base environment table */
+};
+
+/* {===================================================================== enum names */
+static const char *const op_names[ZG_NOPS] = {
+    [ZG_OP_GATHER] = "gather",           [ZG_OP_WAIT_GATHER] = "wait_gather",
+    [ZG_OP_RELEASE] = "release",         [ZG_OP_FORWARD] = "forward",
+    [ZG_OP_BACKWARD] = "backward",       [ZG_OP_REDUCE] = "reduce",
+    [ZG_OP_WAIT_REDUCE] = "wait_reduce", [ZG_OP_SWAP_IN] = "swap_in",
+    [ZG_OP_OPTIMIZER] = "optimizer",     [ZG_OP_SWAP_OUT] = "swap_out",
+    [ZG_OP_ALLGATHER_PARAMS] = "allgather_params", [ZG_OP_PARAM_SWAP_IN] = "param_swap_in",
+    [ZG_OP_GRAD_COPY] = "grad_copy",
+};
+static const char *const tier_names[ZG_NTIERS] = {
+    [ZG_TIER_DEVICE] = "device", [ZG_TIER_PINNED] = "pinned",
+    [ZG_TIER_HOST] = "host",     [ZG_TIER_NVME] = "nvme",
+};
+static const char *const memcat_names[ZG_NMEM] = {
+    [ZG_MEM_PARAM16] = "param16",           [ZG_MEM_MASTER] = "master",
+    [ZG_MEM_GRAD] = "grad",                 [ZG_MEM_ADAM_M] = "adam_m",
+    [ZG_MEM_ADAM_V] = "adam_v",             [ZG_MEM_GATHER_SLOTS] = "gather_slots",
+    [ZG_MEM_COMM_BUCKETS] = "comm_buckets", [ZG_MEM_SWAP_BUFFERS] = "swap_buffers",
+    [ZG_MEM_ACTIVATIONS] = "activations",   [ZG_MEM_STAGING] = "staging",
+};
+
+const char *zg_lua_op_name(int k) { return k >= 0 && k < ZG_NOPS ? op_names[k] : NULL; }
+const char *zg_lua_tier_name(int t) { return t >= 0 && t < ZG_NTIERS ? tier_names[t] : NULL; }
+const char *zg_lua_memcat_name(int c) { return c >= 0 && c < ZG_NMEM ? memcat_names[c] : NULL; }
+
+static const char *dtype_str(ZgDtype d)
+{
+    return d == ZG_DTYPE_BF16 ? "bf16" : d == ZG_DTYPE_FP16 ? "fp16" : "fp32";
+}
+static const char *offload_str(ZgOffload o)
+{
+    return o == ZG_OFFLOAD_CPU ? "cpu" : o == ZG_OFFLOAD_NVME ? "nvme" : "none";
+}
+static const char *sched_str(ZgSchedKind k)
+{
+    static const char *const n[] = {"none", "warmup", "warmup_decay", "warmup_cosine"};
+    return (unsigned)k < 4 ? n[k] : "none";
+}
+static const char *modkind_str(ZgModKind k)
+{
+    static const char *const n[] = {"embed", "block", "final_norm", "head"};
+    return (unsigned)k < 4 ? n[k] : "unknown";
+}
+static const char *init_str(int init)
+{
+    return init == 1 ? "zeros" : init == 2 ? "ones" : "normal";
+}
+/* Unknown enumerators (the plan gained one this file does not know) still get a name. */
+static void push_enum(lua_State *L, const char *name, int k)
+{
+    if (name) lua_pushstring(L, name);
+    else lua_pushfstring(L, "unknown_%d", k);
+}
+/* }===================================================================== */
+
+/* {===================================================================== base functions */
+/* Output buffer of the template being rendered (upvalue of _o). */
+typedef struct Out { char *p; size_t n, cap; } Out;
+
+/* _o(...): appends its string arguments to the output. */
+static int l_out(lua_State *L)
+{
+    Out *o = lua_touserdata(L, lua_upvalueindex(1));
+    int n = lua_gettop(L);
+    for (int i = 1; i <= n; i++) {
+        size_t len;
+        const char *s = lua_tolstring(L, i, &len);
+        if (!s || lua_type(L, i) != LUA_TSTRING) return luaL_error(L, "internal: _o argument %d", i);
+        if (o->n + len + 1 > o->cap) {
+            o->cap = (o->n + len + 1) * 2 + 256;
+            o->p = zg_xrealloc(o->p, o->cap);
+        }
+        memcpy(o->p + o->n, s, len);
+        o->n += len;
+        o->p[o->n] = 0;
+    }
+    return 0;
+}
+
+/* The shortest "%.*g" of x that reads back as x, with ".0" when it would look like an integer. */
+static void push_double(lua_State *L, double x)
+{
+    char s[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(s, sizeof s, "%.*g", prec, x);
+        if (strtod(s, NULL) == x) break;
+    }
+    if (!strpbrk(s, ".eEn")) strcat(s, ".0");
+    lua_pushstring(L, s);
+}
+
+/* _s(value, "expr text"): a ${} value as text; nil, booleans and tables are template bugs. */
+static int l_str(lua_State *L)
+{
+    const char *expr = luaL_optstring(L, 2, "?");
+    switch (lua_type(L, 1)) {
+    case LUA_TSTRING: lua_settop(L, 1); return 1;
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, 1)) {
+            lua_pushfstring(L, "%I", (LUAI_UACINT)lua_tointeger(L, 1));
+        } else {
+            double x = lua_tonumber(L, 1);
+            if (!isfinite(x)) return luaL_error(L, "${%s} is %f, not a finite number", expr, x);
+            push_double(L, x);
+        }
+        return 1;
+    case LUA_TNIL: return luaL_error(L, "${%s} is nil", expr);
+    case LUA_TBOOLEAN:
+        return luaL_error(L, "${%s} is a boolean (write cfmt.bool(...) for 0/1)", expr);
+    default: return luaL_error(L, "${%s} is a %s, not a string or number", expr, luaL_typename(L, 1));
+    }
+}
+
+/* Sort key of one table key: numbers before strings; others have no stable order. */
+typedef struct Key { int pos; bool is_num; double num; const char *s; size_t len; } Key;
+
+static int key_cmp(const void *a, const void *b)
+{
+    const Key *x = a, *y = b;
+    if (x->is_num != y->is_num) return x->is_num ? -1 : 1;
+    if (x->is_num) return (x->num > y->num) - (x->num < y->num);
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->s, y->s, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Iterator of l_pairs: upvalues (sorted keys, next position). */
+static int sorted_next(lua_State *L)
+{
+    lua_Integer i = lua_tointeger(L, lua_upvalueindex(2)) + 1;
+    lua_pushinteger(L, i);
+    lua_replace(L, lua_upvalueindex(2));
+    if (lua_rawgeti(L, lua_upvalueindex(1), i) == LUA_TNIL) return 1;
+    lua_pushvalue(L, -1);
+    lua_rawget(L, 1);
+    return 2;
+}
+
+/* pairs(t) in sorted key order, so that output never depends on hash seeds. */
+static int l_pairs(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_newtable(L);                                    /* stack: t, keys */
+    int n = 0;
+    for (lua_pushnil(L); lua_next(L, 1); lua_pop(L, 1)) {
+        int kt = lua_type(L, -2);
+        if (kt != LUA_TNUMBER && kt != LUA_TSTRING)
+            return luaL_error(L, "pairs: a %s key has no order; use numbers or strings",
+                              lua_typename(L, kt));
+        lua_pushvalue(L, -2);
+        lua_rawseti(L, 2, ++n);
+    }
+    Key *k = zg_xcalloc((size_t)n + 1, sizeof *k);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 2, i + 1);
+        k[i].pos = i + 1;
+        k[i].is_num = lua_type(L, -1) == LUA_TNUMBER;
+        if (k[i].is_num) k[i].num = lua_tonumber(L, -1);
+        else k[i].s = lua_tolstring(L, -1, &k[i].len);  /* anchored by the keys table */
+        lua_pop(L, 1);
+    }
+    qsort(k, (size_t)n, sizeof *k, key_cmp);
+    lua_createtable(L, n, 0);                           /* stack: t, keys, sorted */
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 2, k[i].pos);
+        lua_rawseti(L, 3, i + 1);
+    }
+    free(k);
+    lua_pushinteger(L, 0);
+    lua_pushcclosure(L, sorted_next, 2);
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    return 3;
+}
+
+/* __index of an environment: the base's value, or an error naming the undefined name. */
+static int env_index(lua_State *L)
+{
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+    return luaL_error(L, "undefined name '%s'", luaL_tolstring(L, 2, NULL));
+}
+static int env_newindex(lua_State *L)
+{
+    return luaL_error(L, "assignment to global '%s' (declare it local)", luaL_tolstring(L, 2, NULL));
+}
+
+/* Pushes a fresh strict environment over the base. */
+static void push_env(ZgLua *z)
+{
+    lua_State *L = z->L;
+    lua_newtable(L);
+    lua_createtable(L, 0, 3);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, z->base);
+    lua_pushcclosure(L, env_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, env_newindex);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushliteral(L, "environment");
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+}
+
+/* Message handler: the message plus a traceback. */
+static int msgh(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (!msg) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+/* Calls the function on top (below it nargs arguments) protected; false and *err on error. */
+static bool pcall(lua_State *L, int nargs, int nres, char **err)
+{
+    int at = lua_gettop(L) - nargs;
+    lua_pushcfunction(L, msgh);
+    lua_insert(L, at);
+    int rc = lua_pcall(L, nargs, nres, at);
+    lua_remove(L, at);
+    if (rc == LUA_OK) return true;
+    *err = zg_xstrdup(lua_tostring(L, -1) ? lua_tostring(L, -1) : "error");
+    lua_pop(L, 1);
+    return false;
+}
+
+ZgLua *zg_lua_new(void)
+{
+    static const luaL_Reg libs[] = {
+        {LUA_GNAME, luaopen_base},       {LUA_STRLIBNAME, luaopen_string},
+        {LUA_TABLIBNAME, luaopen_table}, {LUA_MATHLIBNAME, luaopen_math},
+        {LUA_UTF8LIBNAME, luaopen_utf8}, {NULL, NULL},
+    };
+    static const char *const keep[] = {
+        "assert", "error", "ipairs", "select", "tonumber", "tostring", "type", "pcall",
+        "rawequal", "rawlen", "rawget", "setmetatable", "string", "table", "math", "utf8", NULL,
+    };
+    ZgLua *z = zg_xcalloc(1, sizeof *z);
+    lua_State *L = z->L = luaL_newstate();
+    if (!L) { fprintf(stderr, "zgen: out of memory creating the Lua state\n"); exit(1); }
+    for (const luaL_Reg *r = libs; r->name; r++) {
+        luaL_requiref(L, r->name, r->func, 1);
+        lua_pop(L, 1);
+    }
+    /* Not for templates, even through the string metatable: bytecode, and randomness (output
+    ** must be the same on every run). */
+    lua_getglobal(L, "string");
+    lua_pushnil(L);
+    lua_setfield(L, -2, "dump");
+    lua_pop(L, 1);
+    lua_getglobal(L, "math");
+    lua_pushnil(L);
+    lua_setfield(L, -2, "random");
+    lua_pushnil(L);
+    lua_setfield(L, -2, "randomseed");
+    lua_pop(L, 1);
+
+    lua_createtable(L, 0, 32);                          /* stack: base */
+    for (const char *const *k = keep; *k; k++) {
+        lua_getglobal(L, *k);
+        lua_setfield(L, -2, *k);
+    }
+    lua_pushcfunction(L, l_pairs);
+    lua_setfield(L, -2, "pairs");
+    lua_getglobal(L, "table");
+    lua_getfield(L, -1, "unpack");
+    lua_setfield(L, -3, "unpack");
+    lua_pop(L, 1);
+    z->base = luaL_ref(L, LUA_REGISTRYINDEX);
+    return z;
+}
+
+void zg_lua_free(ZgLua *z)
+{
+    if (!z) return;
+    lua_close(z->L);
+    free(z);
+}
+
+/* Sets base[name] = value on top (popped). */
+static void set_base(ZgLua *z, const char *name)
+{
+    lua_rawgeti(z->L, LUA_REGISTRYINDEX, z->base);
+    lua_insert(z->L, -2);
+    lua_setfield(z->L, -2, name);
+    lua_pop(z->L, 1);
+}
+/* }===================================================================== */
+
+/* {===================================================================== the plan as tables */
+#define SETI(k, v) (lua_pushinteger(L, (lua_Integer)(v)), lua_setfield(L, -2, (k)))
+#define SETN(k, v) (lua_pushnumber(L, (double)(v)), lua_setfield(L, -2, (k)))
+#define SETB(k, v) (lua_pushboolean(L, (v) ? 1 : 0), lua_setfield(L, -2, (k)))
+#define SETS(k, v) ((v) ? (lua_pushstring(L, (v)), lua_setfield(L, -2, (k))) : (void)0)
+
+static void push_model(lua_State *L, const ZgModel *m)
+{
+    lua_createtable(L, 0, 24);
+    SETS("spec_path", m->spec_path); SETS("name", m->name); SETS("arch", m->arch);
+    SETI("vocab_size", m->vocab_size); SETI("context", m->context);
+    SETI("d_model", m->d_model); SETI("n_layers", m->n_layers); SETI("n_heads", m->n_heads);
+    SETI("d_ff", m->d_ff); SETN("norm_eps", m->norm_eps); SETB("tie_embeddings", m->tie_embeddings);
+    SETI("seq_len", m->seq_len); SETI("world_size", m->world_size);
+    SETI("seed", m->seed);      /* seeds >= 2^63 wrap: cfmt.u64 prints them unsigned */
+    SETI("device_memory", m->device_memory); SETI("host_memory", m->host_memory);
+    SETI("gpus_per_node", m->gpus_per_node);
+    SETI("train_micro_batch", m->train_micro_batch); SETI("train_batch", m->train_batch);
+    SETI("train_grad_accum", m->train_grad_accum); SETN("train_lr", m->train_lr);
+}
+
+static void push_offload(lua_State *L, const ZgOffloadCfg *o)
+{
+    lua_createtable(L, 0, 10);
+    SETS("device", offload_str(o->device)); SETS("nvme_path", o->nvme_path);
+    SETB("pin_memory", o->pin_memory); SETI("buffer_count", o->buffer_count);
+    SETI("buffer_size", o->buffer_size); SETI("max_in_cpu", o->max_in_cpu);
+    SETB("pipeline_read", o->pipeline_read); SETB("pipeline_write", o->pipeline_write);
+    SETN("ratio", o->ratio);
+}
+
+static void push_zero(lua_State *L, const ZgZero *z)
+{
+    lua_createtable(L, 0, 56);
+    SETS("path", z->path); SETI("stage", z->stage);
+    SETI("train_batch_size", z->train_batch_size); SETI("micro_batch", z->micro_batch);
+    SETI("grad_accum", z->grad_accum);
+    SETS("dtype", dtype_str(z->dtype)); SETS("comm_dtype", dtype_str(z->comm_dtype));
+    SETN("loss_scale", z->loss_scale); SETI("initial_scale_power", z->initial_scale_power);
+    SETI("loss_scale_window", z->loss_scale_window); SETI("hysteresis", z->hysteresis);
+    SETB("consecutive_hysteresis", z->consecutive_hysteresis);
+    SETN("min_loss_scale", z->min_loss_scale); SETN("gradient_clipping", z->gradient_clipping);
+    SETS("optimizer", z->optimizer); SETN("lr", z->lr); SETN("beta1", z->beta1);
+    SETN("beta2", z->beta2); SETN("eps", z->eps); SETN("weight_decay", z->weight_decay);
+    SETB("adam_w_mode", z->adam_w_mode);
+    SETS("sched", sched_str(z->sched)); SETN("warmup_min_lr", z->warmup_min_lr);
+    SETN("warmup_max_lr", z->warmup_max_lr); SETN("warmup_min_ratio", z->warmup_min_ratio);
+    SETN("cos_min_ratio", z->cos_min_ratio); SETI("warmup_num_steps", z->warmup_num_steps);
+    SETI("total_num_steps", z->total_num_steps); SETB("warmup_linear", z->warmup_linear);
+    SETB("contiguous_gradients", z->contiguous_gradients); SETB("reduce_scatter", z->reduce_scatter);
+    SETB("overlap_comm", z->overlap_comm); SETI("reduce_bucket_size", z->reduce_bucket_size);
+    SETI("allgather_bucket_size", z->allgather_bucket_size);
+    SETI("sub_group_size", z->sub_group_size); SETI("prefetch_bucket_size", z->prefetch_bucket_size);
+    SETI("param_persistence_threshold", z->param_persistence_threshold);
+    SETI("model_persistence_threshold", z->model_persistence_threshold);
+    SETI("max_live_parameters", z->max_live_parameters);
+    SETI("max_reuse_distance", z->max_reuse_distance);
+    push_offload(L, &z->offload_param); lua_setfield(L, -2, "offload_param");
+    push_offload(L, &z->offload_optimizer); lua_setfield(L, -2, "offload_optimizer");
+    SETI("aio_block_size", z->aio_block_size); SETI("aio_queue_depth", z->aio_queue_depth);
+    SETI("aio_intra_op_parallelism", z->aio_intra_op_parallelism);
+    SETB("aio_single_submit", z->aio_single_submit); SETB("aio_overlap_events", z->aio_overlap_events);
+}
+
+static void push_tensor(lua_State *L, const ZgPlan *p, int i)
+{
+    const ZgTensor *t = &p->tensors[i];
+    lua_createtable(L, 0, 20);
+    SETI("index", i); SETS("name", t->name); SETS("field", t->field); SETI("ndim", t->ndim);
+    lua_createtable(L, t->ndim, 0);
+    for (int d = 0; d < t->ndim && d < 2; d++) {
+        lua_pushinteger(L, t->shape[d]);
+        lua_rawseti(L, -2, d + 1);
+    }
+    lua_setfield(L, -2, "shape");
+    SETI("numel", t->numel); SETI("module", t->module); SETI("layer", t->layer);
+    SETB("decay", t->decay); SETB("residual_proj", t->residual_proj); SETS("init", init_str(t->init));
+    SETI("flat_offset", t->flat_offset); SETI("part_numel", t->part_numel);
+    SETB("persistent", t->persistent); SETI("reduce_bucket", t->reduce_bucket);
+    SETI("gather", t->gather); SETI("gather_offset", t->gather_offset);
+    SETI("persist_offset", t->persist_offset); SETI("bucket_offset", t->bucket_offset);
+    SETI("shard_offset", p->shard.shard_offset ? p->shard.shard_offset[i] : 0);
+}
+
+static void push_ops(lua_State *L, const ZgOp *ops, int n)
+{
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_createtable(L, 0, 4);
+        SETI("index", i);
+        push_enum(L, zg_lua_op_name((int)ops[i].kind), (int)ops[i].kind);
+        lua_setfield(L, -2, "kind");
+        SETI("arg", ops[i].arg); SETI("slot", ops[i].slot);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+/* A table keyed by tier name of v[tier]. */
+static void push_tier_ints(lua_State *L, const int64_t *v)
+{
+    lua_createtable(L, 0, ZG_NTIERS);
+    for (int t = 0; t < ZG_NTIERS; t++) SETI(tier_names[t], v[t]);
+}
+
+static void push_mem(lua_State *L, const ZgMemPlan *m)
+{
+    lua_createtable(L, 0, 5);
+    lua_createtable(L, m->n_regions, 0);
+    for (int i = 0; i < m->n_regions; i++) {
+        const ZgRegion *r = &m->regions[i];
+        lua_createtable(L, 0, 6);
+        SETI("index", i); SETS("name", r->name);
+        push_enum(L, zg_lua_memcat_name((int)r->cat), (int)r->cat); lua_setfield(L, -2, "cat");
+        push_enum(L, zg_lua_tier_name((int)r->tier), (int)r->tier); lua_setfield(L, -2, "tier");
+        SETI("offset_bytes", r->offset_bytes); SETI("bytes", r->bytes);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "regions");
+    push_tier_ints(L, m->tier_bytes); lua_setfield(L, -2, "tier_bytes");
+    push_tier_ints(L, m->peak_bytes); lua_setfield(L, -2, "peak_bytes");
+    lua_createtable(L, 0, ZG_NTIERS);
+    for (int t = 0; t < ZG_NTIERS; t++) {
+        lua_createtable(L, 0, ZG_NMEM);
+        for (int c = 0; c < ZG_NMEM; c++) SETI(memcat_names[c], m->cat_bytes[t][c]);
+        lua_setfield(L, -2, tier_names[t]);
+    }
+    lua_setfield(L, -2, "cat_bytes");
+    SETI("arena_align", m->arena_align);
+    SETI("acts_bytes", m->acts_bytes); SETI("scratch_bytes", m->scratch_bytes);
+}
+
+/* Pushes an array of n rows made by row(L, p, i). */
+static void push_rows(lua_State *L, const ZgPlan *p, int n, void (*row)(lua_State *, const ZgPlan *, int))
+{
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        row(L, p, i);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+static void push_module(lua_State *L, const ZgPlan *p, int i)
+{
+    const ZgModule *m = &p->modules[i];
+    lua_createtable(L, 0, 8);
+    SETI("index", i); SETS("kind", modkind_str(m->kind)); SETI("layer", m->layer);
+    SETS("name", m->name); SETI("first_tensor", m->first_tensor); SETI("n_tensors", m->n_tensors);
+    SETI("numel", m->numel); SETI("use_numel", m->use_numel);
+    SETI("gather_bucket", m->gather_bucket);
+}
+static void push_bucket(lua_State *L, const ZgPlan *p, int i)
+{
+    const ZgBucket *b = &p->buckets[i];
+    lua_createtable(L, 0, 5);
+    SETI("index", i); SETI("first_tensor", b->first_tensor); SETI("n_tensors", b->n_tensors);
+    SETI("numel", b->numel); SETI("padded_numel", b->padded_numel);
+    SETI("flat_offset", b->flat_offset); SETI("buffer", b->buffer);
+}
+static void push_gather(lua_State *L, const ZgPlan *p, int i)
+{
+    const ZgGather *g = &p->gathers[i];
+    lua_createtable(L, 0, 7);
+    SETI("index", i); SETI("module", g->module); SETI("first_tensor", g->first_tensor);
+    SETI("n_tensors", g->n_tensors); SETI("part_numel", g->part_numel); SETI("numel", g->numel);
+    SETI("slot", g->slot); SETI("shard_offset", g->shard_offset); SETI("shard_numel", g->shard_numel);
+}
+static void push_subgroup(lua_State *L, const ZgPlan *p, int i)
+{
+    const ZgSubGroup *s = &p->subgroups[i];
+    lua_createtable(L, 0, 4);
+    SETI("index", i); SETI("shard_offset", s->shard_offset); SETI("numel", s->numel);
+    SETI("nvme_offset_bytes", s->nvme_offset_bytes); SETI("buffer", s->buffer);
+}
+
+void zg_lua_set_plan(ZgLua *z, const ZgPlan *p)
+{
+    lua_State *L = z->L;
+    lua_createtable(L, 0, 32);
+    push_model(L, p->model); lua_setfield(L, -2, "model");
+    push_zero(L, p->zero); lua_setfield(L, -2, "zero");
+    push_rows(L, p, p->n_tensors, push_tensor); lua_setfield(L, -2, "tensors");
+    push_rows(L, p, p->n_modules, push_module); lua_setfield(L, -2, "modules");
+    SETI("n_params", p->n_params); SETI("largest_layer", p->largest_layer);
+    SETI("tied_tensor", p->tied_tensor);
+    lua_createtable(L, 0, 7);
+    SETI("ws", p->shard.ws); SETI("align", p->shard.align); SETI("flat_numel", p->shard.flat_numel);
+    SETI("padded_numel", p->shard.padded_numel); SETI("part_numel", p->shard.part_numel);
+    SETI("opt_numel", p->shard.opt_numel); SETI("persist_numel", p->shard.persist_numel);
+    lua_setfield(L, -2, "shard");
+    push_rows(L, p, p->n_buckets, push_bucket); lua_setfield(L, -2, "buckets");
+    SETI("n_bucket_buffers", p->n_bucket_buffers); SETI("bucket_buffer_numel", p->bucket_buffer_numel);
+    push_rows(L, p, p->n_gathers, push_gather); lua_setfield(L, -2, "gathers");
+    SETI("n_gather_slots", p->n_gather_slots); SETI("gather_slot_numel", p->gather_slot_numel);
+    push_rows(L, p, p->n_subgroups, push_subgroup); lua_setfield(L, -2, "subgroups");
+    SETI("sg_align", p->sg_align); SETI("nvme_align", p->nvme_align);
+    SETI("max_use_numel", p->max_use_numel);
+    lua_createtable(L, 0, 4);
+    push_ops(L, p->sched.micro, p->sched.n_micro); lua_setfield(L, -2, "micro");
+    push_ops(L, p->sched.last, p->sched.n_last); lua_setfield(L, -2, "last");
+    push_ops(L, p->sched.step, p->sched.n_step); lua_setfield(L, -2, "step");
+    SETI("prefetch_depth", p->sched.prefetch_depth);
+    lua_setfield(L, -2, "sched");
+    push_mem(L, &p->mem); lua_setfield(L, -2, "mem");
+    lua_createtable(L, 0, 5);
+    SETI("net_bytes", p->cost.net_bytes); SETI("pcie_bytes", p->cost.pcie_bytes);
+    SETI("nvme_read_bytes", p->cost.nvme_read_bytes); SETI("nvme_write_bytes", p->cost.nvme_write_bytes);
+    SETN("flops", p->cost.flops);
+    lua_setfield(L, -2, "cost");
+    set_base(z, "plan");
+}
+
+void zg_lua_set_gen(ZgLua *z, const ZgGenInfo *g)
+{
+    lua_State *L = z->L;
+    lua_createtable(L, 0, 8);
+    SETS("root", g->root); SETS("spec", g->spec); SETS("name", g->name);
+    SETS("template", g->template_path); SETS("output", g->output);
+    lua_createtable(L, g->n_outputs, 0);
+    for (int i = 0; i < g->n_outputs; i++) {
+        lua_pushstring(L, g->outputs[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "outputs");
+    lua_newtable(L);
+    int n = 0;
+    for (int i = 0; i < g->n_outputs; i++) {
+        size_t len = strlen(g->outputs[i]);
+        if (len > 2 && strcmp(g->outputs[i] + len - 2, ".c") == 0) {
+            lua_pushstring(L, g->outputs[i]);
+            lua_rawseti(L, -2, ++n);
+        }
+    }
+    lua_setfield(L, -2, "sources");
+    set_base(z, "gen");
+}
+/* }===================================================================== */
+
+/* {===================================================================== modules and rendering */
+static bool is_ident(const char *s)
+{
+    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return false;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}
+
+bool zg_lua_load_lib(ZgLua *z, const char *name, const char *text, size_t len, char **err)
+{
+    lua_State *L = z->L;
+    char *chunk = zg_fmt("@templates/lib/%s.lua", name);
+    *err = NULL;
+    if (!is_ident(name)) {
+        *err = zg_fmt("%s:1: module name '%s' is not a Lua identifier", chunk + 1, name);
+        free(chunk);
+        return false;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, z->base);
+    int taken = lua_getfield(L, -1, name) != LUA_TNIL;
+    lua_pop(L, 2);
+    if (taken) {
+        *err = zg_fmt("%s:1: module name '%s' is already taken in the template environment",
+                      chunk + 1, name);
+        free(chunk);
+        return false;
+    }
+    int rc = luaL_loadbufferx(L, text, len, chunk, "t");
+    free(chunk);
+    if (rc != LUA_OK) {
+        *err = zg_xstrdup(lua_tostring(L, -1));
+        lua_pop(L, 1);
+        return false;
+    }
+    push_env(z);
+    lua_setupvalue(L, -2, 1);                           /* the chunk's _ENV */
+    if (!pcall(L, 0, 1, err)) return false;
+    if (!lua_istable(L, -1)) {
+        *err = zg_fmt("templates/lib/%s.lua: the module returned a %s, not a table of functions",
+                      name, luaL_typename(L, -1));
+        lua_pop(L, 1);
+        return false;
+    }
+    set_base(z, name);
+    return true;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+bool zg_lua_load_libs(ZgLua *z, const char *tpl_dir, char **err)
+{
+    char *dir = zg_fmt("%s/lib", tpl_dir);
+    DIR *d = opendir(dir);
+    *err = NULL;
+    if (!d) {
+        *err = zg_fmt("templates/lib: cannot open %s: %s", dir, strerror(errno));
+        free(dir);
+        return false;
+    }
+    char **names = NULL;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || len < 5 || strcmp(e->d_name + len - 4, ".lua") != 0) continue;
+        names = zg_xrealloc(names, (size_t)(n + 1) * sizeof *names);
+        names[n++] = zg_xstrdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, str_cmp);
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) {
+        char *path = zg_fmt("%s/%s", dir, names[i]);
+        size_t len;
+        char *text = zg_emit_read_file(path, &len);
+        names[i][strlen(names[i]) - 4] = 0;
+        if (!text) {
+            *err = zg_fmt("templates/lib/%s.lua: cannot read %s: %s", names[i], path, strerror(errno));
+            ok = false;
+        } else {
+            ok = zg_lua_load_lib(z, names[i], text, len, err);
+        }
+        free(text);
+        free(path);
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    free(dir);
+    return ok;
+}
+
+bool zg_lua_render(ZgLua *z, const ZgTpl *t, char **out, size_t *out_len, char **err)
+{
+    lua_State *L = z->L;
+    char *chunk = zg_fmt("@%s", t->name);
+    int rc = luaL_loadbufferx(L, t->lua, t->lua_len, chunk, "t");
+    free(chunk);
+    *err = NULL;
+    *out = NULL;
+    *out_len = 0;
+    if (rc != LUA_OK) {
+        /* "near '_o'" names the compiled form of a text line, not anything in the template. */
+        static const char near_o[] = "near '_o'";
+        const char *msg = lua_tostring(L, -1);
+        size_t n = strlen(msg), k = sizeof near_o - 1;
+        if (n > k && strcmp(msg + n - k, near_o) == 0)
+            *err = zg_fmt("%.*sbefore this text line", (int)(n - k), msg);
+        else
+            *err = zg_xstrdup(msg);
+        lua_pop(L, 1);
+        return false;
+    }
+    push_env(z);
+    lua_setupvalue(L, -2, 1);
+    Out o = {0};
+    lua_pushlightuserdata(L, &o);
+    lua_pushcclosure(L, l_out, 1);
+    lua_pushcfunction(L, l_str);
+    if (!pcall(L, 2, 0, err)) {
+        free(o.p);
+        return false;
+    }
+    *out = o.p ? o.p : zg_xstrdup("");
+    *out_len = o.n;
+    return true;
+}
+/* }===================================================================== */

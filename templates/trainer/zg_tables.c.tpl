@@ -1,0 +1,121 @@
+@@ local function b(x) return cfmt.bool(x) end
+@@ local tiers = {"device", "pinned", "host", "nvme"}
+@@ local cats = {"param16", "master", "grad", "adam_m", "adam_v", "gather_slots", "comm_buckets", "swap_buffers", "activations", "staging"}
+/*
+** zg_tables.c — the static tables of the ${plan.model.name} trainer: the partition map, every
+** buffer's place, and the schedule of a step, as zgen planned them for ${plan.model.world_size} rank(s),
+** ZeRO stage ${plan.zero.stage}, ${plan.zero.dtype}. The trainer executes these; it decides nothing at
+** run time. Row types: zr_plan.h; meaning of each field: zgen's gen/zg_plan.h.
+*/
+#include "zg_tables.h"
+
+/* ---------------------------------------------------------------------- tensors */
+@@ local R = rows.new()
+@@ for _, t in ipairs(plan.tensors) do
+@@   R:add({cfmt.str(t.name), t.ndim, shape.c_dims(t), t.numel, t.module, t.layer, b(t.decay),
+@@          "ZR_INIT_" .. t.init:upper(), b(t.residual_proj), t.flat_offset, t.part_numel,
+@@          t.shard_offset, b(t.persistent), t.reduce_bucket, t.gather, t.gather_offset,
+@@          t.persist_offset, t.bucket_offset}, string.format("%d: ", t.index) .. describe.tensor(t))
+@@ end
+/* name, ndim, shape, numel, module, layer, decay, init, residual_proj, flat_offset, part_numel,
+** shard_offset, persistent, bucket, gather, gather_offset, persist_offset, bucket_offset */
+const ZrTensorRow zg_tensors[${R:size()}] = {
+${R:render("    ", "no tensors")}
+};
+
+/* ---------------------------------------------------------------------- modules, forward order */
+@@ R = rows.new()
+@@ for _, m in ipairs(plan.modules) do
+@@   R:add({cfmt.str(m.name), "ZR_MOD_" .. m.kind:upper(), m.layer, m.first_tensor, m.n_tensors,
+@@          m.gather_bucket, m.numel, m.use_numel}, string.format("%d: ", m.index) .. describe.module(m))
+@@ end
+/* name, kind, layer, first_tensor, n_tensors, gather, numel, use_numel */
+const ZrModuleRow zg_modules[${R:size()}] = {
+${R:render("    ", "no modules")}
+};
+
+/* ---------------------------------------------------------------------- gradient buckets, reduction order */
+@@ R = rows.new()
+@@ for _, k in ipairs(plan.buckets) do
+@@   R:add({k.first_tensor, k.n_tensors, k.numel, k.padded_numel, k.flat_offset, k.buffer},
+@@         string.format("bucket %d: ", k.index) .. describe.bucket(k))
+@@ end
+/* first_tensor, n_tensors, numel, padded_numel, flat_offset, buffer */
+const ZrBucketRow zg_buckets[${R:size()}] = {
+${R:render("    ", "no gradient buckets")}
+};
+
+/* ---------------------------------------------------------------------- stage-3 gather groups */
+@@ R = rows.new()
+@@ for _, g in ipairs(plan.gathers) do
+@@   R:add({g.module, g.first_tensor, g.n_tensors, g.part_numel, g.numel, g.slot, g.shard_offset,
+@@          g.shard_numel}, string.format("group %d: ", g.index) .. describe.gather(g))
+@@ end
+/* module, first_tensor, n_tensors, part_numel, numel, slot, shard_offset, shard_numel */
+const ZrGatherRow zg_gathers[${R:size()}] = {
+${R:render("    ", "no gather groups below stage 3")}
+};
+
+/* ---------------------------------------------------------------------- optimizer sub-groups */
+@@ R = rows.new()
+@@ for _, s in ipairs(plan.subgroups) do
+@@   R:add({s.shard_offset, s.numel, s.nvme_offset_bytes, s.buffer},
+@@         string.format("sub-group %d: ", s.index) .. describe.subgroup(s))
+@@ end
+/* shard_offset, numel, nvme_offset_bytes, buffer */
+const ZrSubGroupRow zg_subgroups[${R:size()}] = {
+${R:render("    ", "no optimizer sub-groups")}
+};
+
+/* ---------------------------------------------------------------------- memory regions */
+@@ R = rows.new()
+@@ for _, r in ipairs(plan.mem.regions) do
+@@   R:add({cfmt.str(r.name), "ZR_MEM_" .. r.cat:upper(), "ZR_TIER_" .. r.tier:upper(), r.offset_bytes,
+@@          r.bytes}, describe.region(r))
+@@ end
+/* name, cat, tier, offset_bytes, bytes */
+const ZrRegionRow zg_regions[${R:size()}] = {
+${R:render("    ", "no regions")}
+};
+
+/* Arena bytes per tier per rank, and the peak over a step. */
+const int64_t zg_tier_bytes[ZR_NTIERS] = {
+@@ for _, t in ipairs(tiers) do
+    ${cfmt.pad(plan.mem.tier_bytes[t] .. ",", 16)}/* ${t}: ${shape.bytes(plan.mem.tier_bytes[t])} */
+@@ end
+};
+const int64_t zg_peak_bytes[ZR_NTIERS] = {
+@@ for _, t in ipairs(tiers) do
+    ${cfmt.pad(plan.mem.peak_bytes[t] .. ",", 16)}/* ${t} */
+@@ end
+};
+/* Bytes per tier and category: ${table.concat(cats, ", ")}. */
+const int64_t zg_cat_bytes[ZR_NTIERS][ZR_NMEM] = {
+@@ for _, t in ipairs(tiers) do
+@@   local v = {}
+@@   for i, c in ipairs(cats) do v[i] = string.format("%d", plan.mem.cat_bytes[t][c]) end
+    {${table.concat(v, ", ")}},  /* ${t} */
+@@ end
+};
+
+/* ---------------------------------------------------------------------- the schedule */
+@@ for _, l in ipairs({{"zg_micro_ops", plan.sched.micro, "every micro-step but the last of an optimizer step (only with gradient_accumulation_steps > 1)"},
+@@                     {"zg_last_micro_ops", plan.sched.last, "the last micro-step of each optimizer step"},
+@@                     {"zg_step_ops", plan.sched.step, "the optimizer step, after the last micro-step"}}) do
+@@   R = rows.new()
+@@   for _, o in ipairs(l[2]) do
+@@     R:add({"ZR_OP_" .. o.kind:upper(), o.arg, o.slot}, describe.op(o, l[2]))
+@@   end
+/* ${l[3]}: kind, arg, slot */
+const ZrOpRow ${l[1]}[${R:size()}] = {
+${R:render("    ", "no operations")}
+};
+
+@@ end
+/* Each table agrees with its count in zg_model.h (a placeholder row stands in for none). */
+@@ for _, c in ipairs({{"zg_tensors", "TENSORS"}, {"zg_modules", "MODULES"}, {"zg_buckets", "BUCKETS"},
+@@                     {"zg_gathers", "GATHERS"}, {"zg_subgroups", "SUBGROUPS"}, {"zg_regions", "REGIONS"},
+@@                     {"zg_micro_ops", "MICRO_OPS"}, {"zg_last_micro_ops", "LAST_MICRO_OPS"},
+@@                     {"zg_step_ops", "STEP_OPS"}}) do
+_Static_assert(sizeof ${c[1]} / sizeof ${c[1]}[0] == (ZG_N_${c[2]} > 0 ? ZG_N_${c[2]} : 1), "${c[1]}");
+@@ end
