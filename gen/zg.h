@@ -29,6 +29,15 @@ int zg_error_count(void);
 void zg_diag_reset(void);               /* tests: forget counts */
 void zg_diag_quiet(bool quiet);         /* tests: do not print */
 const char *zg_diag_last(void);         /* tests: text of the last error/warning */
+/* Added by the front end (diag.c): */
+int zg_warn_count(void);
+/* Tests (quiet mode keeps every error/warning with its notes): how many errors or warnings whose
+** message or notes contain frag (case-sensitive) are at `line` (0 = any line). */
+int zg_diag_count_matching(const char *frag, int line);
+/* Tests: every kept message, one per line as "line:col: kind: message [notes]" (for failure output). */
+const char *zg_diag_log(void);
+/* Source text of a file, so errors can quote the line (node.c registers what it parses). */
+void zg_diag_add_source(const char *file, const char *text);
 _Noreturn void zg_unreachable_at(const char *file, int line);
 #define zg_unreachable() zg_unreachable_at(__FILE__, __LINE__)
 void *zg_xmalloc(size_t n);
@@ -55,6 +64,19 @@ struct ZgNode {
 ZgNode *zg_node_load_file(const char *path);
 ZgNode *zg_node_load_string(const char *text, const char *name);
 ZgNode *zg_node_get(const ZgNode *map, const char *key);     /* NULL if absent */
+/* Added by the front end: as zg_node_load_file, but a missing/unreadable file is reported at `from`
+** (where the path was named, e.g. the spec's `deepspeed:` line); from.file NULL = no location. */
+ZgNode *zg_node_load_file_at(const char *path, ZgLoc from);
+int zg_node_index(const ZgNode *map, const char *key);       /* pair index, -1 if absent */
+const char *zg_node_kind_name(const ZgNode *n);              /* "a mapping", "a list", "a scalar" */
+/* Typed access to a value node; each reports "<what> must be ..." at the value and returns false.
+** `what` names the key for the user, e.g. "model.d_model". */
+bool zg_node_is_null(const ZgNode *v);                       /* null, ~ or empty (unquoted) */
+bool zg_node_is_auto(const ZgNode *v);                       /* "auto" or auto */
+bool zg_node_bool(const ZgNode *v, const char *what, bool *out);
+bool zg_node_int(const ZgNode *v, const char *what, int64_t lo, int64_t hi, int64_t *out);
+bool zg_node_num(const ZgNode *v, const char *what, double lo, double hi, double *out);
+bool zg_node_str(const ZgNode *v, const char *what, const char **out);
 
 /* ======================================================================= config types */
 /* Byte and element counts are int64_t throughout: a 1T-parameter model overflows 32 bits. */
@@ -77,6 +99,14 @@ typedef struct ZgModel {
     int64_t host_memory;        /* bytes per node; 0 = not declared */
     int gpus_per_node;          /* hardware.gpus_per_node; default min(world_size, 8) */
     ZgLoc loc_name, loc_world_size, loc_device_memory, loc_host_memory;
+    /* Added by the front end (spec.c). Optional train.* values that fill DeepSpeed "auto" keys;
+    ** 0 = absent from the spec. */
+    int64_t train_micro_batch;  /* train.micro_batch_size */
+    int64_t train_batch;        /* train.batch_size (global, = micro * grad_accum * world_size) */
+    int64_t train_grad_accum;   /* train.grad_accum */
+    double train_lr;            /* train.lr */
+    ZgLoc loc_deepspeed;        /* the spec's `deepspeed:` value */
+    bool gpus_per_node_given;   /* hardware.gpus_per_node was in the spec */
 } ZgModel;
 
 typedef struct ZgOffloadCfg {
@@ -89,6 +119,8 @@ typedef struct ZgOffloadCfg {
     bool pipeline_read, pipeline_write;   /* optimizer */
     double ratio;               /* optimizer: 1.0 */
     ZgLoc loc;                  /* the section */
+    /* Added by the front end: */
+    ZgLoc loc_device;           /* the device key (the section when absent) */
 } ZgOffloadCfg;
 
 typedef struct ZgZero {
@@ -125,6 +157,15 @@ typedef struct ZgZero {
     int64_t aio_block_size, aio_queue_depth, aio_intra_op_parallelism;
     bool aio_single_submit, aio_overlap_events;
     ZgLoc loc_stage, loc_batch;
+    /* Added by the front end (zero.c/check.c). Which batch keys the config gave (after "auto" was
+    ** filled from the spec); zg_check derives the others and sets all three. */
+    bool tb_given, micro_given, gas_given;
+    ZgLoc loc_tb, loc_micro, loc_gas;   /* the keys, or the config's top level when absent */
+    bool warmup_max_lr_given;   /* scheduler.params.warmup_max_lr was set (else derived) */
+    ZgDtype comm_dtype;         /* gradient communication dtype (= dtype unless configured) */
+    ZgLoc loc_root;             /* the config's top-level mapping */
+    ZgLoc loc_sched;            /* scheduler section (or loc_root) */
+    bool batch_unresolved;      /* an "auto" batch key had no spec value (reported); skip derivation */
 } ZgZero;
 
 /* ======================================================================= spec.c / zero.c / check.c */
@@ -132,14 +173,74 @@ typedef struct ZgZero {
 ** reported through diag; the return value is the spec's `deepspeed:` node (a scalar path or an
 ** inline mapping) or NULL when absent. */
 const ZgNode *zg_spec_load(const char *path, ZgModel *m);
-/* Parse a DeepSpeed config (a file path, or the inline node from the spec). ws = world size. */
+/* Parse a DeepSpeed config (a file path, or the inline node from the spec). Both start from
+** zg_zero_defaults(z). Batch values are resolved later by zg_check (which needs the final world
+** size); call zg_check after any --world-size override. false if any error was reported. */
 bool zg_zero_load_file(const char *path, const ZgModel *m, ZgZero *z);
 bool zg_zero_load_node(const ZgNode *root, const char *file, const ZgModel *m, ZgZero *z);
 /* Defaults exactly as DeepSpeed's code (REFERENCE.md part 1); used before parsing and by tests. */
 void zg_zero_defaults(ZgZero *z);
 /* Cross-checks between spec and config that need both (batch arithmetic, offload/stage, ...). */
 void zg_check(const ZgModel *m, ZgZero *z);
+/* Added by the front end: loads the config the spec's `deepspeed:` node names (a path relative to the
+** spec's folder, or an inline mapping). ds NULL -> error asking for -c or deepspeed:. */
+bool zg_zero_load(const ZgNode *ds, const ZgModel *m, ZgZero *z);
+/* --world-size: sets m->world_size and re-derives the gpus_per_node default (min(ws, 8)). */
+void zg_model_set_world_size(ZgModel *m, int ws);
+/* Defaults of a ZgModel (before parsing; tests). */
+void zg_model_defaults(ZgModel *m);
+/* true when s is a path safe to write into emitted code, Makefiles and shell lines: non-empty, at
+** most 1024 bytes, no control characters, quotes, backslashes, '$' or spaces. */
+bool zg_path_is_sane(const char *s);
+/* Numbers as YAML/JSON write them ("5e8", "1.0e-5", "1024"). false if malformed. int64 accepts an
+** integral value written as a float ("5e8") like DeepSpeed's pydantic models. */
+bool zg_parse_int64(const char *s, int64_t *out);
+bool zg_parse_double(const char *s, double *out);
 
+/* The table of every DeepSpeed config key zgen knows (zero_keys.c), read by zero.c. */
+typedef enum {
+    ZG_KT_SECTION,              /* a mapping of further keys (or null = absent) */
+    ZG_KT_BOOL, ZG_KT_INT, ZG_KT_NUM,
+    ZG_KT_STR,                  /* one of `choices` when set ("none|cpu|nvme") */
+    ZG_KT_PATH,                 /* a file system path (checked by zg_path_is_sane) */
+    ZG_KT_PAIR,                 /* two numbers, e.g. betas [0.9, 0.999] */
+    ZG_KT_ANY,                  /* any value: a whole feature section (def "off" = absent/disabled) */
+} ZgKeyType;
+typedef enum {
+    ZG_KS_SUPPORTED,            /* takes effect in ZgZero */
+    ZG_KS_ACCEPTED,             /* accepted silently: no effect on a zgen run (`why` says why) */
+    ZG_KS_IGNORED,              /* warning when set to a non-default value: zgen ignores it */
+    ZG_KS_UNSUPPORTED,          /* error when set to a non-default value: zgen cannot do it */
+    ZG_KS_ALIAS,                /* another accepted spelling of `alias` (same section) */
+    ZG_KS_DEPRECATED,           /* deprecated spelling of `alias`: warning, then used as `alias` */
+} ZgKeySupport;
+typedef struct ZgKey {
+    const char *section;        /* dotted path of the enclosing section; "" = top level */
+    const char *name;
+    ZgKeyType type;
+    ZgKeySupport support;
+    const char *def;            /* DeepSpeed's code default as text; NULL = None */
+    const char *alias;          /* ALIAS/DEPRECATED: the key it stands for */
+    const char *why;            /* why accepted/ignored/unsupported, or what to do instead */
+    double min, max;            /* INT/NUM range; both 0 = unchecked */
+    const char *choices;        /* STR: allowed values; scheduler.params: schedulers taking it */
+    size_t off;                 /* SUPPORTED with store != 0: offsetof(ZgZero, field) */
+    char store;                 /* 'b' bool, 'i' int, 'l' int64_t, 'd' double; 0 = zero.c does it */
+} ZgKey;
+extern const ZgKey zg_zero_keys[];
+extern const int zg_zero_nkeys;
+/* Keys people invent (or copy from other tools) and what they mean in DeepSpeed. */
+typedef struct ZgInventedKey {
+    const char *name;
+    const char *fix;            /* "did you mean ..." text */
+} ZgInventedKey;
+extern const ZgInventedKey zg_invented_keys[];
+extern const int zg_n_invented_keys;
+/* Reports an unknown key of `section` with the best suggestion the tables give (zero_keys.c). */
+void zg_zero_unknown_key(const char *section, const char *key, ZgLoc at);
+
+/* The candidate closest to `key` by edit distance when close enough to be a likely typo, else NULL. */
+const char *zg_suggest(const char *key, const char *const *cands, int n);
 /* Edit distance for "did you mean" (Levenshtein, case-insensitive). */
 int zg_edit_distance(const char *a, const char *b);
 /* Sizes like "80GiB", "512GB", "1.5e9" -> bytes. false if malformed. */

@@ -1,0 +1,318 @@
+/*
+** spec.c — the model spec (DESIGN.md "The model spec") -> ZgModel, with every check that needs the
+** spec alone: key names (unknown -> "did you mean"), types, ranges, the model's own shape rules.
+**
+** The spec's name reaches emitted identifiers and the output folder, and its `deepspeed:` path is
+** opened, so both are validated here (security: no spec text reaches code or paths unchecked).
+** Ranges are chosen so that every product the planner forms (parameters x bytes x world size) fits in
+** int64: a 1T-parameter spec at world size 1024 must plan, a 1e20-parameter typo must be refused.
+*/
+#include "zg.h"
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PARAMS 1e14         /* 100T parameters: x 18 bytes x 1024 ranks still fits int64 */
+
+/* Every spec key, as "section.key", for "did you mean" across sections. */
+static const char *const spec_keys[] = {
+    "name", "model", "train", "deepspeed", "hardware",
+    "model.arch", "model.vocab_size", "model.context", "model.d_model", "model.n_layers",
+    "model.n_heads", "model.d_ff", "model.norm_eps", "model.tie_embeddings",
+    "train.seq_len", "train.world_size", "train.seed", "train.micro_batch_size",
+    "train.batch_size", "train.grad_accum", "train.lr",
+    "hardware.device_memory", "hardware.host_memory", "hardware.gpus_per_node",
+};
+#define N_SPEC_KEYS ((int)(sizeof spec_keys / sizeof spec_keys[0]))
+
+/* Which keys were present (for defaults that depend on others and required keys). */
+typedef struct Seen {
+    bool name, model, arch, vocab, context, d_model, n_layers, n_heads, d_ff, seq_len, world, gpn;
+    ZgLoc model_loc, seq_len_loc, n_heads_loc, d_ff_loc, vocab_loc, tie_loc, gpn_loc;
+} Seen;
+
+void zg_model_defaults(ZgModel *m)
+{
+    memset(m, 0, sizeof *m);
+    m->arch = "gpt2";
+    m->norm_eps = 1e-5;
+    m->tie_embeddings = true;
+    m->world_size = 1;
+    m->seed = 1234;
+}
+
+void zg_model_set_world_size(ZgModel *m, int ws)
+{
+    m->world_size = ws;
+    if (!m->gpus_per_node_given) m->gpus_per_node = ws < 8 ? ws : 8;
+}
+
+static void unknown_key(const char *section, const char *key, ZgLoc at)
+{
+    char *full = section[0] ? zg_fmt("%s.%s", section, key) : zg_xstrdup(key);
+    /* Same section first (a typo), then the key's own name in another section (misplaced). */
+    const char *same[N_SPEC_KEYS], *leaf_in_other = NULL;
+    int n_same = 0;
+    size_t slen = strlen(section);
+    for (int i = 0; i < N_SPEC_KEYS; i++) {
+        const char *k = spec_keys[i], *dot = strchr(k, '.');
+        bool in_section = slen ? (dot && (size_t)(dot - k) == slen && !strncmp(k, section, slen))
+                               : !dot;
+        if (in_section) same[n_same++] = slen ? dot + 1 : k;
+        else if (!strcmp(dot ? dot + 1 : k, key)) leaf_in_other = k;
+    }
+    const char *s = zg_suggest(key, same, n_same);
+    zg_error(at, "unknown key '%s' in the spec", full);
+    if (leaf_in_other) zg_note(at, "did you mean '%s'? (it belongs in another section)", leaf_in_other);
+    else if (s) zg_note(at, "did you mean '%s'?", s);
+    else zg_note(at, "the spec's keys are listed in DESIGN.md \"The model spec\"");
+    free(full);
+}
+
+static bool valid_name(const char *s)
+{
+    if (!islower((unsigned char)s[0])) return false;
+    for (const char *p = s; *p; p++)
+        if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) && *p != '_') return false;
+    return strlen(s) <= 64;
+}
+
+static void load_name(const ZgNode *v, ZgModel *m)
+{
+    const char *s;
+    if (!zg_node_str(v, "name", &s)) return;
+    if (!valid_name(s)) {
+        zg_error(v->loc, "name '%s' must match [a-z][a-z0-9_]* (at most 64 characters)", s);
+        zg_note(v->loc, "it names the output folder and emitted C identifiers");
+        return;
+    }
+    m->name = s;
+}
+
+static void load_arch(const ZgNode *v, ZgModel *m)
+{
+    const char *s;
+    if (!zg_node_str(v, "model.arch", &s)) return;
+    if (!strcmp(s, "gpt2")) {
+        m->arch = "gpt2";
+    } else if (!strcmp(s, "llama")) {
+        zg_error(v->loc, "model.arch 'llama' is not supported yet");
+        zg_note(v->loc, "zgen supports arch gpt2 today; llama (RMSNorm, SwiGLU, RoPE) is next");
+    } else {
+        zg_error(v->loc, "unknown model.arch '%s'", s);
+        zg_note(v->loc, "zgen supports arch gpt2");
+    }
+}
+
+static void load_model(const ZgNode *sec, ZgModel *m, Seen *seen)
+{
+    for (int i = 0; i < sec->n; i++) {
+        const char *k = sec->keys[i];
+        const ZgNode *v = sec->vals[i];
+        char *what = zg_fmt("model.%s", k);
+        if (!strcmp(k, "arch")) seen->arch = true, load_arch(v, m);
+        else if (!strcmp(k, "vocab_size")) {
+            /* Tokens are uint16 in the data files (llm.c / nanoGPT format). */
+            seen->vocab = true;
+            seen->vocab_loc = v->loc;
+            int64_t x;
+            if (v->kind == ZG_NSCALAR && zg_parse_int64(v->scalar, &x) && x > 65536) {
+                zg_error(v->loc, "model.vocab_size %lld exceeds 65536: tokens are stored as uint16",
+                         (long long)x);
+            } else {
+                zg_node_int(v, what, 1, 65536, &m->vocab_size);
+            }
+        } else if (!strcmp(k, "context")) seen->context = true, zg_node_int(v, what, 1, 1 << 20, &m->context);
+        else if (!strcmp(k, "d_model")) seen->d_model = true, zg_node_int(v, what, 1, 1 << 20, &m->d_model);
+        else if (!strcmp(k, "n_layers")) seen->n_layers = true, zg_node_int(v, what, 1, 1 << 16, &m->n_layers);
+        else if (!strcmp(k, "n_heads")) {
+            seen->n_heads = true;
+            zg_node_int(v, what, 1, 1 << 16, &m->n_heads);
+            seen->n_heads_loc = v->loc;
+        } else if (!strcmp(k, "d_ff")) {
+            seen->d_ff = true;
+            zg_node_int(v, what, 1, 1 << 22, &m->d_ff);
+            seen->d_ff_loc = v->loc;
+        } else if (!strcmp(k, "norm_eps")) {
+            double e;
+            if (zg_node_num(v, what, 0, 1, &e)) {
+                if (e <= 0) zg_error(v->loc, "model.norm_eps must be positive, not %g", e);
+                else m->norm_eps = e;
+            }
+        } else if (!strcmp(k, "tie_embeddings")) {
+            seen->tie_loc = v->loc;
+            zg_node_bool(v, what, &m->tie_embeddings);
+        } else unknown_key("model", k, sec->key_locs[i]);
+        free(what);
+    }
+}
+
+static void load_train(const ZgNode *sec, ZgModel *m, Seen *seen)
+{
+    for (int i = 0; i < sec->n; i++) {
+        const char *k = sec->keys[i];
+        const ZgNode *v = sec->vals[i];
+        char *what = zg_fmt("train.%s", k);
+        int64_t x;
+        if (!strcmp(k, "seq_len")) {
+            seen->seq_len = true;
+            zg_node_int(v, what, 1, 1 << 20, &m->seq_len);
+            seen->seq_len_loc = v->loc;
+        } else if (!strcmp(k, "world_size")) {
+            if (zg_node_int(v, what, 1, 1 << 20, &x)) m->world_size = (int)x, seen->world = true;
+            m->loc_world_size = v->loc;
+        } else if (!strcmp(k, "seed")) {
+            if (zg_node_int(v, what, 0, INT64_MAX, &x)) m->seed = (uint64_t)x;
+        } else if (!strcmp(k, "micro_batch_size")) zg_node_int(v, what, 1, 1 << 20, &m->train_micro_batch);
+        else if (!strcmp(k, "batch_size")) zg_node_int(v, what, 1, (int64_t)1 << 40, &m->train_batch);
+        else if (!strcmp(k, "grad_accum")) zg_node_int(v, what, 1, 1 << 20, &m->train_grad_accum);
+        else if (!strcmp(k, "lr")) {
+            double lr;
+            if (zg_node_num(v, what, 0, 10, &lr)) {
+                if (lr <= 0) zg_error(v->loc, "train.lr must be positive, not %g", lr);
+                else m->train_lr = lr;
+            }
+        } else unknown_key("train", k, sec->key_locs[i]);
+        free(what);
+    }
+}
+
+static void load_size(const ZgNode *v, const char *what, int64_t *out, ZgLoc *loc)
+{
+    *loc = v->loc;
+    int64_t b;
+    if (v->kind != ZG_NSCALAR || !zg_parse_size(v->scalar, &b)) {
+        zg_error(v->loc, "%s must be a size such as 80GiB, 512GB or 8e10 (bytes), not %s%s%s", what,
+                 v->kind == ZG_NSCALAR ? "'" : "", v->kind == ZG_NSCALAR ? v->scalar : zg_node_kind_name(v),
+                 v->kind == ZG_NSCALAR ? "'" : "");
+        return;
+    }
+    if (b <= 0) {
+        zg_error(v->loc, "%s must be positive", what);
+        return;
+    }
+    *out = b;
+}
+
+static void load_hardware(const ZgNode *sec, ZgModel *m, Seen *seen)
+{
+    for (int i = 0; i < sec->n; i++) {
+        const char *k = sec->keys[i];
+        const ZgNode *v = sec->vals[i];
+        int64_t x;
+        if (!strcmp(k, "device_memory")) load_size(v, "hardware.device_memory", &m->device_memory, &m->loc_device_memory);
+        else if (!strcmp(k, "host_memory")) load_size(v, "hardware.host_memory", &m->host_memory, &m->loc_host_memory);
+        else if (!strcmp(k, "gpus_per_node")) {
+            seen->gpn_loc = v->loc;
+            if (zg_node_int(v, "hardware.gpus_per_node", 1, 1024, &x)) m->gpus_per_node = (int)x, seen->gpn = true, m->gpus_per_node_given = true;
+        } else unknown_key("hardware", k, sec->key_locs[i]);
+    }
+}
+
+static bool section(const ZgNode *v, const char *name)
+{
+    if (v->kind == ZG_NMAP) return true;
+    zg_error(v->loc, "'%s' must be a mapping of keys, not %s", name, zg_node_kind_name(v));
+    return false;
+}
+
+/* Parameters of the gpt2 shape, in double so that absurd shapes are measured, not overflowed. */
+static double gpt2_params(const ZgModel *m)
+{
+    double d = (double)m->d_model, f = (double)m->d_ff;
+    double block = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d);
+    return (double)m->vocab_size * d + (double)m->context * d + (double)m->n_layers * block + 2 * d;
+}
+
+static void check_model(ZgModel *m, const Seen *s, ZgLoc root)
+{
+    ZgLoc at = s->model ? s->model_loc : root;
+    if (!s->name) zg_error(root, "missing key 'name' (the model's name, [a-z][a-z0-9_]*)");
+    if (!s->model) {
+        zg_error(root, "missing section 'model' (arch, vocab_size, context, d_model, n_layers, n_heads)");
+        return;
+    }
+    if (!s->arch) zg_error(at, "missing key 'model.arch' (gpt2)");
+    if (!s->vocab) zg_error(at, "missing key 'model.vocab_size'");
+    if (!s->context) zg_error(at, "missing key 'model.context' (maximum positions)");
+    if (!s->d_model) zg_error(at, "missing key 'model.d_model'");
+    if (!s->n_layers) zg_error(at, "missing key 'model.n_layers'");
+    if (!s->n_heads) zg_error(at, "missing key 'model.n_heads'");
+    if (!s->d_ff) m->d_ff = 4 * m->d_model;
+    if (!s->seq_len) m->seq_len = m->context;
+    if (m->d_model > 0 && m->n_heads > 0 && m->d_model % m->n_heads != 0) {
+        zg_error(s->n_heads_loc, "model.d_model %lld is not divisible by model.n_heads %lld",
+                 (long long)m->d_model, (long long)m->n_heads);
+        zg_note(s->n_heads_loc, "each head gets d_model / n_heads dimensions; pick n_heads dividing %lld",
+                (long long)m->d_model);
+    }
+    if (s->seq_len && m->context > 0 && m->seq_len > m->context) {
+        zg_error(s->seq_len_loc, "train.seq_len %lld exceeds model.context %lld", (long long)m->seq_len,
+                 (long long)m->context);
+        zg_note(s->seq_len_loc, "the model has positions for %lld tokens; lower seq_len or raise context",
+                (long long)m->context);
+    }
+    if (!m->tie_embeddings && !strcmp(m->arch, "gpt2")) {
+        zg_error(s->tie_loc, "model.tie_embeddings must be true for arch gpt2");
+        zg_note(s->tie_loc, "GPT-2's lm_head is the token embedding (wte); remove the key or set true");
+    }
+    if (m->vocab_size > 0 && m->context > 0 && m->d_model > 0 && m->n_layers > 0 && m->d_ff > 0) {
+        double p = gpt2_params(m);
+        if (p > MAX_PARAMS)
+            zg_error(at, "the model has %.3g parameters; zgen plans models up to %.0e", p, MAX_PARAMS);
+    }
+    if (!s->gpn) m->gpus_per_node = m->world_size < 8 ? m->world_size : 8;
+    else if (m->world_size > m->gpus_per_node && m->world_size % m->gpus_per_node != 0) {
+        zg_error(s->gpn_loc, "train.world_size %d is not a multiple of hardware.gpus_per_node %d",
+                 m->world_size, m->gpus_per_node);
+        zg_note(s->gpn_loc, "every node runs gpus_per_node ranks; make world_size a multiple of it");
+    }
+}
+
+const ZgNode *zg_spec_load(const char *path, ZgModel *m)
+{
+    zg_model_defaults(m);
+    m->spec_path = path;
+    ZgNode *root = zg_node_load_file(path);
+    if (!root) return NULL;
+    ZgLoc rat = {path, root->loc.line, root->loc.col};
+    if (root->kind != ZG_NMAP) {
+        zg_error(root->loc, "a spec is a mapping (name, model, train, deepspeed, hardware), not %s",
+                 zg_node_kind_name(root));
+        return NULL;
+    }
+    Seen seen = {0};
+    const ZgNode *ds = NULL;
+    for (int i = 0; i < root->n; i++) {
+        const char *k = root->keys[i];
+        const ZgNode *v = root->vals[i];
+        if (!strcmp(k, "name")) {
+            seen.name = true;
+            m->loc_name = v->loc;
+            load_name(v, m);
+        } else if (!strcmp(k, "model")) {
+            seen.model = true;
+            seen.model_loc = root->key_locs[i];
+            if (section(v, "model")) load_model(v, m, &seen);
+        } else if (!strcmp(k, "train")) {
+            if (section(v, "train")) load_train(v, m, &seen);
+        } else if (!strcmp(k, "hardware")) {
+            if (section(v, "hardware")) load_hardware(v, m, &seen);
+        } else if (!strcmp(k, "deepspeed")) {
+            m->loc_deepspeed = v->loc;
+            if (v->kind == ZG_NMAP) ds = v;
+            else if (v->kind == ZG_NSCALAR && !zg_node_is_null(v)) {
+                if (!zg_path_is_sane(v->scalar)) {
+                    zg_error(v->loc, "deepspeed: '%s' is not a usable path", v->scalar);
+                    zg_note(v->loc, "use a path without spaces, quotes, '$', backslashes or control characters");
+                } else ds = v;
+            } else {
+                zg_error(v->loc, "deepspeed: must be a config file path or an inline mapping, not %s",
+                         zg_node_kind_name(v));
+            }
+        } else unknown_key("", k, root->key_locs[i]);
+    }
+    check_model(m, &seen, rat);
+    return ds;
+}
