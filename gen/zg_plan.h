@@ -1,13 +1,35 @@
 /*
 ** zg_plan.h — the plan: model IR, partition map, buckets, schedule and memory plan.
-** Computed once by plan*.c from a validated (ZgModel, ZgZero); consumed by planout*.c (plan.json,
-** plan.txt), by lua.c (handed to templates as tables) and by the estimator.
+** Computed once by model.c, plan.c, sched.c and memplan.c from a validated (ZgModel, ZgZero);
+** consumed by planout*.c (plan.json, plan.txt), by lua.c (handed to templates as tables) and by
+** estimate.c. docs/PLAN.md explains how to read plan.txt / plan.json.
 **
 ** Element counts and offsets are int64_t elements unless the name says _bytes.
 ** Parameter order is Hugging Face GPT-2's: wte, wpe, h.0.* ... h.{L-1}.*, ln_f.*; a layer's tensors
 ** in the order ln_1.weight, ln_1.bias, attn.c_attn.weight, attn.c_attn.bias, attn.c_proj.weight,
 ** attn.c_proj.bias, ln_2.weight, ln_2.bias, mlp.c_fc.weight, mlp.c_fc.bias, mlp.c_proj.weight,
 ** mlp.c_proj.bias. Linear weights are stored [in, out] (HF Conv1D layout).
+**
+** "16-bit" below means the config's dtype (zero->dtype): 2 bytes for bf16/fp16, 4 bytes for fp32.
+** With fp32 there is no mixed precision: the working parameters ARE the fp32 values, so no separate
+** master copy is planned unless the optimizer is offloaded (then "master" is the host-side copy the
+** optimizer updates) and no "stage32" upcast region exists.
+**
+** GRADIENT FLOW (what BACKWARD and GRAD_COPY mean; the host kernels compute in fp32):
+**  - The module grad area G: stages 0/1 with fp32: the tensor's slot in "grads" (kernels += into
+**    it, zeroed at the start of each optimizer step's first micro-step). Otherwise a per-module fp32
+**    area written fresh by each BACKWARD, tensor t of module m at element
+**    (t.flat_offset - flat_offset of m's first tensor used): the second half of "stage32" (16-bit
+**    dtypes) or "grad_stage" (fp32, stages 2/3).
+**  - Stages 0/1 with a 16-bit dtype: after BACKWARD the driver adds G (converted) into "grads".
+**  - Tied lm_head (it owns no tensor and uses wte): stages 0/1 treat its wte gradient like any other
+**    gradient of wte (accumulated into grads[wte]). Stages 2/3: lm_head's BACKWARD writes its wte
+**    gradient into "tied_grad" (fp32, numel of wte); embed's BACKWARD adds tied_grad into wte's
+**    gradient in G, so wte's gradient is complete after embed's BACKWARD (it is the last).
+**  - Stages 2/3: GRAD_COPY k copies (downcasts) the gradients in G that belong to bucket k into
+**    bucket buffer k % n_bucket_buffers; REDUCE k reduces that buffer; WAIT_REDUCE k waits and
+**    accumulates this rank's part into "grad32" (the owned fp32 gradient shard; zeroed at the start
+**    of each optimizer step).
 */
 #ifndef ZG_PLAN_H
 #define ZG_PLAN_H
@@ -20,22 +42,32 @@ typedef enum {
     ZG_MOD_HEAD,                /* lm_head; tied: owns no tensor, uses wte */
 } ZgModKind;
 
+typedef enum {
+    ZG_INIT_NORMAL,             /* normal(0, 0.02), divided by sqrt(2*n_layers) if residual_proj */
+    ZG_INIT_ZEROS,              /* biases */
+    ZG_INIT_ONES,               /* LayerNorm gains */
+} ZgInit;
+
 typedef struct ZgTensor {
     const char *name;           /* Hugging Face name, e.g. "h.3.attn.c_attn.weight" */
     const char *field;          /* C identifier for emitted code, e.g. "attn_c_attn_weight" */
     int ndim;
-    int64_t shape[2];           /* [in, out] for linear weights */
+    int64_t shape[2];           /* [in, out] for linear weights; shape[1] = 0 when ndim == 1 */
     int64_t numel;
     int module;                 /* index into ZgPlan.modules that owns it */
     int layer;                  /* block index, -1 outside blocks */
     bool decay;                 /* weight decay applies (ndim >= 2) */
     bool residual_proj;         /* init std scaled by 1/sqrt(2*n_layers) (c_proj weights) */
-    int init;                   /* 0 normal(0,0.02), 1 zeros, 2 ones */
+    int init;                   /* ZgInit */
     /* partition map (plan.c) */
     int64_t flat_offset;        /* start in the flat parameter space (all tensors, in order) */
     int64_t part_numel;         /* stage 3: ceil(numel/ws) elements held per rank; else 0 */
-    bool persistent;            /* stage 3: numel <= param_persistence_threshold: kept gathered */
+    bool persistent;            /* stage 3: kept gathered on every rank (see ZgShardMap) */
     int reduce_bucket;          /* the gradient bucket holding this tensor's gradient */
+    int gather;                 /* stage 3: gather group (ZgPlan.gathers) or -1 (persistent) */
+    int64_t gather_offset;      /* stage 3: start of the gathered tensor in its slot; -1 if none */
+    int64_t persist_offset;     /* stage 3: start in the "persist" region (elements); -1 if none */
+    int64_t bucket_offset;      /* start of its gradient in its bucket buffer (elements) */
 } ZgTensor;
 
 typedef struct ZgModule {
@@ -43,75 +75,139 @@ typedef struct ZgModule {
     int layer;                  /* -1 unless block */
     const char *name;           /* "embed", "h.3", "ln_f", "lm_head" */
     int first_tensor, n_tensors;/* tensors owned (contiguous in the tensor table) */
-    int64_t numel;              /* parameters held directly (DeepSpeed's "largest layer" count) */
-    int gather_bucket;          /* stage 3: gather bucket of this module's non-persistent params, -1 */
+    int64_t numel;              /* parameters owned (held directly) */
+    int64_t use_numel;          /* parameters its forward reads (lm_head tied: numel of wte) */
+    int gather_bucket;          /* stage 3: gather group it needs (tied lm_head: embed's), -1 */
 } ZgModule;
 
 /* ----------------------------------------------------------------------- partition map (plan.c) */
-/* Stages 0-2: one flat buffer per dtype of all parameters, padded to a multiple of align*ws and cut
-** into ws equal partitions (rank r owns [r*part, (r+1)*part)); a tensor may straddle ranks.
-** Stage 3: each tensor is padded to a multiple of ws and cut into ws slices of part_numel; rank r's
-** shard space is the concatenation of its slices (tensor order), and shard_offset[t] gives where. */
+/* Stages 0-2: one flat buffer of all parameters (tensor order, tensors back to back at
+** flat_offset), padded to a multiple of align*ws (align = 2 elements, DeepSpeed's
+** nccl_start_alignment_factor: every partition starts 4-byte aligned in 16-bit) and cut into ws
+** equal partitions: rank r owns [r*part_numel, (r+1)*part_numel); a tensor may straddle ranks.
+** At stage 0 the partition map exists (checkpoints, the estimator) but every rank updates the whole
+** buffer (opt_numel = padded_numel).
+** Stage 3: each tensor is padded to a multiple of ws and cut into ws slices of part_numel; rank r
+** holds slice r of every tensor, and its shard is the concatenation of its slices in tensor order
+** (shard_offset[t] = where tensor t's slice starts). A tensor is persistent when
+** numel <= param_persistence_threshold, taken in tensor order while the running total of persistent
+** numel stays <= model_persistence_threshold; persistent tensors are kept whole on every rank (region
+** "persist"), re-gathered once after each optimizer step, and are in no gather group. */
 typedef struct ZgShardMap {
     int ws;
-    int align;                  /* elements; start alignment of every partition (2 for 16-bit) */
+    int align;                  /* elements; stages 0-2: 2; stage 3: 1 (per-tensor padding to ws) */
     int64_t flat_numel;         /* sum of numel (unpadded) */
     int64_t padded_numel;       /* stage 0-2: flat buffer incl. padding; stage 3: sum part*ws */
     int64_t part_numel;         /* elements each rank owns (every rank the same) */
+    int64_t opt_numel;          /* elements each rank's optimizer updates (stage 0: padded_numel) */
     int64_t *shard_offset;      /* stage 3: per tensor, offset of its slice in each rank's shard */
+    int64_t persist_numel;      /* stage 3: sum of numel of persistent tensors */
 } ZgShardMap;
 
-/* A contiguous run of gradients reduced together (in backward order). */
+/* A contiguous run of gradients reduced together. Buckets are listed in reduction order, which is
+** the order gradients become complete in backward: reverse tensor order (ln_f.bias first, wte last:
+** the tied wte completes after embed's backward). So bucket k holds tensors
+** [first_tensor, first_tensor+n_tensors) and buckets with higher k hold lower tensor indices.
+** A bucket holds <= reduce_bucket_size elements (padded_numel at stage 3); a tensor larger than
+** that is a bucket of its own.
+** Bucket buffer layout (stages 2/3): stage 2: the bucket's gradients in flat order, tensor t at
+** t.bucket_offset (= t.flat_offset - flat_offset of the bucket's first tensor). Stage 3: rank-major,
+** ready for one reduce-scatter: chunk r (of padded_numel/ws elements) is the concatenation, in tensor
+** order, of slice r of each tensor's padded gradient; t.bucket_offset is the start of t's slice
+** within a chunk, so rank r's reduced chunk accumulates into grad32 at shard_offset[first_tensor].
+** Stages 0/1 reduce in place in "grads" (flat order); bucket_offset is as in stage 2. */
 typedef struct ZgBucket {
     int first_tensor, n_tensors;/* tensors [first, first+n) in tensor order, reduced as one */
     int64_t numel;              /* unpadded elements */
     int64_t padded_numel;       /* stage 3: sum of per-tensor padded sizes; else = numel */
+    int64_t flat_offset;        /* stages 0-2: start in the flat buffer (of first_tensor) */
+    int buffer;                 /* stages 2/3: bucket buffer it uses (k % n_bucket_buffers); else -1 */
 } ZgBucket;
 
-/* Stage-3 gather group: a module's non-persistent tensors gathered with one all-gather. */
+/* Stage-3 gather group: the non-persistent tensors among a module's tensors
+** [first_tensor, first_tensor+n_tensors), gathered together. The gathered slot is tensor-major:
+** tensor t (non-persistent, in the range) occupies [t.gather_offset, t.gather_offset + part*ws);
+** rank r's slice lands at t.gather_offset + r*t.part_numel, so its first numel elements are the
+** tensor. One GATHER = one all-gather per tensor of the group. */
 typedef struct ZgGather {
     int module;
     int first_tensor, n_tensors;
-    int64_t part_numel;         /* per-rank shard elements gathered */
-    int64_t numel;              /* full elements after gathering (padded) */
-    int slot;                   /* gathered-parameter slot it lands in (memory plan) */
+    int64_t part_numel;         /* per-rank shard elements gathered (sum of part over the group) */
+    int64_t numel;              /* full elements after gathering (padded: sum part*ws) */
+    int slot;                   /* slot of its first GATHER in a micro-step (each GATHER op names
+                                ** its slot in ZgOp.slot: a group may use another slot in backward) */
+    int64_t shard_offset;       /* start of the group's span in the rank's shard (first tensor's) */
+    int64_t shard_numel;        /* span length in the shard (includes persistent slices between) */
 } ZgGather;
 
-/* Optimizer sub-group (sub_group_size): the unit of swap-in / Adam / swap-out. */
+/* Optimizer sub-group (sub_group_size): the unit of swap-in / Adam / swap-out. Sub-groups cut the
+** rank's optimizer shard [0, opt_numel) into consecutive pieces of sub_group_size elements rounded
+** up to a multiple of sg_align (so NVMe offsets stay aligned); the last may be shorter. */
 typedef struct ZgSubGroup {
     int64_t shard_offset;       /* start in this rank's optimizer shard (elements) */
     int64_t numel;
-    int64_t nvme_offset_bytes;  /* offset in the optimizer swap file (O_DIRECT aligned), -1 if none */
+    int64_t nvme_offset_bytes;  /* optimizer on NVMe: offset of this sub-group inside each of the
+                                ** NVMe regions "master", "adam_m", "adam_v" (= shard_offset*4,
+                                ** aligned to ZgPlan.nvme_align); -1 if none */
+    int buffer;                 /* optimizer on NVMe: staging buffer "opt_buf_<b>"; else -1 */
 } ZgSubGroup;
 
 /* ----------------------------------------------------------------------- schedule (sched.c) */
-/* One micro-step's ordered operations (same on every rank: collectives match by construction),
-** followed by the optimizer step. `arg` indexes modules, buckets, gathers or sub-groups. */
+/* The ordered operations of one micro-step (same on every rank: collectives match by
+** construction), then the optimizer step. Three lists: `micro` for micro-steps 0..gas-2, `last`
+** for the last micro-step of an optimizer step (gas-1; the only one when gas == 1), `step` after it.
+** Stages 0 and 1 reduce gradients only in `last` (they accumulate locally in the full "grads"
+** buffer); stages 2 and 3 reduce in every micro-step, so there `last` equals `micro`.
+** `arg` indexes modules, buckets, gather groups or sub-groups (per kind below).
+** Implicit waits (kept out of the list because they are local): SWAP_IN into a staging buffer first
+** waits for the SWAP_OUT still writing from it; OPTIMIZER waits for its SWAP_IN; the driver waits
+** for every outstanding SWAP_OUT before the step ends. */
 typedef enum {
-    ZG_OP_GATHER,               /* start all-gather of gather group arg (stage 3) */
-    ZG_OP_WAIT_GATHER,          /* wait for it */
-    ZG_OP_RELEASE,              /* gathered slot of group arg may be reused */
+    ZG_OP_GATHER,               /* stage 3: start all-gather of gather group arg into slot `slot` */
+    ZG_OP_WAIT_GATHER,          /* wait for it (right before the module that uses it) */
+    ZG_OP_RELEASE,              /* gathered slot `slot` (group arg) may be reused */
     ZG_OP_FORWARD,              /* forward of module arg */
-    ZG_OP_BACKWARD,             /* backward of module arg */
-    ZG_OP_REDUCE,               /* start reduce(-scatter) of gradient bucket arg */
-    ZG_OP_WAIT_REDUCE,          /* wait for it and accumulate into the owned gradient shard */
-    ZG_OP_SWAP_IN,              /* start NVMe/host -> working read of sub-group arg */
-    ZG_OP_OPTIMIZER,            /* Adam on sub-group arg (waits for its swap-in) */
-    ZG_OP_SWAP_OUT,             /* start write-back of sub-group arg */
-    ZG_OP_ALLGATHER_PARAMS,     /* stages 1-2: all-gather updated parameters */
-    ZG_OP_PARAM_SWAP_IN,        /* stage 3 param offload: bring shard of gather group arg in */
+    ZG_OP_BACKWARD,             /* backward of module arg (gradients per GRADIENT FLOW above) */
+    ZG_OP_REDUCE,               /* start reduction of gradient bucket arg: stages 0-2 all-reduce
+                                ** (each rank keeps its part), stage 3 reduce-scatter */
+    ZG_OP_WAIT_REDUCE,          /* wait for it; stages 2/3 accumulate the owned part into grad32 */
+    ZG_OP_SWAP_IN,              /* start read of sub-group arg's master, m, v into opt_buf */
+    ZG_OP_OPTIMIZER,            /* unscale/clip + Adam on sub-group arg, then its 16-bit params
+                                ** are written to their home (params16 / params_shard; param_wb
+                                ** then the swap file when params are on NVMe). Its gradient is
+                                ** grad32 when planned, else the owned part of "grads"; its master
+                                ** is "master" (opt_buf with NVMe) when planned, else the owned
+                                ** part of the fp32 working params (params16 / params_shard) */
+    ZG_OP_SWAP_OUT,             /* start write-back of sub-group arg's master, m, v */
+    ZG_OP_ALLGATHER_PARAMS,     /* stages 1-2: all-gather updated params16 partitions;
+                                ** stage 3: re-gather the persistent tensors into "persist" */
+    ZG_OP_PARAM_SWAP_IN,        /* stage 3 param offload: copy group arg's shard span from its
+                                ** tier into "param_buf_<slot>" (H2D, or NVMe read) */
+    ZG_OP_GRAD_COPY,            /* stages 2/3: copy (downcast) the gradients of bucket arg's
+                                ** tensors owned by the module of the preceding BACKWARD from the
+                                ** module grad area (GRADIENT FLOW) into its bucket buffer; a bucket
+                                ** spanning k modules gets k GRAD_COPY ops */
     ZG_NOPS
 } ZgOpKind;
 
 typedef struct ZgOp {
     ZgOpKind kind;
     int arg;
+    int slot;                   /* GATHER, WAIT_GATHER, RELEASE, PARAM_SWAP_IN: gather slot; else -1 */
 } ZgOp;
 
 typedef struct ZgSchedule {
-    ZgOp *micro;  int n_micro;  /* ops of one micro-step (forward + backward + reductions) */
+    ZgOp *micro;  int n_micro;  /* micro-steps 0..gas-2 (forward + backward + reductions) */
+    ZgOp *last;   int n_last;   /* the last micro-step of each optimizer step */
     ZgOp *step;   int n_step;   /* ops of the optimizer step (after the last micro-step) */
-    int prefetch_depth;         /* gather groups in flight ahead of use (stage 3) */
+    int prefetch_depth;         /* stage 3: gather groups issued ahead of the one in use:
+                                ** 0 when stage3_prefetch_bucket_size is 0, else
+                                ** max(1, prefetch_bucket_size / G) capped so that
+                                ** (depth+1)*G <= max_live_parameters (G = largest group numel),
+                                ** and by the number of GATHERs in a micro-step minus 1.
+                                ** Slots = depth + 1; GATHER number j of a micro-step uses slot
+                                ** j % (depth+1). stage3_max_reuse_distance is not used: a group
+                                ** stays gathered only across immediately consecutive uses */
 } ZgSchedule;
 
 /* ----------------------------------------------------------------------- memory plan (memplan.c) */
@@ -122,11 +218,31 @@ typedef enum {
     ZG_MEM_ADAM_M, ZG_MEM_ADAM_V,
     ZG_MEM_GATHER_SLOTS,        /* stage 3 gathered-parameter slots */
     ZG_MEM_COMM_BUCKETS,        /* reduce / all-gather buckets */
-    ZG_MEM_SWAP_BUFFERS,        /* pinned NVMe staging buffers */
-    ZG_MEM_ACTIVATIONS,         /* one micro-batch */
+    ZG_MEM_SWAP_BUFFERS,        /* pinned NVMe / offload staging buffers */
+    ZG_MEM_ACTIVATIONS,         /* one micro-batch ("acts") and backward scratch ("scratch") */
+    ZG_MEM_STAGING,             /* fp32 upcast / module-gradient staging ("stage32", ...) */
     ZG_NMEM
 } ZgMemCat;
 
+/* A named buffer at a fixed byte offset in its tier's single arena (one allocation per tier per
+** rank; NVMe: the rank's swap file). Offsets are multiples of arena_align (64), and of nvme_align
+** for every region that NVMe I/O touches (NVMe regions and the pinned buffers read/written with
+** O_DIRECT). Region names (those present depend on stage, dtype and offload):
+**   params16     stages 0-2: every parameter, 16-bit, flat order (padded_numel)
+**   params_shard stage 3: the owned 16-bit shard (part_numel), tier from offload_param
+**   persist      stage 3: persistent tensors, whole, 16-bit, tensor order (persist_offset)
+**   gather_slot_<s>  stage 3: one gathered group (largest group numel), 16-bit
+**   param_buf_<s>    stage 3 + offload_param: the group span brought in by PARAM_SWAP_IN
+**   param_wb     stage 3 + offload_param nvme: pinned 16-bit write-back buffer of one sub-group
+**   grads        stages 0/1: every gradient, 16-bit, flat order
+**   bucket_<b>   stages 2/3: a gradient bucket buffer (largest bucket), 16-bit; 2 with overlap_comm
+**   grad32       owned fp32 gradient shard (stages 2/3, or any stage with the optimizer offloaded)
+**   master, adam_m, adam_v  fp32 owned optimizer shard (opt_numel), tier from offload_optimizer
+**   opt_buf_<b>  optimizer on NVMe: pinned staging for one sub-group's master|m|v (buffer_count)
+**   stage32      dtype != fp32: fp32 [params of one module | its gradients] (2 * max use_numel)
+**   grad_stage   fp32 dtype, stages 2/3: fp32 gradients of one module (max use_numel)
+**   tied_grad    stages 2/3, tied lm_head: fp32 wte gradient between lm_head and embed backward
+**   acts, scratch  activations of one micro-batch and backward scratch (fp32; docs/PLAN.md) */
 typedef struct ZgRegion {
     const char *name;           /* e.g. "master", "adam_m", "gather_slot_0" */
     ZgMemCat cat;
@@ -139,9 +255,20 @@ typedef struct ZgMemPlan {
     ZgRegion *regions; int n_regions;
     int64_t tier_bytes[ZG_NTIERS];              /* arena size per tier per rank */
     int64_t cat_bytes[ZG_NTIERS][ZG_NMEM];      /* by category */
-    int64_t peak_bytes[ZG_NTIERS];              /* peak over a step */
+    int64_t peak_bytes[ZG_NTIERS];              /* peak over a step: the arena is allocated once
+                                                ** and every region lives for the whole run, so
+                                                ** this equals tier_bytes */
     int64_t arena_align;                        /* every region offset is a multiple */
+    int64_t acts_bytes, scratch_bytes;          /* the activation formula (docs/PLAN.md) */
 } ZgMemPlan;
+
+/* Bytes moved per rank per optimizer step and FLOPs (cost readable before launch; planout). */
+typedef struct ZgCost {
+    int64_t net_bytes;          /* collectives: bytes received per rank (ring algorithms) */
+    int64_t pcie_bytes;         /* device <-> host copies */
+    int64_t nvme_read_bytes, nvme_write_bytes;
+    double flops;               /* per rank per step: (6N + 6*L*C*T) * tokens */
+} ZgCost;
 
 /* ----------------------------------------------------------------------- the plan */
 typedef struct ZgPlan {
@@ -150,29 +277,60 @@ typedef struct ZgPlan {
     ZgTensor *tensors; int n_tensors;
     ZgModule *modules; int n_modules;       /* forward order: embed, h.0..h.{L-1}, ln_f, lm_head */
     int64_t n_params;                       /* unique parameters */
+    int64_t largest_layer;                  /* DeepSpeed's "largest layer": most parameters held
+                                            ** directly by one HF module (gpt2: wte) */
+    int tied_tensor;                        /* tensor lm_head uses when tied (wte), else -1 */
     ZgShardMap shard;
     ZgBucket *buckets; int n_buckets;       /* gradient reduce buckets, in reduction order */
+    int n_bucket_buffers;                   /* stages 2/3: 2 with overlap_comm, else 1; else 0 */
+    int64_t bucket_buffer_numel;            /* stages 2/3: largest bucket padded_numel */
     ZgGather *gathers; int n_gathers;       /* stage 3 */
     int n_gather_slots;
+    int64_t gather_slot_numel;              /* largest gather group numel */
     ZgSubGroup *subgroups; int n_subgroups; /* optimizer sub-groups of this rank's shard */
+    int64_t sg_align;                       /* elements: sub-group boundaries are multiples */
+    int64_t nvme_align;                     /* bytes: lcm(aio block_size, 4096) */
+    int64_t max_use_numel;                  /* largest ZgModule.use_numel */
     ZgSchedule sched;
     ZgMemPlan mem;
+    ZgCost cost;
 } ZgPlan;
 
 /* model.c: the tensor and module tables for m->arch. false after reporting an error. */
 bool zg_model_build(const ZgModel *m, ZgPlan *p);
-/* plan.c: everything else; false (after reporting) when the plan does not fit the declared memory. */
+/* plan.c: everything else; false (after reporting) when the plan does not fit the declared memory.
+** Calls zg_model_build itself when p->tensors is NULL. */
 bool zg_plan_build(const ZgModel *m, const ZgZero *z, ZgPlan *p);
+/* plan.c: partition map, buckets, gathers, sub-groups (no schedule, no memory plan). */
+void zg_plan_partition(ZgPlan *p);
+/* sched.c: p->sched from the partition map. */
+void zg_sched_build(ZgPlan *p);
+/* memplan.c: p->mem and p->cost. Does not check the hardware limits. */
+void zg_memplan_build(ZgPlan *p);
+/* memplan.c: the activation and scratch bytes of one micro-batch (the formula in docs/PLAN.md). */
+int64_t zg_acts_bytes(const ZgModel *m, int64_t micro_batch);
+int64_t zg_scratch_bytes(const ZgModel *m, int64_t micro_batch);
+/* memplan.c: host bytes per node (pinned + host per rank times ranks per node). */
+int64_t zg_mem_host_per_node(const ZgPlan *p);
 /* planout*.c */
 bool zg_plan_write_json(const ZgPlan *p, FILE *f);
 bool zg_plan_write_txt(const ZgPlan *p, FILE *f);
+/* planout_json.c: writes plan.json and plan.txt into dir (created if missing) via temp + rename. */
+bool zg_plan_write_files(const ZgPlan *p, const char *dir);
 /* estimate.c: DeepSpeed's estimator figures beside zgen's; json=true for --json */
 void zg_estimate_print(const ZgPlan *p, bool json, FILE *f);
+/* estimate.c: DeepSpeed's formulas (REFERENCE.md part 1 §4), bytes. gpn GPUs per node, nodes. */
+void zg_ds_zero2_mem(int64_t params, int gpn, int nodes, bool cpu_offload, double *gpu, double *cpu);
+void zg_ds_zero3_mem(int64_t params, int64_t largest_layer, int gpn, int nodes, bool offload_param,
+                     bool offload_optimizer, bool zero_init, double *gpu, double *cpu);
 
 const char *zg_tier_name(ZgTier t);
 const char *zg_memcat_name(ZgMemCat c);
 const char *zg_op_name(ZgOpKind k);
 const char *zg_dtype_name(ZgDtype d);
+const char *zg_offload_name(ZgOffload o);
+const char *zg_modkind_name(ZgModKind k);
+const char *zg_init_name(int init);
 int zg_dtype_size(ZgDtype d);
 
 #endif

@@ -1,0 +1,159 @@
+/*
+** main.c — the zgen command line. The whole pipeline is in pipeline(), in order, so it reads like
+** the design: spec -> world-size override -> ZeRO config -> checks -> model IR -> plan -> plan.json /
+** plan.txt -> render the trainer -> summary. Nothing else lives here.
+** Exit codes: 0 ok, 1 input errors (all reported first), 2 usage.
+*/
+#include <stdlib.h>
+#include <string.h>
+#include "zg.h"
+#include "zg_render.h"
+
+typedef struct Opts {
+    const char *spec;
+    const char *config;         /* -c: DeepSpeed config file instead of the spec's deepspeed: */
+    const char *outdir;         /* -o: default out/<name> */
+    int world_size;             /* --world-size; 0 = the spec's */
+    bool estimate, json;
+    const char *dump;           /* --dump=plan|spec */
+} Opts;
+
+static const char USAGE[] =
+    "usage: zgen SPEC.yaml [-c DS_CONFIG] [-o DIR] [--world-size N] [--estimate] [--json]\n"
+    "            [--dump=plan|spec]\n"
+    "\n"
+    "Reads a model spec and a DeepSpeed ZeRO config, checks them, plans where every byte lives on\n"
+    "every rank, writes DIR/plan.json and DIR/plan.txt and renders the trainer into DIR\n"
+    "(default out/<name>/).\n"
+    "  -c FILE          DeepSpeed config (JSON or YAML); default: the spec's `deepspeed:`\n"
+    "  -o DIR           output folder\n"
+    "  --world-size N   plan for N ranks instead of the spec's train.world_size\n"
+    "  --estimate       print DeepSpeed's memory estimator figures beside zgen's plan; no output\n"
+    "  --json           with --estimate or --dump=plan: JSON instead of text\n"
+    "  --dump=spec      print the parsed spec and config and stop\n"
+    "  --dump=plan      also print plan.txt (or plan.json with --json) to stdout\n"
+    "  -h, --help       this text\n"
+    "exit status: 0 ok, 1 input errors, 2 usage\n";
+
+static int usage_error(const char *msg, const char *arg)
+{
+    fprintf(stderr, "zgen: %s%s%s\n%s", msg, arg ? ": " : "", arg ? arg : "", USAGE);
+    return 2;
+}
+
+static void dump_spec(const ZgModel *m, const ZgZero *z)
+{
+    printf("name %s arch %s vocab %lld context %lld d_model %lld layers %lld heads %lld d_ff %lld "
+           "seq_len %lld world_size %d gpus_per_node %d\n", m->name, m->arch, (long long)m->vocab_size,
+           (long long)m->context, (long long)m->d_model, (long long)m->n_layers,
+           (long long)m->n_heads, (long long)m->d_ff, (long long)m->seq_len, m->world_size,
+           m->gpus_per_node);
+    printf("stage %d dtype %s batch %lld = %lld x %lld x %d optimizer %s lr %g offload_optimizer %s "
+           "offload_param %s overlap_comm %d reduce_bucket_size %lld sub_group_size %lld\n", z->stage,
+           zg_dtype_name(z->dtype), (long long)z->train_batch_size, (long long)z->micro_batch,
+           (long long)z->grad_accum, m->world_size, z->optimizer ? z->optimizer : "-", z->lr,
+           zg_offload_name(z->offload_optimizer.device), zg_offload_name(z->offload_param.device),
+           z->overlap_comm, (long long)z->reduce_bucket_size, (long long)z->sub_group_size);
+}
+
+static void summary(const ZgPlan *p, const char *dir, bool json)
+{
+    const ZgMemPlan *mp = &p->mem;
+    if (json) {
+        printf("{\"plan\": \"%s/plan.txt\"", dir);
+        for (int t = 0; t < ZG_NTIERS; t++)
+            printf(", \"%s_bytes\": %lld", zg_tier_name((ZgTier)t), (long long)mp->tier_bytes[t]);
+        printf("}\n");
+        return;
+    }
+    printf("zgen: %s: %lld parameters, ZeRO stage %d, %d ranks -> %s/plan.txt\n", p->model->name,
+           (long long)p->n_params, p->zero->stage, p->model->world_size, dir);
+    printf("memory per rank:");
+    for (int t = 0; t < ZG_NTIERS; t++)
+        printf(" %s %.3f GiB%s", zg_tier_name((ZgTier)t),
+               (double)mp->tier_bytes[t] / (1024.0 * 1024.0 * 1024.0), t + 1 < ZG_NTIERS ? "," : "\n");
+}
+
+static int errors_exit(void)
+{
+    int n = zg_error_count();
+    fprintf(stderr, "%d error%s\n", n, n == 1 ? "" : "s");
+    return 1;
+}
+
+static int pipeline(const Opts *o)
+{
+    static ZgModel m;
+    static ZgZero z;
+    static ZgPlan p;
+    const ZgNode *ds = zg_spec_load(o->spec, &m);
+    if (zg_error_count()) return errors_exit();
+    if (o->world_size) zg_model_set_world_size(&m, o->world_size);
+    if (o->config) zg_zero_load_file(o->config, &m, &z);
+    else zg_zero_load(ds, &m, &z);
+    zg_check(&m, &z);
+    if (zg_error_count()) return errors_exit();
+    if (o->dump && !strcmp(o->dump, "spec")) {
+        dump_spec(&m, &z);
+        return 0;
+    }
+    if (!zg_model_build(&m, &p) || !zg_plan_build(&m, &z, &p)) return errors_exit();
+    if (o->estimate) {
+        zg_estimate_print(&p, o->json, stdout);
+        return 0;
+    }
+    const char *dir = o->outdir ? o->outdir : zg_fmt("out/%s", m.name);
+    if (!zg_plan_write_files(&p, dir)) return errors_exit();
+    if (!zg_render(&p, dir)) return errors_exit();
+    if (o->dump && !strcmp(o->dump, "plan")) {
+        if (o->json) zg_plan_write_json(&p, stdout);
+        else zg_plan_write_txt(&p, stdout);
+        return 0;
+    }
+    summary(&p, dir, o->json);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    Opts o = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else if (!strcmp(a, "-c") || !strcmp(a, "-o") || !strcmp(a, "--world-size")) {
+            if (i + 1 >= argc) return usage_error("missing value after", a);
+            const char *v = argv[++i];
+            if (a[1] == 'c') o.config = v;
+            else if (a[1] == 'o') o.outdir = v;
+            else {
+                char *end;
+                long n = strtol(v, &end, 10);
+                if (*end || n < 1 || n > (1 << 20)) return usage_error("bad --world-size", v);
+                o.world_size = (int)n;
+            }
+        } else if (!strncmp(a, "--world-size=", 13)) {
+            char *end;
+            long n = strtol(a + 13, &end, 10);
+            if (*end || n < 1 || n > (1 << 20)) return usage_error("bad --world-size", a + 13);
+            o.world_size = (int)n;
+        } else if (!strcmp(a, "--estimate")) {
+            o.estimate = true;
+        } else if (!strcmp(a, "--json")) {
+            o.json = true;
+        } else if (!strncmp(a, "--dump=", 7)) {
+            o.dump = a + 7;
+            if (strcmp(o.dump, "plan") && strcmp(o.dump, "spec"))
+                return usage_error("--dump takes plan or spec", a);
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("unknown option", a);
+        } else if (o.spec) {
+            return usage_error("more than one spec", a);
+        } else {
+            o.spec = a;
+        }
+    }
+    if (!o.spec) return usage_error("no spec given", NULL);
+    return pipeline(&o);
+}

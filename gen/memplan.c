@@ -1,0 +1,234 @@
+/*
+** memplan.c — the memory plan: every buffer of a rank as a named region at a fixed byte offset in
+** its tier's single arena (device, pinned host, pageable host) or swap file (nvme), so the trainer
+** allocates once per tier and the plan's figures are what the run uses, to the byte. Also the
+** activation formula (shared with the host kernels) and the per-step cost (bytes per link, FLOPs).
+** Region list and meaning: zg_plan.h (ZgRegion); docs/PLAN.md.
+*/
+#include <string.h>
+#include "zg.h"
+
+#define ARENA_ALIGN 64
+
+static int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+int64_t zg_acts_bytes(const ZgModel *m, int64_t micro_batch)
+{
+    int64_t B = micro_batch, T = m->seq_len, C = m->d_model, F = m->d_ff, NH = m->n_heads;
+    int64_t V = m->vocab_size, L = m->n_layers;
+    int64_t BT = B * T, BTC = BT * C, BTF = BT * F, att = B * NH * T * T;
+    int64_t layer = BTC + BT + BT + 3 * BTC + BTC + att + BTC + BTC + BT + BT + BTF + BTF + BTC;
+    int64_t floats = BTC + L * layer + BTC + BT + BT + BT * V + BT;
+    return floats * 4;
+}
+
+int64_t zg_scratch_bytes(const ZgModel *m, int64_t micro_batch)
+{
+    int64_t B = micro_batch, T = m->seq_len, C = m->d_model, F = m->d_ff, NH = m->n_heads;
+    int64_t BT = B * T, BTC = BT * C, BTF = BT * F;
+    int64_t floats = BTC + BTC + 3 * BTC + BTC + B * NH * T * T + BTF + BTF;
+    return floats * 4;
+}
+
+typedef struct Layout {
+    ZgPlan *p;
+    int cap;
+    int64_t cursor[ZG_NTIERS];
+} Layout;
+
+static void region(Layout *lo, const char *name, ZgMemCat cat, ZgTier tier, int64_t bytes, bool io)
+{
+    ZgPlan *p = lo->p;
+    ZgMemPlan *mp = &p->mem;
+    if (bytes <= 0) return;
+    int64_t align = io || tier == ZG_TIER_NVME ? p->nvme_align : ARENA_ALIGN;
+    if (tier == ZG_TIER_NVME) bytes = round_up(bytes, p->nvme_align);
+    if (mp->n_regions == lo->cap) {
+        lo->cap = lo->cap ? 2 * lo->cap : 32;
+        mp->regions = zg_xrealloc(mp->regions, (size_t)lo->cap * sizeof *mp->regions);
+    }
+    int64_t off = round_up(lo->cursor[tier], align);
+    mp->regions[mp->n_regions++] = (ZgRegion){name, cat, tier, off, bytes};
+    lo->cursor[tier] = off + bytes;
+    mp->cat_bytes[tier][cat] += bytes;
+}
+
+static ZgTier offload_tier(const ZgOffloadCfg *o)
+{
+    switch (o->device) {
+    case ZG_OFFLOAD_NONE: return ZG_TIER_DEVICE;
+    case ZG_OFFLOAD_CPU: return o->pin_memory ? ZG_TIER_PINNED : ZG_TIER_HOST;
+    case ZG_OFFLOAD_NVME: return ZG_TIER_NVME;
+    }
+    zg_unreachable();
+}
+
+static void layout(ZgPlan *p)
+{
+    const ZgZero *z = p->zero;
+    const ZgModel *m = p->model;
+    ZgMemPlan *mp = &p->mem;
+    memset(mp, 0, sizeof *mp);
+    mp->arena_align = ARENA_ALIGN;
+    Layout lo = {.p = p};
+    int64_t n16 = zg_dtype_size(z->dtype), S = p->shard.part_numel, O = p->shard.opt_numel;
+    ZgTier opt_tier = offload_tier(&z->offload_optimizer);
+    bool opt_off = z->offload_optimizer.device != ZG_OFFLOAD_NONE;
+    ZgTier opt_host = z->offload_optimizer.pin_memory || z->offload_optimizer.device == ZG_OFFLOAD_NVME
+                      ? ZG_TIER_PINNED : ZG_TIER_HOST;
+    int64_t sg_max = 0;
+    for (int i = 0; i < p->n_subgroups; i++)
+        if (p->subgroups[i].numel > sg_max) sg_max = p->subgroups[i].numel;
+
+    /* working parameters */
+    if (z->stage < 3) {
+        region(&lo, "params16", ZG_MEM_PARAM16, ZG_TIER_DEVICE, p->shard.padded_numel * n16, false);
+    } else {
+        ZgTier pt = offload_tier(&z->offload_param);
+        region(&lo, "params_shard", ZG_MEM_PARAM16, pt, S * n16, false);
+        int64_t persist = 0;
+        for (int i = 0; i < p->n_tensors; i++)
+            if (p->tensors[i].persistent)
+                persist = p->tensors[i].persist_offset + p->tensors[i].numel;
+        region(&lo, "persist", ZG_MEM_PARAM16, ZG_TIER_DEVICE, persist * n16, false);
+        for (int s = 0; s < p->n_gather_slots; s++)
+            region(&lo, zg_fmt("gather_slot_%d", s), ZG_MEM_GATHER_SLOTS, ZG_TIER_DEVICE,
+                   p->gather_slot_numel * n16, false);
+        if (z->offload_param.device != ZG_OFFLOAD_NONE) {
+            int64_t span = 0;
+            for (int g = 0; g < p->n_gathers; g++)
+                if (p->gathers[g].shard_numel > span) span = p->gathers[g].shard_numel;
+            bool nv = z->offload_param.device == ZG_OFFLOAD_NVME;
+            int64_t bytes = nv ? round_up(span * n16, p->nvme_align) + p->nvme_align : span * n16;
+            for (int s = 0; s < p->n_gather_slots; s++)
+                region(&lo, zg_fmt("param_buf_%d", s), ZG_MEM_SWAP_BUFFERS,
+                       nv ? ZG_TIER_PINNED : ZG_TIER_DEVICE, bytes, nv);
+            if (nv)
+                region(&lo, "param_wb", ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED,
+                       round_up(sg_max * n16, p->nvme_align), true);
+        }
+    }
+    /* gradients */
+    if (z->stage < 2) {
+        region(&lo, "grads", ZG_MEM_GRAD, ZG_TIER_DEVICE, p->shard.padded_numel * n16, false);
+    } else {
+        for (int b = 0; b < p->n_bucket_buffers; b++)
+            region(&lo, zg_fmt("bucket_%d", b), ZG_MEM_COMM_BUCKETS, ZG_TIER_DEVICE,
+                   p->bucket_buffer_numel * n16, false);
+    }
+    if (z->stage >= 2 || opt_off)
+        region(&lo, "grad32", ZG_MEM_GRAD, opt_off ? opt_host : ZG_TIER_DEVICE, O * 4, false);
+    /* optimizer state */
+    if (z->dtype != ZG_DTYPE_FP32 || opt_off)
+        region(&lo, "master", ZG_MEM_MASTER, opt_tier, O * 4, false);
+    region(&lo, "adam_m", ZG_MEM_ADAM_M, opt_tier, O * 4, false);
+    region(&lo, "adam_v", ZG_MEM_ADAM_V, opt_tier, O * 4, false);
+    if (z->offload_optimizer.device == ZG_OFFLOAD_NVME) {
+        int nbuf = z->offload_optimizer.buffer_count > 0 ? (int)z->offload_optimizer.buffer_count : 1;
+        for (int b = 0; b < nbuf; b++)
+            region(&lo, zg_fmt("opt_buf_%d", b), ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED,
+                   3 * round_up(sg_max * 4, p->nvme_align), true);
+    }
+    /* staging */
+    if (z->dtype != ZG_DTYPE_FP32)
+        region(&lo, "stage32", ZG_MEM_STAGING, ZG_TIER_DEVICE, 2 * p->max_use_numel * 4, false);
+    else if (z->stage >= 2)
+        region(&lo, "grad_stage", ZG_MEM_STAGING, ZG_TIER_DEVICE, p->max_use_numel * 4, false);
+    if (z->stage >= 2 && p->tied_tensor >= 0)
+        region(&lo, "tied_grad", ZG_MEM_STAGING, ZG_TIER_DEVICE,
+               p->tensors[p->tied_tensor].numel * 4, false);
+    /* activations */
+    mp->acts_bytes = zg_acts_bytes(m, z->micro_batch);
+    mp->scratch_bytes = zg_scratch_bytes(m, z->micro_batch);
+    region(&lo, "acts", ZG_MEM_ACTIVATIONS, ZG_TIER_DEVICE, mp->acts_bytes, false);
+    region(&lo, "scratch", ZG_MEM_ACTIVATIONS, ZG_TIER_DEVICE, mp->scratch_bytes, false);
+
+    for (int t = 0; t < ZG_NTIERS; t++) {
+        int64_t a = t == ZG_TIER_NVME ? p->nvme_align : ARENA_ALIGN;
+        mp->tier_bytes[t] = round_up(lo.cursor[t], a);
+        mp->peak_bytes[t] = mp->tier_bytes[t];
+    }
+}
+
+int64_t zg_mem_host_per_node(const ZgPlan *p)
+{
+    const ZgModel *m = p->model;
+    int rpn = m->gpus_per_node > 0 ? m->gpus_per_node : 1;
+    if (rpn > m->world_size) rpn = m->world_size;
+    return (p->mem.tier_bytes[ZG_TIER_PINNED] + p->mem.tier_bytes[ZG_TIER_HOST]) * rpn;
+}
+
+/* Bytes per rank per optimizer step, summed over the op lists (micro x (gas-1), last, step). */
+static void cost_ops(const ZgPlan *p, const ZgOp *ops, int n, int64_t times, ZgCost *c)
+{
+    const ZgZero *z = p->zero;
+    int64_t ws = p->model->world_size, n16 = zg_dtype_size(z->dtype);
+    bool opt_off = z->offload_optimizer.device != ZG_OFFLOAD_NONE;
+    for (int i = 0; i < n; i++) {
+        int a = ops[i].arg;
+        int64_t net = 0, pcie = 0, rd = 0, wr = 0;
+        switch (ops[i].kind) {
+        case ZG_OP_GATHER:
+            net = (ws - 1) * p->gathers[a].part_numel * n16;
+            break;
+        case ZG_OP_PARAM_SWAP_IN:
+            if (z->offload_param.device == ZG_OFFLOAD_NVME) rd = p->gathers[a].shard_numel * n16;
+            else pcie = p->gathers[a].shard_numel * n16;
+            break;
+        case ZG_OP_REDUCE:
+            if (z->stage == 3) net = (ws - 1) * (p->buckets[a].padded_numel / ws) * n16;
+            else net = 2 * (ws - 1) * p->buckets[a].numel * n16 / ws;
+            break;
+        case ZG_OP_WAIT_REDUCE:
+            if (opt_off) pcie = p->buckets[a].padded_numel / ws * n16;
+            break;
+        case ZG_OP_SWAP_IN:
+            rd = 3 * p->subgroups[a].numel * 4;
+            break;
+        case ZG_OP_SWAP_OUT:
+            wr = 3 * p->subgroups[a].numel * 4;
+            break;
+        case ZG_OP_OPTIMIZER:
+            if (z->offload_param.device == ZG_OFFLOAD_NVME) wr = p->subgroups[a].numel * n16;
+            else if (opt_off && z->offload_param.device == ZG_OFFLOAD_NONE)
+                pcie = p->subgroups[a].numel * n16;
+            break;
+        case ZG_OP_ALLGATHER_PARAMS:
+            if (z->stage < 3) {
+                net = (ws - 1) * p->shard.part_numel * n16;
+            } else {
+                for (int t = 0; t < p->n_tensors; t++)
+                    if (p->tensors[t].persistent) net += (ws - 1) * p->tensors[t].part_numel * n16;
+            }
+            break;
+        default:
+            break;
+        }
+        c->net_bytes += net * times;
+        c->pcie_bytes += pcie * times;
+        c->nvme_read_bytes += rd * times;
+        c->nvme_write_bytes += wr * times;
+    }
+}
+
+static void cost(ZgPlan *p)
+{
+    const ZgModel *m = p->model;
+    const ZgZero *z = p->zero;
+    ZgCost *c = &p->cost;
+    memset(c, 0, sizeof *c);
+    int64_t gas = z->grad_accum > 0 ? z->grad_accum : 1;
+    cost_ops(p, p->sched.micro, p->sched.n_micro, gas - 1, c);
+    cost_ops(p, p->sched.last, p->sched.n_last, 1, c);
+    cost_ops(p, p->sched.step, p->sched.n_step, 1, c);
+    double tokens = (double)z->micro_batch * (double)gas * (double)m->seq_len;
+    double per_token = 6.0 * (double)p->n_params +
+                       6.0 * (double)m->n_layers * (double)m->d_model * (double)m->seq_len;
+    c->flops = per_token * tokens;
+}
+
+void zg_memplan_build(ZgPlan *p)
+{
+    layout(p);
+    cost(p);
+}

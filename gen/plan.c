@@ -1,0 +1,370 @@
+/*
+** plan.c — the partition map (REFERENCE.md part 1 §2-3): who owns which elements of which tensor,
+** the gradient buckets, the stage-3 gather groups and the optimizer sub-groups; and zg_plan_build,
+** which runs the whole middle (partition -> schedule -> memory plan) and refuses a plan that does
+** not fit the declared hardware, saying which config change would fit (computed by planning that
+** change too, not guessed).
+*/
+#include <string.h>
+#include "zg.h"
+
+#define SLOT_ALIGN 32           /* elements: tensors in slots / persist start 64-byte aligned */
+
+static int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+static int64_t ceil_div(int64_t x, int64_t a) { return (x + a - 1) / a; }
+
+static int64_t lcm64(int64_t a, int64_t b)
+{
+    int64_t x = a, y = b;
+    while (y) { int64_t t = x % y; x = y; y = t; }
+    return a / x * b;
+}
+
+/* Stages 0-2: one flat buffer cut into ws equal partitions. Stage 3: per-tensor slices. */
+static void partition_params(ZgPlan *p)
+{
+    const ZgZero *z = p->zero;
+    int ws = p->model->world_size;
+    ZgShardMap *s = &p->shard;
+    memset(s, 0, sizeof *s);
+    s->ws = ws;
+    s->flat_numel = p->n_params;
+    if (z->stage < 3) {
+        s->align = 2;
+        s->padded_numel = round_up(p->n_params, (int64_t)s->align * ws);
+        s->part_numel = s->padded_numel / ws;
+        s->opt_numel = z->stage == 0 ? s->padded_numel : s->part_numel;
+        return;
+    }
+    s->align = 1;
+    s->shard_offset = zg_xcalloc((size_t)p->n_tensors, sizeof *s->shard_offset);
+    int64_t persist_total = 0, persist_cursor = 0;
+    for (int i = 0; i < p->n_tensors; i++) {
+        ZgTensor *t = &p->tensors[i];
+        t->part_numel = ceil_div(t->numel, ws);
+        s->shard_offset[i] = s->part_numel;
+        s->part_numel += t->part_numel;
+        s->padded_numel += t->part_numel * ws;
+        t->persistent = t->numel <= z->param_persistence_threshold &&
+                        persist_total + t->numel <= z->model_persistence_threshold;
+        if (t->persistent) {
+            persist_total += t->numel;
+            t->persist_offset = persist_cursor;
+            persist_cursor = round_up(persist_cursor + t->numel, SLOT_ALIGN);
+        }
+    }
+    s->persist_numel = persist_total;
+    s->opt_numel = s->part_numel;
+}
+
+/* Gradient buckets in the order gradients complete in backward (reverse tensor order). */
+static void make_buckets(ZgPlan *p)
+{
+    const ZgZero *z = p->zero;
+    int stage = z->stage, ws = p->model->world_size;
+    int64_t cap = z->reduce_bucket_size > 0 ? z->reduce_bucket_size : 1;
+    p->buckets = zg_xcalloc((size_t)p->n_tensors, sizeof *p->buckets);
+    p->n_buckets = 0;
+    int hi = p->n_tensors - 1;           /* highest tensor of the open bucket */
+    int64_t cur = 0;
+    for (int i = p->n_tensors - 1; i >= -1; i--) {
+        int64_t sz = i >= 0 ? (stage == 3 ? p->tensors[i].part_numel * ws : p->tensors[i].numel) : 0;
+        bool close = i < 0 ? hi >= 0 : (i < hi && cur + sz > cap);
+        if (close) {
+            ZgBucket *b = &p->buckets[p->n_buckets];
+            b->first_tensor = i + 1;
+            b->n_tensors = hi - i;
+            for (int t = b->first_tensor; t <= hi; t++) {
+                ZgTensor *tt = &p->tensors[t];
+                tt->reduce_bucket = p->n_buckets;
+                b->numel += tt->numel;
+                if (stage == 3) {
+                    tt->bucket_offset = b->padded_numel / ws;
+                    b->padded_numel += tt->part_numel * ws;
+                } else {
+                    tt->bucket_offset = tt->flat_offset - p->tensors[b->first_tensor].flat_offset;
+                }
+            }
+            if (stage < 3) b->padded_numel = b->numel;
+            b->flat_offset = stage < 3 ? p->tensors[b->first_tensor].flat_offset : 0;
+            p->n_buckets++;
+            hi = i;
+            cur = 0;
+        }
+        cur += sz;
+    }
+    p->n_bucket_buffers = 0;
+    p->bucket_buffer_numel = 0;
+    if (stage >= 2) {
+        p->n_bucket_buffers = z->overlap_comm && p->n_buckets > 1 ? 2 : 1;
+        for (int k = 0; k < p->n_buckets; k++) {
+            if (p->buckets[k].padded_numel > p->bucket_buffer_numel)
+                p->bucket_buffer_numel = p->buckets[k].padded_numel;
+        }
+    }
+    for (int k = 0; k < p->n_buckets; k++)
+        p->buckets[k].buffer = stage >= 2 ? k % p->n_bucket_buffers : -1;
+}
+
+/* Stage 3: one gather group per module with non-persistent tensors. */
+static void make_gathers(ZgPlan *p)
+{
+    int ws = p->model->world_size;
+    p->gathers = zg_xcalloc((size_t)p->n_modules, sizeof *p->gathers);
+    p->n_gathers = 0;
+    p->gather_slot_numel = 0;
+    if (p->zero->stage < 3) return;
+    for (int mi = 0; mi < p->n_modules; mi++) {
+        ZgModule *md = &p->modules[mi];
+        int first = -1, last = -1;
+        for (int i = md->first_tensor; i < md->first_tensor + md->n_tensors; i++) {
+            if (p->tensors[i].persistent) continue;
+            if (first < 0) first = i;
+            last = i;
+        }
+        if (first < 0) continue;
+        ZgGather *g = &p->gathers[p->n_gathers];
+        g->module = mi;
+        g->first_tensor = first;
+        g->n_tensors = last - first + 1;
+        g->slot = -1;
+        int64_t off = 0;
+        for (int i = first; i <= last; i++) {
+            ZgTensor *t = &p->tensors[i];
+            if (t->persistent) continue;
+            t->gather = p->n_gathers;
+            t->gather_offset = off;
+            g->part_numel += t->part_numel;
+            off = round_up(off + t->part_numel * ws, SLOT_ALIGN);
+            g->numel = t->gather_offset + t->part_numel * ws;
+        }
+        g->shard_offset = p->shard.shard_offset[first];
+        g->shard_numel = p->shard.shard_offset[last] + p->tensors[last].part_numel - g->shard_offset;
+        if (g->numel > p->gather_slot_numel) p->gather_slot_numel = g->numel;
+        md->gather_bucket = p->n_gathers++;
+    }
+    for (int mi = 0; mi < p->n_modules; mi++) {
+        ZgModule *md = &p->modules[mi];
+        if (md->kind == ZG_MOD_HEAD && p->tied_tensor >= 0)
+            md->gather_bucket = p->tensors[p->tied_tensor].gather;
+    }
+}
+
+/* Optimizer sub-groups of the rank's optimizer shard. */
+static void make_subgroups(ZgPlan *p)
+{
+    const ZgZero *z = p->zero;
+    bool nvme = z->offload_optimizer.device == ZG_OFFLOAD_NVME ||
+                z->offload_param.device == ZG_OFFLOAD_NVME;
+    int64_t block = z->aio_block_size > 0 ? z->aio_block_size : 4096;
+    p->nvme_align = lcm64(block, 4096);
+    p->sg_align = nvme ? p->nvme_align / 2 : SLOT_ALIGN;
+    int64_t size = round_up(z->sub_group_size > 0 ? z->sub_group_size : 1, p->sg_align);
+    int64_t n = p->shard.opt_numel;
+    p->n_subgroups = (int)ceil_div(n, size);
+    p->subgroups = zg_xcalloc((size_t)(p->n_subgroups ? p->n_subgroups : 1), sizeof *p->subgroups);
+    bool opt_nvme = z->offload_optimizer.device == ZG_OFFLOAD_NVME;
+    int nbuf = z->offload_optimizer.buffer_count > 0 ? (int)z->offload_optimizer.buffer_count : 1;
+    for (int i = 0; i < p->n_subgroups; i++) {
+        ZgSubGroup *sg = &p->subgroups[i];
+        sg->shard_offset = (int64_t)i * size;
+        sg->numel = n - sg->shard_offset < size ? n - sg->shard_offset : size;
+        sg->nvme_offset_bytes = opt_nvme ? sg->shard_offset * 4 : -1;
+        sg->buffer = opt_nvme ? i % nbuf : -1;
+    }
+}
+
+void zg_plan_partition(ZgPlan *p)
+{
+    for (int i = 0; i < p->n_modules; i++) p->modules[i].gather_bucket = -1;
+    for (int i = 0; i < p->n_tensors; i++) {
+        ZgTensor *t = &p->tensors[i];
+        t->part_numel = 0;
+        t->persistent = false;
+        t->reduce_bucket = t->gather = -1;
+        t->gather_offset = t->persist_offset = -1;
+        t->bucket_offset = 0;
+    }
+    partition_params(p);
+    make_buckets(p);
+    make_gathers(p);
+    make_subgroups(p);
+}
+
+static void build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
+{
+    p->zero = z;
+    p->model = m;
+    zg_plan_partition(p);
+    zg_sched_build(p);
+    zg_memplan_build(p);
+}
+
+static double gib(int64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
+
+static bool fits(const ZgPlan *p)
+{
+    const ZgModel *m = p->model;
+    if (m->device_memory > 0 && p->mem.tier_bytes[ZG_TIER_DEVICE] > m->device_memory) return false;
+    if (m->host_memory > 0 && zg_mem_host_per_node(p) > m->host_memory) return false;
+    return true;
+}
+
+/* One alternative: a description and the change applied to copies of m and z. */
+typedef struct Alt {
+    const char *what;
+    ZgModel m;
+    ZgZero z;
+} Alt;
+
+#define MAX_ALTS 24
+
+static Alt *alt(Alt *out, int *n, const ZgModel *m, const ZgZero *z, const char *what)
+{
+    Alt *a = &out[(*n)++];
+    a->m = *m;
+    a->z = *z;
+    a->what = what;
+    return a;
+}
+
+/* The changes tried, in order: cheapest to the user first. */
+static int alternatives(const ZgModel *m, const ZgZero *z, Alt *out)
+{
+    int n = 0;
+    Alt *a;
+    if (z->offload_optimizer.device == ZG_OFFLOAD_NONE) {      /* stage 0 cannot offload */
+        a = alt(out, &n, m, z, z->stage ? "set zero_optimization.offload_optimizer.device: cpu"
+                : "set zero_optimization.stage: 1 and offload_optimizer.device: cpu");
+        a->z.offload_optimizer.device = ZG_OFFLOAD_CPU;
+        a->z.stage = z->stage ? z->stage : 1;
+    }
+    for (int st = z->stage + 1; st <= 3; st++) {
+        a = alt(out, &n, m, z, st == 1 ? "set zero_optimization.stage: 1" :
+                st == 2 ? "set zero_optimization.stage: 2" : "set zero_optimization.stage: 3");
+        a->z.stage = st;
+    }
+    if (z->stage == 3 && z->offload_param.device == ZG_OFFLOAD_NONE) {
+        a = alt(out, &n, m, z, "set zero_optimization.offload_param.device: cpu");
+        a->z.offload_param.device = ZG_OFFLOAD_CPU;
+    }
+    if (z->stage < 3) {
+        a = alt(out, &n, m, z, "set zero_optimization.stage: 3 and offload_optimizer.device: cpu");
+        a->z.stage = 3;
+        a->z.offload_optimizer.device = ZG_OFFLOAD_CPU;
+    }
+    if (z->offload_param.device == ZG_OFFLOAD_NONE || z->offload_optimizer.device == ZG_OFFLOAD_NONE) {
+        a = alt(out, &n, m, z, "set zero_optimization.stage: 3 with offload_optimizer.device: cpu and "
+                "offload_param.device: cpu");
+        a->z.stage = 3;
+        a->z.offload_optimizer.device = ZG_OFFLOAD_CPU;
+        a->z.offload_param.device = ZG_OFFLOAD_CPU;
+    }
+    /* host-bound: the optimizer back on the device, or on NVMe (stage 3 only, as DeepSpeed) */
+    if (z->offload_optimizer.device == ZG_OFFLOAD_CPU) {
+        a = alt(out, &n, m, z, "set zero_optimization.offload_optimizer.device: none");
+        a->z.offload_optimizer.device = ZG_OFFLOAD_NONE;
+    }
+    if (z->offload_optimizer.device != ZG_OFFLOAD_NVME) {
+        a = alt(out, &n, m, z, z->stage == 3
+                ? "set zero_optimization.offload_optimizer.device: nvme (with nvme_path)"
+                : "set zero_optimization.stage: 3 and offload_optimizer.device: nvme (with nvme_path)");
+        a->z.stage = 3;
+        a->z.offload_optimizer.device = ZG_OFFLOAD_NVME;
+    }
+    /* smaller micro batches (gradient accumulation scaled to keep train_batch_size) */
+    for (int64_t mb = z->micro_batch / 2; mb >= 1 && n < MAX_ALTS - 8; mb /= 2) {
+        if (z->micro_batch % mb) continue;
+        a = alt(out, &n, m, z, NULL);
+        a->z.micro_batch = mb;
+        a->z.grad_accum = z->grad_accum * (z->micro_batch / mb);
+        a->what = zg_fmt("set train_micro_batch_size_per_gpu: %lld and gradient_accumulation_steps: "
+                         "%lld (same train_batch_size)", (long long)mb, (long long)a->z.grad_accum);
+    }
+    /* more ranks (same micro batch and accumulation: the global batch grows) */
+    for (int k = 1; k <= 6 && n < MAX_ALTS && z->stage > 0; k++) {
+        int64_t ws = (int64_t)m->world_size << k;
+        if (ws > (1 << 20)) break;
+        a = alt(out, &n, m, z, NULL);
+        zg_model_set_world_size(&a->m, (int)ws);
+        a->z.train_batch_size = z->micro_batch * z->grad_accum * ws;
+        a->what = zg_fmt("use --world-size %lld (train_batch_size becomes %lld)", (long long)ws,
+                         (long long)a->z.train_batch_size);
+    }
+    return n;
+}
+
+/* The three largest categories of a tier, as "name X GiB, ...". */
+static char *largest_cats(const int64_t *bytes)
+{
+    bool used[ZG_NMEM] = {0};
+    char *s = zg_xstrdup("");
+    for (int k = 0; k < 3; k++) {
+        int best = -1;
+        for (int c = 0; c < ZG_NMEM; c++)
+            if (!used[c] && bytes[c] > 0 && (best < 0 || bytes[c] > bytes[best])) best = c;
+        if (best < 0) break;
+        used[best] = true;
+        s = zg_fmt("%s%s%s %.2f GiB", s, k ? ", " : "", zg_memcat_name((ZgMemCat)best), gib(bytes[best]));
+    }
+    return s;
+}
+
+static void refuse(const ZgPlan *p)
+{
+    const ZgModel *m = p->model;
+    int64_t dev = p->mem.tier_bytes[ZG_TIER_DEVICE], host = zg_mem_host_per_node(p);
+    bool dev_bad = m->device_memory > 0 && dev > m->device_memory;
+    ZgLoc at = dev_bad ? m->loc_device_memory : m->loc_host_memory;
+    if (dev_bad) {
+        zg_error(at, "the plan needs %.2f GiB of device memory per rank; hardware.device_memory is "
+                 "%.2f GiB", gib(dev), gib(m->device_memory));
+        zg_note(at, "largest on the device: %s", largest_cats(p->mem.cat_bytes[ZG_TIER_DEVICE]));
+    } else {
+        int64_t cats[ZG_NMEM];
+        int rpn = m->gpus_per_node > 0 ? m->gpus_per_node : 1;
+        if (rpn > m->world_size) rpn = m->world_size;
+        for (int c = 0; c < ZG_NMEM; c++)
+            cats[c] = (p->mem.cat_bytes[ZG_TIER_PINNED][c] + p->mem.cat_bytes[ZG_TIER_HOST][c]) * rpn;
+        zg_error(at, "the plan needs %.2f GiB of host memory per node (%d ranks); "
+                 "hardware.host_memory is %.2f GiB", gib(host), rpn, gib(m->host_memory));
+        zg_note(at, "largest on the host: %s", largest_cats(cats));
+    }
+    Alt *alts = zg_xcalloc(MAX_ALTS, sizeof *alts);
+    int n = alternatives(m, p->zero, alts);
+    for (int i = 0; i < n; i++) {
+        ZgPlan q;
+        memset(&q, 0, sizeof q);
+        if (!zg_model_build(&alts[i].m, &q)) continue;
+        build_nocheck(&alts[i].m, &alts[i].z, &q);
+        if (!fits(&q)) continue;
+        int64_t qdev = q.mem.tier_bytes[ZG_TIER_DEVICE];
+        if (dev_bad)
+            zg_note(at, "%s (saves %.2f GiB of device memory per rank; needs %.2f GiB)", alts[i].what,
+                    gib(dev - qdev), gib(qdev));
+        else
+            zg_note(at, "%s (host memory per node: %.2f GiB)", alts[i].what,
+                    gib(zg_mem_host_per_node(&q)));
+        return;
+    }
+    int64_t acts = p->mem.acts_bytes + p->mem.scratch_bytes;
+    if (dev_bad && acts >= m->device_memory)
+        zg_note(at, "no change of stage or offload fits: the activations of one micro-batch alone "
+                "take %.2f GiB (micro batch %lld, seq_len %lld; zgen plans no activation "
+                "checkpointing): lower train.seq_len or the micro batch", gib(acts),
+                (long long)p->zero->micro_batch, (long long)m->seq_len);
+    else
+        zg_note(at, "no single change of stage, offload, micro batch or world size (up to %dx) "
+                "fits", 64);
+}
+
+bool zg_plan_build(const ZgModel *m, const ZgZero *z, ZgPlan *p)
+{
+    if (!p->tensors && !zg_model_build(m, p)) return false;
+    build_nocheck(m, z, p);
+    if (!fits(p)) {
+        refuse(p);
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,290 @@
+/*
+** planout_txt.c — plan.txt, the plan for people: memory per tier per rank with categories, the
+** regions, the partition summary, who owns what, buckets, gathers, sub-groups, the schedule with
+** one op per line and what it means, and per step the bytes moved per link and the FLOPs, so cost
+** and memory can be read before launch. Deterministic like plan.json.
+*/
+#include <string.h>
+#include "zg.h"
+
+#define SHOW_RANKS 4            /* above 2*SHOW_RANKS ranks, list the first and last few */
+
+static double gib(int64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
+
+static void hr(FILE *f, const char *title)
+{
+    fprintf(f, "\n== %s ==\n", title);
+}
+
+static const char *mod_name(const ZgPlan *p, int mi) { return p->modules[mi].name; }
+
+static void op_line(const ZgPlan *p, FILE *f, int idx, const ZgOp *op, int last_bwd)
+{
+    const ZgZero *z = p->zero;
+    int a = op->arg;
+    fprintf(f, "  %4d  %-16s %4d", idx, zg_op_name(op->kind), a);
+    if (op->slot >= 0) fprintf(f, " s%-2d ", op->slot);
+    else fputs("     ", f);
+    switch (op->kind) {
+    case ZG_OP_GATHER:
+        fprintf(f, "start all-gather of %s's shards (%lld elements per rank) into gather_slot_%d\n",
+                mod_name(p, p->gathers[a].module), (long long)p->gathers[a].part_numel, op->slot);
+        break;
+    case ZG_OP_WAIT_GATHER:
+        fprintf(f, "wait until %s's parameters are gathered in gather_slot_%d\n",
+                mod_name(p, p->gathers[a].module), op->slot);
+        break;
+    case ZG_OP_RELEASE:
+        fprintf(f, "gather_slot_%d (%s) is free again\n", op->slot, mod_name(p, p->gathers[a].module));
+        break;
+    case ZG_OP_FORWARD:
+        fprintf(f, "forward of %s\n", mod_name(p, a));
+        break;
+    case ZG_OP_BACKWARD:
+        fprintf(f, "backward of %s (parameter gradients into the module grad area)\n", mod_name(p, a));
+        break;
+    case ZG_OP_GRAD_COPY:
+        fprintf(f, "copy %s's gradients that belong to bucket %d into bucket_%d\n",
+                last_bwd >= 0 ? mod_name(p, last_bwd) : "?", a, p->buckets[a].buffer);
+        break;
+    case ZG_OP_REDUCE:
+        fprintf(f, "start %s of bucket %d (%s .. %s, %lld elements)\n",
+                z->stage == 3 ? "reduce-scatter" : "all-reduce", a,
+                p->tensors[p->buckets[a].first_tensor + p->buckets[a].n_tensors - 1].name,
+                p->tensors[p->buckets[a].first_tensor].name, (long long)p->buckets[a].padded_numel);
+        break;
+    case ZG_OP_WAIT_REDUCE:
+        fprintf(f, "wait for bucket %d's reduction%s\n", a,
+                z->stage >= 2 || z->offload_optimizer.device != ZG_OFFLOAD_NONE
+                ? "; add this rank's part into grad32" : "");
+        break;
+    case ZG_OP_SWAP_IN:
+        fprintf(f, "start reading sub-group %d (master, m, v) from NVMe into opt_buf_%d\n", a,
+                p->subgroups[a].buffer);
+        break;
+    case ZG_OP_OPTIMIZER:
+        fprintf(f, "Adam on sub-group %d (%lld elements at shard offset %lld), then its params\n",
+                a, (long long)p->subgroups[a].numel, (long long)p->subgroups[a].shard_offset);
+        break;
+    case ZG_OP_SWAP_OUT:
+        fprintf(f, "start writing sub-group %d (master, m, v) back to NVMe\n", a);
+        break;
+    case ZG_OP_ALLGATHER_PARAMS:
+        fprintf(f, z->stage == 3 ? "re-gather the persistent tensors into persist\n"
+                                 : "all-gather the updated params16 partitions\n");
+        break;
+    case ZG_OP_PARAM_SWAP_IN:
+        fprintf(f, "bring %s's shard span (%lld elements) from %s into param_buf_%d\n",
+                mod_name(p, p->gathers[a].module), (long long)p->gathers[a].shard_numel,
+                zg_offload_name(z->offload_param.device), op->slot);
+        break;
+    case ZG_NOPS:
+        zg_unreachable();
+    }
+}
+
+static void ops_txt(const ZgPlan *p, FILE *f, const char *title, const ZgOp *ops, int n)
+{
+    fprintf(f, "\n-- %s (%d ops) --\n", title, n);
+    int last_bwd = -1;
+    for (int i = 0; i < n; i++) {
+        if (ops[i].kind == ZG_OP_BACKWARD) last_bwd = ops[i].arg;
+        op_line(p, f, i, &ops[i], last_bwd);
+    }
+}
+
+static void memory_txt(const ZgPlan *p, FILE *f)
+{
+    const ZgModel *m = p->model;
+    hr(f, "memory per rank");
+    for (int t = 0; t < ZG_NTIERS; t++) {
+        int64_t b = p->mem.tier_bytes[t];
+        fprintf(f, "%-7s %10.3f GiB  (%lld bytes, peak %lld)\n", zg_tier_name((ZgTier)t), gib(b),
+                (long long)b, (long long)p->mem.peak_bytes[t]);
+        for (int c = 0; c < ZG_NMEM; c++) {
+            int64_t cb = p->mem.cat_bytes[t][c];
+            if (cb) fprintf(f, "    %-14s %10.3f GiB  (%lld bytes)\n", zg_memcat_name((ZgMemCat)c),
+                            gib(cb), (long long)cb);
+        }
+    }
+    fprintf(f, "host per node (%d ranks): %.3f GiB\n",
+            m->gpus_per_node < m->world_size ? m->gpus_per_node : m->world_size,
+            gib(zg_mem_host_per_node(p)));
+    if (m->device_memory) fprintf(f, "declared device memory: %.3f GiB\n", gib(m->device_memory));
+    if (m->host_memory) fprintf(f, "declared host memory per node: %.3f GiB\n", gib(m->host_memory));
+    fprintf(f, "activations: acts %lld bytes + scratch %lld bytes (fp32, micro batch %lld)\n",
+            (long long)p->mem.acts_bytes, (long long)p->mem.scratch_bytes,
+            (long long)p->zero->micro_batch);
+
+    hr(f, "regions (one arena per tier; offsets in bytes)");
+    fprintf(f, "  %-7s %16s %16s  %-14s %s\n", "tier", "offset", "bytes", "category", "name");
+    for (int t = 0; t < ZG_NTIERS; t++)
+        for (int i = 0; i < p->mem.n_regions; i++) {
+            const ZgRegion *r = &p->mem.regions[i];
+            if ((int)r->tier != t) continue;
+            fprintf(f, "  %-7s %16lld %16lld  %-14s %s\n", zg_tier_name(r->tier),
+                    (long long)r->offset_bytes, (long long)r->bytes, zg_memcat_name(r->cat), r->name);
+        }
+}
+
+static void owners_txt(const ZgPlan *p, FILE *f)
+{
+    const ZgShardMap *s = &p->shard;
+    int ws = s->ws;
+    hr(f, "who owns what");
+    if (p->zero->stage == 3)
+        fprintf(f, "stage 3: rank r holds elements [r*part, min((r+1)*part, numel)) of every "
+                "tensor (part = ceil(numel/%d), column `part` below), at shard_offset in its "
+                "%lld-element shard\n", ws, (long long)s->part_numel);
+    if (ws > 2 * SHOW_RANKS)
+        fprintf(f, "(%d ranks: showing ranks 0-%d and %d-%d)\n", ws, SHOW_RANKS - 1,
+                ws - SHOW_RANKS, ws - 1);
+    for (int r = 0; r < ws; r++) {
+        if (ws > 2 * SHOW_RANKS && r == SHOW_RANKS) {
+            r = ws - SHOW_RANKS;
+            fputs("  ...\n", f);
+        }
+        if (p->zero->stage == 3) {
+            const ZgTensor *t0 = &p->tensors[0];
+            int64_t a = r * t0->part_numel, b = a + t0->part_numel;
+            if (b > t0->numel) b = t0->numel;
+            if (a > b) a = b;
+            fprintf(f, "  rank %d: shard of %lld elements; e.g. %s [%lld, %lld)\n", r,
+                    (long long)s->part_numel, t0->name, (long long)a, (long long)b);
+            continue;
+        }
+        int64_t lo = (int64_t)r * s->part_numel, hi = lo + s->part_numel;
+        int ta = -1, tb = -1;
+        for (int i = 0; i < p->n_tensors; i++) {
+            const ZgTensor *t = &p->tensors[i];
+            if (t->flat_offset < hi && t->flat_offset + t->numel > lo) {
+                if (ta < 0) ta = i;
+                tb = i;
+            }
+        }
+        fprintf(f, "  rank %d: flat [%lld, %lld)", r, (long long)lo, (long long)hi);
+        if (ta >= 0) {
+            const ZgTensor *A = &p->tensors[ta], *B = &p->tensors[tb];
+            int64_t a0 = lo > A->flat_offset ? lo - A->flat_offset : 0;
+            int64_t b1 = hi - B->flat_offset < B->numel ? hi - B->flat_offset : B->numel;
+            if (ta == tb)
+                fprintf(f, " = %s[%lld:%lld]", A->name, (long long)a0, (long long)b1);
+            else
+                fprintf(f, " = %s[%lld:] .. %s[:%lld] (%d tensors)", A->name, (long long)a0, B->name,
+                        (long long)b1, tb - ta + 1);
+        }
+        if (hi > s->flat_numel) fprintf(f, " incl. %lld padding", (long long)(hi -
+                (lo > s->flat_numel ? lo : s->flat_numel)));
+        fputc('\n', f);
+    }
+}
+
+bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
+{
+    const ZgModel *m = p->model;
+    const ZgZero *z = p->zero;
+    const ZgShardMap *s = &p->shard;
+    fprintf(f, "zgen plan: %s (%s, %lld parameters, %lld layers, d_model %lld, %lld heads, "
+            "vocab %lld, seq %lld)\n", m->name, m->arch, (long long)p->n_params,
+            (long long)m->n_layers, (long long)m->d_model, (long long)m->n_heads,
+            (long long)m->vocab_size, (long long)m->seq_len);
+    fprintf(f, "ZeRO stage %d, %s, world size %d (%d per node), batch %lld = micro %lld x "
+            "accumulation %lld x %d ranks\n", z->stage, zg_dtype_name(z->dtype), m->world_size,
+            m->gpus_per_node, (long long)z->train_batch_size, (long long)z->micro_batch,
+            (long long)z->grad_accum, m->world_size);
+    fprintf(f, "offload: optimizer %s%s, params %s%s; overlap_comm %s\n",
+            zg_offload_name(z->offload_optimizer.device),
+            z->offload_optimizer.device == ZG_OFFLOAD_CPU && z->offload_optimizer.pin_memory
+            ? " (pinned)" : "", zg_offload_name(z->offload_param.device),
+            z->offload_param.device == ZG_OFFLOAD_CPU && z->offload_param.pin_memory ? " (pinned)" : "",
+            z->overlap_comm ? "on" : "off");
+    memory_txt(p, f);
+
+    hr(f, "partition");
+    if (z->stage < 3)
+        fprintf(f, "flat buffer of %lld elements padded to %lld (multiple of %d x %d ranks); "
+                "%lld per rank%s\n", (long long)s->flat_numel, (long long)s->padded_numel, s->align,
+                s->ws, (long long)s->part_numel,
+                z->stage == 0 ? "; stage 0: every rank updates all of it" : "");
+    else
+        fprintf(f, "%lld elements, each tensor padded to a multiple of %d: %lld; shard %lld per rank;"
+                " %lld elements persistent (threshold %lld)\n", (long long)s->flat_numel, s->ws,
+                (long long)s->padded_numel, (long long)s->part_numel, (long long)s->persist_numel,
+                (long long)z->param_persistence_threshold);
+    for (int i = 0; i < p->mem.n_regions; i++) {
+        const ZgRegion *r = &p->mem.regions[i];
+        if (!strcmp(r->name, "params16") || !strcmp(r->name, "params_shard") ||
+            !strcmp(r->name, "grad32") || !strcmp(r->name, "adam_m"))
+            fprintf(f, "%s%s lives on %s\n", !strcmp(r->name, "adam_m") ? "optimizer state (master, m, v)"
+                    : !strcmp(r->name, "grad32") ? "owned fp32 gradient shard" : "working parameters, ",
+                    r->name[0] == 'p' ? zg_dtype_name(z->dtype) : "", zg_tier_name(r->tier));
+    }
+    fprintf(f, "optimizer shard %lld elements in %d sub-group(s) (boundaries multiple of %lld)\n",
+            (long long)s->opt_numel, p->n_subgroups, (long long)p->sg_align);
+    owners_txt(p, f);
+
+    hr(f, "tensors");
+    fprintf(f, "  %-28s %-14s %12s %5s %-6s %6s", "name", "shape", "numel", "decay", "init", "bucket");
+    if (z->stage == 3) fprintf(f, " %10s %12s %6s", "part", "shard_off", "gather");
+    fputc('\n', f);
+    for (int i = 0; i < p->n_tensors; i++) {
+        const ZgTensor *t = &p->tensors[i];
+        char shape[48];
+        if (t->ndim == 2) snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)t->shape[0],
+                                   (long long)t->shape[1]);
+        else snprintf(shape, sizeof shape, "[%lld]", (long long)t->shape[0]);
+        fprintf(f, "  %-28s %-14s %12lld %5s %-6s %6d", t->name, shape, (long long)t->numel,
+                t->decay ? "yes" : "no", zg_init_name(t->init), t->reduce_bucket);
+        if (z->stage == 3) {
+            fprintf(f, " %10lld %12lld ", (long long)t->part_numel, (long long)s->shard_offset[i]);
+            if (t->persistent) fputs("persistent", f);
+            else fprintf(f, "%6d", t->gather);
+        }
+        fputc('\n', f);
+    }
+
+    hr(f, "gradient buckets (reduction order)");
+    fprintf(f, "%d buckets of at most %lld elements; %d bucket buffer(s) of %lld elements\n",
+            p->n_buckets, (long long)z->reduce_bucket_size, p->n_bucket_buffers,
+            (long long)p->bucket_buffer_numel);
+    for (int k = 0; k < p->n_buckets; k++) {
+        const ZgBucket *b = &p->buckets[k];
+        fprintf(f, "  bucket %3d: %-26s .. %-26s %3d tensors %12lld elements\n", k,
+                p->tensors[b->first_tensor + b->n_tensors - 1].name, p->tensors[b->first_tensor].name,
+                b->n_tensors, (long long)b->padded_numel);
+    }
+    if (z->stage == 3) {
+        hr(f, "gather groups (stage 3)");
+        fprintf(f, "%d groups; %d slot(s) of %lld elements; prefetch depth %d\n", p->n_gathers,
+                p->n_gather_slots, (long long)p->gather_slot_numel, p->sched.prefetch_depth);
+        for (int g = 0; g < p->n_gathers; g++)
+            fprintf(f, "  group %3d: %-10s %12lld elements gathered (%lld per rank)\n", g,
+                    mod_name(p, p->gathers[g].module), (long long)p->gathers[g].numel,
+                    (long long)p->gathers[g].part_numel);
+    }
+    hr(f, "optimizer sub-groups");
+    for (int i = 0; i < p->n_subgroups && i < 16; i++)
+        fprintf(f, "  sub-group %d: shard [%lld, %lld)%s\n", i,
+                (long long)p->subgroups[i].shard_offset,
+                (long long)(p->subgroups[i].shard_offset + p->subgroups[i].numel),
+                p->subgroups[i].nvme_offset_bytes >= 0 ? " (NVMe)" : "");
+    if (p->n_subgroups > 16) fprintf(f, "  ... %d sub-groups in all\n", p->n_subgroups);
+
+    hr(f, "schedule (every rank runs exactly these lists)");
+    fprintf(f, "columns: index, op, arg, slot, meaning\n");
+    if (z->grad_accum > 1)
+        ops_txt(p, f, "micro-step (all but the last of each optimizer step)", p->sched.micro,
+                p->sched.n_micro);
+    ops_txt(p, f, "last micro-step", p->sched.last, p->sched.n_last);
+    ops_txt(p, f, "optimizer step", p->sched.step, p->sched.n_step);
+
+    hr(f, "cost per optimizer step per rank");
+    const ZgCost *c = &p->cost;
+    fprintf(f, "network (collectives, received): %.3f GiB\n", gib(c->net_bytes));
+    fprintf(f, "PCIe (device <-> host):          %.3f GiB\n", gib(c->pcie_bytes));
+    fprintf(f, "NVMe read / write:               %.3f / %.3f GiB\n", gib(c->nvme_read_bytes),
+            gib(c->nvme_write_bytes));
+    fprintf(f, "compute: %.4e FLOP ((6N + 6*L*C*T) per token x %lld tokens)\n", c->flops,
+            (long long)(z->micro_batch * z->grad_accum * m->seq_len));
+    return !ferror(f);
+}

@@ -1,0 +1,201 @@
+/*
+** sched.c — the static schedule: the ordered operations of a micro-step and of the optimizer step
+** (ZgOpKind in zg_plan.h says what each op means). Every rank runs the same lists, so collectives
+** match by construction (no rank can take another path: DeepSpeed #7844/#7170 style hangs cannot
+** happen). What DeepSpeed's coordinator decides while tracing (prefetch, release, reuse) is decided
+** here once:
+**  - stage 3: the module uses in execution order (forward embed..lm_head, backward lm_head..embed)
+**    are merged into "intervals" when the same gather group is used by consecutive uses (the tied
+**    wte: lm_head forward then lm_head backward); interval j lands in slot j % (depth+1); before
+**    interval j starts, gathers for intervals up to j+depth have been issued; it is waited right
+**    before use and released right after its last use;
+**  - gradients: after the BACKWARD that completes bucket k, REDUCE k (overlap_comm); stages 2/3
+**    first wait for bucket k-n_bucket_buffers (its buffer is reused); stages 0/1 reduce only in the
+**    last micro-step (all at the end of backward without overlap_comm); stages 2/3 without
+**    overlap_comm reduce synchronously right after completion (one bucket buffer: deferring to the
+**    end of backward would need a buffer per bucket, i.e. the full gradient);
+**  - optimizer: SWAP_IN of sub-group i+1 is issued before OPTIMIZER on i, SWAP_OUT after it.
+*/
+#include <stdlib.h>
+#include <string.h>
+#include "zg.h"
+
+typedef struct OpList {
+    ZgOp *ops;
+    int n, cap;
+} OpList;
+
+static void emit(OpList *l, ZgOpKind kind, int arg, int slot)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->ops = zg_xrealloc(l->ops, (size_t)l->cap * sizeof *l->ops);
+    }
+    l->ops[l->n++] = (ZgOp){kind, arg, slot};
+}
+
+typedef struct Use {
+    int module;
+    bool backward;
+    int interval;               /* -1: the module needs no gather */
+    bool first, last;           /* first / last use of its interval */
+} Use;
+
+typedef struct Interval {
+    int group;
+    int slot;
+} Interval;
+
+/* Prefetch depth from stage3_prefetch_bucket_size and stage3_max_live_parameters. */
+static int prefetch_depth(const ZgPlan *p, int n_intervals)
+{
+    const ZgZero *z = p->zero;
+    int64_t g = p->gather_slot_numel;
+    if (n_intervals <= 1 || g <= 0 || z->prefetch_bucket_size <= 0) return 0;
+    int64_t d = z->prefetch_bucket_size / g;
+    if (d < 1) d = 1;
+    if (z->max_live_parameters > 0) {
+        int64_t cap = z->max_live_parameters / g - 1;
+        if (cap < d) d = cap;
+    }
+    if (d > n_intervals - 1) d = n_intervals - 1;
+    return d < 0 ? 0 : (int)d;
+}
+
+/* Gradient ops after BACKWARD of module mi. `reduce` false: stage 0/1 non-last micro-step. */
+typedef struct GradState {
+    bool *started, *reduced, *waited;
+} GradState;
+
+static void wait_upto(const ZgPlan *p, OpList *l, GradState *g, int k)
+{
+    for (int i = 0; i <= k && i < p->n_buckets; i++) {
+        if (g->reduced[i] && !g->waited[i]) {
+            emit(l, ZG_OP_WAIT_REDUCE, i, -1);
+            g->waited[i] = true;
+        }
+    }
+}
+
+static void grad_ops(const ZgPlan *p, OpList *l, GradState *g, int mi, bool reduce)
+{
+    const ZgModule *md = &p->modules[mi];
+    const ZgZero *z = p->zero;
+    if (!reduce || md->n_tensors == 0) return;
+    int lo = md->first_tensor, hi = md->first_tensor + md->n_tensors - 1;
+    int kfirst = p->tensors[hi].reduce_bucket, klast = p->tensors[lo].reduce_bucket;
+    for (int k = kfirst; k <= klast; k++) {
+        bool complete = p->buckets[k].first_tensor >= lo;
+        if (z->stage >= 2) {
+            if (!g->started[k]) {
+                g->started[k] = true;
+                int prev = k - p->n_bucket_buffers;
+                if (prev >= 0 && !g->waited[prev]) wait_upto(p, l, g, prev);
+            }
+            emit(l, ZG_OP_GRAD_COPY, k, -1);
+            if (complete) {
+                emit(l, ZG_OP_REDUCE, k, -1);
+                g->reduced[k] = true;
+                if (!z->overlap_comm) wait_upto(p, l, g, k);
+            }
+        } else if (complete && z->overlap_comm) {
+            emit(l, ZG_OP_REDUCE, k, -1);
+            g->reduced[k] = true;
+        }
+    }
+}
+
+static void micro_ops(const ZgPlan *p, OpList *l, bool reduce)
+{
+    const ZgZero *z = p->zero;
+    int nm = p->n_modules, nu = 2 * nm;
+    Use *u = zg_xcalloc((size_t)nu, sizeof *u);
+    Interval *iv = zg_xcalloc((size_t)nu, sizeof *iv);
+    int ni = 0;
+    for (int i = 0; i < nu; i++) {
+        u[i].backward = i >= nm;
+        u[i].module = i < nm ? i : nu - 1 - i;
+        int grp = z->stage == 3 ? p->modules[u[i].module].gather_bucket : -1;
+        u[i].interval = -1;
+        if (grp < 0) continue;
+        if (i > 0 && u[i - 1].interval >= 0 && iv[u[i - 1].interval].group == grp) {
+            u[i].interval = u[i - 1].interval;
+            u[i - 1].last = false;
+        } else {
+            iv[ni].group = grp;
+            u[i].interval = ni++;
+            u[i].first = true;
+        }
+        u[i].last = true;
+    }
+    int depth = prefetch_depth(p, ni);
+    int nslots = ni ? depth + 1 : 0;
+    for (int j = 0; j < ni; j++) iv[j].slot = j % nslots;
+    bool param_swap = z->offload_param.device != ZG_OFFLOAD_NONE;
+
+    GradState g;
+    g.started = zg_xcalloc((size_t)p->n_buckets + 1, sizeof(bool));
+    g.reduced = zg_xcalloc((size_t)p->n_buckets + 1, sizeof(bool));
+    g.waited = zg_xcalloc((size_t)p->n_buckets + 1, sizeof(bool));
+    int issued = 0;
+    for (int i = 0; i < nu; i++) {
+        int j = u[i].interval;
+        if (j >= 0 && u[i].first) {
+            for (; issued < ni && issued <= j + depth; issued++) {
+                if (param_swap) emit(l, ZG_OP_PARAM_SWAP_IN, iv[issued].group, iv[issued].slot);
+                emit(l, ZG_OP_GATHER, iv[issued].group, iv[issued].slot);
+            }
+            emit(l, ZG_OP_WAIT_GATHER, iv[j].group, iv[j].slot);
+        }
+        emit(l, u[i].backward ? ZG_OP_BACKWARD : ZG_OP_FORWARD, u[i].module, -1);
+        if (j >= 0 && u[i].last) emit(l, ZG_OP_RELEASE, iv[j].group, iv[j].slot);
+        if (u[i].backward) grad_ops(p, l, &g, u[i].module, reduce);
+    }
+    if (reduce && z->stage < 2 && !z->overlap_comm) {
+        for (int k = 0; k < p->n_buckets; k++) {
+            emit(l, ZG_OP_REDUCE, k, -1);
+            g.reduced[k] = true;
+        }
+    }
+    if (reduce) wait_upto(p, l, &g, p->n_buckets - 1);
+
+    /* Record slots for the plan: the group's first interval's slot, and the depth. */
+    ZgPlan *pw = (ZgPlan *)p;
+    pw->sched.prefetch_depth = depth;
+    pw->n_gather_slots = nslots;
+    for (int k = 0; k < p->n_gathers; k++) pw->gathers[k].slot = -1;
+    for (int j = ni - 1; j >= 0; j--) pw->gathers[iv[j].group].slot = iv[j].slot;
+    free(u);
+    free(iv);
+    free(g.started);
+    free(g.reduced);
+    free(g.waited);
+}
+
+static void step_ops(const ZgPlan *p, OpList *l)
+{
+    const ZgZero *z = p->zero;
+    bool nvme = z->offload_optimizer.device == ZG_OFFLOAD_NVME;
+    int n = p->n_subgroups;
+    if (nvme && n > 0) emit(l, ZG_OP_SWAP_IN, 0, -1);
+    for (int i = 0; i < n; i++) {
+        if (nvme && i + 1 < n) emit(l, ZG_OP_SWAP_IN, i + 1, -1);
+        emit(l, ZG_OP_OPTIMIZER, i, -1);
+        if (nvme) emit(l, ZG_OP_SWAP_OUT, i, -1);
+    }
+    if (z->stage == 1 || z->stage == 2) emit(l, ZG_OP_ALLGATHER_PARAMS, 0, -1);
+    if (z->stage == 3 && p->shard.persist_numel > 0) emit(l, ZG_OP_ALLGATHER_PARAMS, 0, -1);
+}
+
+void zg_sched_build(ZgPlan *p)
+{
+    ZgSchedule *s = &p->sched;
+    OpList micro = {0}, last = {0}, step = {0};
+    bool every = p->zero->stage >= 2;
+    micro_ops(p, &micro, every);
+    micro_ops(p, &last, true);
+    step_ops(p, &step);
+    s->micro = micro.ops; s->n_micro = micro.n;
+    s->last = last.ops;   s->n_last = last.n;
+    s->step = step.ops;   s->n_step = step.n;
+}

@@ -1,0 +1,480 @@
+/*
+** t_plan.c — the plan as a whole: GPT-2 124M's parameter count, a simulated run of every schedule
+** list (gathers waited before use, released, slots never double-booked; every bucket reduced once
+** per reducing micro-step and waited; bucket buffers never overwritten before their reduction was
+** waited; optimizer sub-groups swapped in before and out after Adam), the memory-fit refusal and
+** its suggested change (which must itself fit), the activation formula recomputed term by term, and
+** byte-identical plan.json for identical inputs.
+*/
+#include <stdlib.h>
+#include <string.h>
+#include "zg.h"
+#include "zt.h"
+
+static void shape(ZgModel *m, int64_t V, int64_t ctx, int64_t C, int64_t L, int64_t NH, int ws)
+{
+    zg_model_defaults(m);
+    m->name = "t";
+    m->vocab_size = V; m->context = ctx; m->d_model = C; m->n_layers = L; m->n_heads = NH;
+    m->d_ff = 4 * C; m->seq_len = ctx;
+    zg_model_set_world_size(m, ws);
+}
+
+static void config(ZgZero *z, int stage, int ws)
+{
+    zg_zero_defaults(z);
+    z->stage = stage;
+    z->micro_batch = 1;
+    z->grad_accum = 1;
+    z->train_batch_size = ws;
+    z->overlap_comm = stage == 3;
+}
+
+static ZgPlan *plan(const ZgModel *m, const ZgZero *z)
+{
+    ZgPlan *p = calloc(1, sizeof *p);
+    if (!zg_model_build(m, p) || !zg_plan_build(m, z, p)) return NULL;
+    return p;
+}
+
+static void t_gpt2_124m_params(void)
+{
+    ZgModel m;
+    ZgZero z;
+    shape(&m, 50257, 1024, 768, 12, 12, 1);
+    config(&z, 0, 1);
+    ZgPlan *p = plan(&m, &z);
+    ZT_CHECK(p != NULL);
+    if (!p) return;
+    ZT_EQ_INT(p->n_params, 124439808);          /* Hugging Face gpt2 */
+    ZT_EQ_INT(p->largest_layer, 50257 * 768);   /* wte */
+    ZT_EQ_INT(p->n_tensors, 2 + 12 * 12 + 2);
+    ZT_EQ_STR(p->tensors[4].name, "h.0.attn.c_attn.weight");
+    ZT_EQ_INT(p->tensors[4].shape[0], 768);
+    ZT_EQ_INT(p->tensors[4].shape[1], 2304);
+    ZT_CHECK(p->tensors[6].residual_proj && p->tensors[12].residual_proj);   /* c_proj weights */
+    ZT_CHECK(!p->tensors[4].residual_proj && p->tensors[4].decay && !p->tensors[5].decay);
+    ZT_EQ_INT(p->tensors[2].init, ZG_INIT_ONES);
+    ZT_EQ_INT(p->tensors[3].init, ZG_INIT_ZEROS);
+    ZT_EQ_INT(p->modules[p->n_modules - 1].kind, ZG_MOD_HEAD);
+    ZT_EQ_INT(p->modules[p->n_modules - 1].n_tensors, 0);
+    /* the tied wte is the last gradient to complete */
+    ZT_EQ_INT(p->tensors[0].reduce_bucket, p->n_buckets - 1);
+}
+
+/* ---------------------------------------------------------------- schedule simulation */
+typedef struct Sim {
+    const ZgPlan *p;
+    int *slot_group; bool *slot_waited;
+    int *reduced, *waited, *copies, *buf_owner;
+    int fwd_next, bwd_next, last_bwd;
+} Sim;
+
+static bool module_in_bucket(const ZgPlan *p, int mi, int k)
+{
+    const ZgModule *md = &p->modules[mi];
+    const ZgBucket *b = &p->buckets[k];
+    return md->n_tensors && md->first_tensor < b->first_tensor + b->n_tensors &&
+           b->first_tensor < md->first_tensor + md->n_tensors;
+}
+
+static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, const char *what)
+{
+    int S = p->n_gather_slots, K = p->n_buckets, M = p->n_modules;
+    Sim s = {.p = p, .fwd_next = 0, .bwd_next = M - 1, .last_bwd = -1};
+    s.slot_group = malloc(sizeof(int) * (size_t)(S + 1));
+    s.slot_waited = calloc((size_t)S + 1, sizeof(bool));
+    for (int i = 0; i < S; i++) s.slot_group[i] = -1;
+    s.reduced = calloc((size_t)K, sizeof(int));
+    s.waited = calloc((size_t)K, sizeof(int));
+    s.copies = calloc((size_t)K, sizeof(int));
+    s.buf_owner = malloc(sizeof(int) * 3);
+    s.buf_owner[0] = s.buf_owner[1] = s.buf_owner[2] = -1;
+    int stage = p->zero->stage;
+    for (int i = 0; i < n; i++) {
+        const ZgOp *o = &ops[i];
+        int a = o->arg;
+        switch (o->kind) {
+        case ZG_OP_PARAM_SWAP_IN:
+            ZT_CHECKM(o->slot >= 0 && o->slot < S && s.slot_group[o->slot] == -1, "%s op %d", what, i);
+            break;
+        case ZG_OP_GATHER:
+            ZT_CHECKM(stage == 3 && o->slot >= 0 && o->slot < S, "%s op %d: slot", what, i);
+            if (o->slot < 0 || o->slot >= S) break;
+            ZT_CHECKM(s.slot_group[o->slot] == -1, "%s op %d: slot %d busy", what, i, o->slot);
+            s.slot_group[o->slot] = a;
+            s.slot_waited[o->slot] = false;
+            break;
+        case ZG_OP_WAIT_GATHER:
+            ZT_CHECKM(o->slot >= 0 && o->slot < S && s.slot_group[o->slot] == a &&
+                      !s.slot_waited[o->slot], "%s op %d: wait without gather", what, i);
+            if (o->slot >= 0 && o->slot < S) s.slot_waited[o->slot] = true;
+            break;
+        case ZG_OP_RELEASE:
+            ZT_CHECKM(o->slot >= 0 && o->slot < S && s.slot_group[o->slot] == a &&
+                      s.slot_waited[o->slot], "%s op %d: release of a slot not waited", what, i);
+            if (o->slot >= 0 && o->slot < S) s.slot_group[o->slot] = -1;
+            break;
+        case ZG_OP_FORWARD:
+        case ZG_OP_BACKWARD: {
+            bool fwd = o->kind == ZG_OP_FORWARD;
+            if (fwd) ZT_CHECKM(a == s.fwd_next++, "%s op %d: forward out of order", what, i);
+            else ZT_CHECKM(s.fwd_next == M && a == s.bwd_next--, "%s op %d: backward order", what, i);
+            int g = p->modules[a].gather_bucket;
+            if (stage == 3 && g >= 0) {
+                bool live = false;
+                for (int k = 0; k < S; k++) live |= s.slot_group[k] == g && s.slot_waited[k];
+                ZT_CHECKM(live, "%s op %d: %s runs without its gathered params", what, i,
+                          p->modules[a].name);
+            }
+            if (!fwd) s.last_bwd = a;
+            break;
+        }
+        case ZG_OP_GRAD_COPY: {
+            ZT_CHECKM(stage >= 2 && s.last_bwd >= 0 && module_in_bucket(p, s.last_bwd, a),
+                      "%s op %d: grad copy of bucket %d after the wrong backward", what, i, a);
+            int b = p->buckets[a].buffer;
+            ZT_CHECKM(b >= 0 && b < p->n_bucket_buffers, "%s op %d: buffer", what, i);
+            if (b < 0 || b > 2) break;
+            ZT_CHECKM(s.buf_owner[b] == -1 || s.buf_owner[b] == a,
+                      "%s op %d: bucket %d overwrites buffer %d of bucket %d still reducing", what, i,
+                      a, b, s.buf_owner[b]);
+            s.buf_owner[b] = a;
+            s.copies[a]++;
+            break;
+        }
+        case ZG_OP_REDUCE: {
+            ZT_CHECKM(reducing && s.reduced[a] == 0, "%s op %d: reduce of bucket %d", what, i, a);
+            s.reduced[a]++;
+            /* complete: every module holding its tensors has run backward */
+            const ZgBucket *b = &p->buckets[a];
+            ZT_CHECKM(s.fwd_next == M && s.bwd_next < p->tensors[b->first_tensor].module,
+                      "%s op %d: bucket %d reduced before complete", what, i, a);
+            if (stage >= 2) {
+                int mods = 0;
+                for (int m = 0; m < M; m++) mods += module_in_bucket(p, m, a);
+                ZT_CHECKM(s.copies[a] == mods, "%s op %d: bucket %d has %d copies of %d", what, i,
+                          a, s.copies[a], mods);
+            }
+            break;
+        }
+        case ZG_OP_WAIT_REDUCE:
+            ZT_CHECKM(s.reduced[a] == 1 && s.waited[a] == 0, "%s op %d: wait_reduce %d", what, i, a);
+            s.waited[a]++;
+            if (stage >= 2 && p->buckets[a].buffer >= 0 && p->buckets[a].buffer <= 2)
+                s.buf_owner[p->buckets[a].buffer] = -1;
+            break;
+        default:
+            ZT_CHECKM(0, "%s op %d: %s in a micro-step", what, i, zg_op_name(o->kind));
+        }
+    }
+    ZT_CHECKM(s.fwd_next == M && s.bwd_next == -1, "%s: not every module ran", what);
+    for (int k = 0; k < S; k++) ZT_CHECKM(s.slot_group[k] == -1, "%s: slot %d never released", what, k);
+    for (int k = 0; k < K; k++) {
+        ZT_CHECKM(s.reduced[k] == (reducing ? 1 : 0) && s.waited[k] == s.reduced[k],
+                  "%s: bucket %d reduced %d waited %d", what, k, s.reduced[k], s.waited[k]);
+    }
+    free(s.slot_group); free(s.slot_waited); free(s.reduced); free(s.waited); free(s.copies);
+    free(s.buf_owner);
+}
+
+static void sim_step(const ZgPlan *p)
+{
+    const ZgSchedule *sc = &p->sched;
+    bool nvme = p->zero->offload_optimizer.device == ZG_OFFLOAD_NVME;
+    int N = p->n_subgroups;
+    int *in = calloc((size_t)N, sizeof(int)), *opt = calloc((size_t)N, sizeof(int)),
+        *out = calloc((size_t)N, sizeof(int));
+    int allgathers = 0;
+    for (int i = 0; i < sc->n_step; i++) {
+        const ZgOp *o = &sc->step[i];
+        int a = o->arg;
+        switch (o->kind) {
+        case ZG_OP_SWAP_IN: ZT_CHECK(nvme && !in[a]); in[a] = 1; break;
+        case ZG_OP_OPTIMIZER:
+            ZT_CHECK(!opt[a] && (!nvme || in[a]));
+            ZT_CHECK(!nvme || a + 1 >= N || in[a + 1]);        /* next sub-group prefetched */
+            opt[a] = 1;
+            break;
+        case ZG_OP_SWAP_OUT: ZT_CHECK(nvme && opt[a] && !out[a]); out[a] = 1; break;
+        case ZG_OP_ALLGATHER_PARAMS:
+            allgathers++;
+            ZT_CHECK(i == sc->n_step - 1);
+            break;
+        default: ZT_CHECKM(0, "step op %s", zg_op_name(o->kind));
+        }
+    }
+    for (int i = 0; i < N; i++) ZT_CHECK(opt[i] && in[i] == nvme && out[i] == nvme);
+    int st = p->zero->stage;
+    ZT_EQ_INT(allgathers, st == 1 || st == 2 || (st == 3 && p->shard.persist_numel > 0));
+    free(in); free(opt); free(out);
+}
+
+static void t_schedules(void)
+{
+    int n = 0;
+    for (int stage = 0; stage <= 3; stage++)
+        for (int ov = 0; ov <= 1; ov++)
+            for (int off = 0; off <= 2; off++)
+                for (int ws = 1; ws <= 4; ws += 3) {
+                    if (off == 2 && stage < 3) continue;
+                    ZgModel m;
+                    ZgZero z;
+                    shape(&m, 97, 16, 24, 3, 2, ws);
+                    config(&z, stage, ws);
+                    z.overlap_comm = ov;
+                    z.reduce_bucket_size = 1500;         /* several buckets; some span modules */
+                    z.sub_group_size = 2000;
+                    z.param_persistence_threshold = 30;
+                    z.prefetch_bucket_size = 3000 * (off + 1);
+                    z.grad_accum = 2;
+                    z.offload_optimizer.device = (ZgOffload)off;
+                    if (stage == 3) z.offload_param.device = (ZgOffload)(2 - off);
+                    z.dtype = off == 1 ? ZG_DTYPE_BF16 : ZG_DTYPE_FP32;
+                    ZgPlan *p = plan(&m, &z);
+                    ZT_CHECKM(p != NULL, "stage %d", stage);
+                    if (!p) continue;
+                    ZT_CHECK(p->n_buckets >= 3);
+                    sim_list(p, p->sched.micro, p->sched.n_micro, stage >= 2, "micro");
+                    sim_list(p, p->sched.last, p->sched.n_last, true, "last");
+                    sim_step(p);
+                    if (stage == 3) ZT_CHECK(p->n_gather_slots == p->sched.prefetch_depth + 1);
+                    n++;
+                }
+    ZT_CHECK(n == 4 * 2 * 2 * 2 + 2 * 2);
+}
+
+static uint64_t rng = 88172645463325252ULL;
+static int64_t rnd(int64_t lo, int64_t hi)
+{
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return lo + (int64_t)(rng % (uint64_t)(hi - lo + 1));
+}
+
+/* Random shapes and knobs: depth 0..many, tiny and huge buckets, persistence on and off. */
+static void t_random_schedules(void)
+{
+    for (int i = 0; i < 60; i++) {
+        ZgModel m;
+        ZgZero z;
+        int ws = (int)rnd(1, 9), stage = (int)rnd(0, 3);
+        int64_t nh = rnd(1, 3);
+        shape(&m, rnd(5, 120), rnd(2, 12), nh * rnd(1, 8), rnd(1, 4), nh, ws);
+        config(&z, stage, ws);
+        z.overlap_comm = rnd(0, 1);
+        z.reduce_bucket_size = rnd(1, 4000);
+        z.sub_group_size = rnd(1, 3000);
+        z.param_persistence_threshold = rnd(0, 100);
+        z.prefetch_bucket_size = rnd(0, 20000);
+        z.max_live_parameters = rnd(1, 40000);
+        z.grad_accum = rnd(1, 3);
+        z.dtype = (ZgDtype)rnd(0, 2);
+        z.offload_optimizer.device = (ZgOffload)(stage == 0 ? 0 : rnd(0, stage == 3 ? 2 : 1));
+        z.offload_optimizer.buffer_count = rnd(1, 4);
+        if (stage == 3) z.offload_param.device = (ZgOffload)rnd(0, 2);
+        ZgPlan *p = plan(&m, &z);
+        ZT_CHECKM(p != NULL, "case %d", i);
+        if (!p) continue;
+        sim_list(p, p->sched.micro, p->sched.n_micro, stage >= 2, "micro");
+        sim_list(p, p->sched.last, p->sched.n_last, true, "last");
+        sim_step(p);
+    }
+}
+
+/* ---------------------------------------------------------------- memory */
+static int64_t region_bytes(const ZgPlan *p, const char *name, ZgTier *tier)
+{
+    for (int i = 0; i < p->mem.n_regions; i++)
+        if (!strcmp(p->mem.regions[i].name, name)) {
+            if (tier) *tier = p->mem.regions[i].tier;
+            return p->mem.regions[i].bytes;
+        }
+    return -1;
+}
+
+static void t_activations(void)
+{
+    ZgModel m;
+    ZgZero z;
+    shape(&m, 50257, 1024, 768, 12, 12, 1);
+    config(&z, 0, 1);
+    z.micro_batch = 4;
+    ZgPlan *p = plan(&m, &z);
+    ZT_CHECK(p != NULL);
+    if (!p) return;
+    int64_t B = 4, T = 1024, C = 768, F = 3072, NH = 12, V = 50257, L = 12;
+    /* the list in the brief, term by term */
+    int64_t layer = 0;
+    layer += B * T * C;              /* ln1 */
+    layer += B * T;                  /* ln1_mean */
+    layer += B * T;                  /* ln1_rstd */
+    layer += 3 * B * T * C;          /* qkv */
+    layer += B * T * C;              /* atty */
+    layer += B * NH * T * T;         /* att */
+    layer += B * T * C;              /* residual2 */
+    layer += B * T * C;              /* ln2 */
+    layer += B * T;                  /* ln2_mean */
+    layer += B * T;                  /* ln2_rstd */
+    layer += B * T * F;              /* fch */
+    layer += B * T * F;              /* fch_gelu */
+    layer += B * T * C;              /* residual3 */
+    int64_t acts = B * T * C + L * layer + B * T * C + B * T + B * T + B * T * V + B * T;
+    int64_t scratch = B * T * C + B * T * C + 3 * B * T * C + B * T * C + B * NH * T * T + B * T * F +
+                      B * T * F;
+    ZgTier tier = ZG_NTIERS;
+    ZT_EQ_INT(region_bytes(p, "acts", &tier), 4 * acts);
+    ZT_EQ_INT(tier, ZG_TIER_DEVICE);
+    ZT_EQ_INT(region_bytes(p, "scratch", NULL), 4 * scratch);
+    ZT_EQ_INT(zg_acts_bytes(&m, 4), 4 * acts);
+    ZT_EQ_INT(zg_scratch_bytes(&m, 4), 4 * scratch);
+}
+
+static void t_regions_by_config(void)
+{
+    ZgModel m;
+    ZgZero z;
+    shape(&m, 97, 16, 24, 3, 2, 4);
+    config(&z, 2, 4);
+    z.dtype = ZG_DTYPE_BF16;
+    ZgPlan *p = plan(&m, &z);
+    ZT_CHECK(p != NULL);
+    if (!p) return;
+    int64_t padded = p->shard.padded_numel, part = padded / 4;
+    ZT_EQ_INT(region_bytes(p, "params16", NULL), 2 * padded);
+    ZT_EQ_INT(region_bytes(p, "master", NULL), 4 * part);
+    ZT_EQ_INT(region_bytes(p, "adam_m", NULL), 4 * part);
+    ZT_EQ_INT(region_bytes(p, "grad32", NULL), 4 * part);
+    ZT_EQ_INT(region_bytes(p, "grads", NULL), -1);                 /* stage 2: no full gradient */
+    int64_t C = 24, F = 96;
+    int64_t block = 2 * C + C * 3 * C + 3 * C + C * C + C + 2 * C + C * F + F + F * C + C;
+    ZT_CHECK(block > 97 * C + 16 * C);                   /* here a block is the largest module */
+    ZT_EQ_INT(region_bytes(p, "stage32", NULL), 2 * 4 * block);
+    /* fp32 stage 1: the working params are the master */
+    config(&z, 1, 4);
+    p = plan(&m, &z);
+    ZT_CHECK(p && region_bytes(p, "master", NULL) == -1 && region_bytes(p, "stage32", NULL) == -1);
+    ZT_CHECK(p && region_bytes(p, "grads", NULL) == 4 * p->shard.padded_numel);
+    /* stage 3 optimizer on NVMe, params on pinned host */
+    config(&z, 3, 4);
+    z.offload_optimizer.device = ZG_OFFLOAD_NVME;
+    z.offload_param.device = ZG_OFFLOAD_CPU;
+    p = plan(&m, &z);
+    ZgTier t1 = ZG_NTIERS, t2 = ZG_NTIERS, t3 = ZG_NTIERS;
+    ZT_CHECK(p && region_bytes(p, "adam_v", &t1) > 0 && region_bytes(p, "params_shard", &t2) > 0 &&
+             region_bytes(p, "opt_buf_3", &t3) > 0 && region_bytes(p, "opt_buf_4", NULL) == -1);
+    ZT_EQ_INT(t1, ZG_TIER_NVME);
+    ZT_EQ_INT(t2, ZG_TIER_PINNED);
+    ZT_EQ_INT(t3, ZG_TIER_PINNED);
+}
+
+static void t_fit_refusal(void)
+{
+    ZgModel m;
+    ZgZero z;
+    shape(&m, 50257, 1024, 1600, 48, 25, 8);        /* GPT-2 1.5B */
+    m.device_memory = 16LL << 30;
+    m.loc_device_memory = (ZgLoc){"spec.yaml", 21, 18};
+    config(&z, 0, 8);
+    z.dtype = ZG_DTYPE_BF16;
+    zg_diag_reset();
+    ZgPlan *p = plan(&m, &z);
+    ZT_CHECK(p == NULL);
+    ZT_EQ_INT(zg_error_count(), 1);
+    ZT_CHECKM(zg_diag_count_matching("device memory", 21) == 1, "%s", zg_diag_log());
+    ZT_CHECKM(zg_diag_count_matching("adam", 21) >= 1, "largest categories named: %s", zg_diag_log());
+    ZT_CHECKM(zg_diag_count_matching("saves", 21) >= 1, "%s", zg_diag_log());
+    /* the suggestion must fit when applied */
+    ZgZero z2 = z;
+    if (zg_diag_count_matching("stage: 1 and offload_optimizer.device: cpu (saves", 21)) {
+        z2.stage = 1;                              /* stage 0 cannot offload the optimizer */
+        z2.offload_optimizer.device = ZG_OFFLOAD_CPU;
+    } else if (zg_diag_count_matching("offload_optimizer.device: cpu (saves", 21)) {
+        z2.offload_optimizer.device = ZG_OFFLOAD_CPU;
+    } else if (zg_diag_count_matching("stage: 2 (saves", 21)) {
+        z2.stage = 2;
+    } else if (zg_diag_count_matching("stage: 3 (saves", 21)) {
+        z2.stage = 3;
+    } else {
+        ZT_CHECKM(0, "no recognised suggestion: %s", zg_diag_log());
+    }
+    zg_diag_reset();
+    ZgPlan *q = plan(&m, &z2);
+    ZT_CHECKM(q != NULL && zg_error_count() == 0, "the suggested change does not fit: %s", zg_diag_log());
+    /* hopeless: 1 GiB holds not even the activations (9.8 GiB at seq 1024) */
+    m.device_memory = 1LL << 30;
+    zg_model_set_world_size(&m, 1);
+    config(&z, 0, 1);
+    zg_diag_reset();
+    ZT_CHECK(plan(&m, &z) == NULL);
+    ZT_CHECKM(zg_diag_count_matching("activations of one micro-batch alone", 21) == 1, "%s", zg_diag_log());
+    zg_diag_reset();
+}
+
+/* Host-bound: GPT-2 10B on one GPU with the optimizer on the host (ZeRO-Offload tutorial shape). */
+static void t_host_refusal(void)
+{
+    ZgModel m;
+    ZgZero z;
+    shape(&m, 50257, 1024, 4096, 50, 32, 1);
+    m.host_memory = 100LL << 30;
+    m.device_memory = 80LL << 30;
+    m.loc_host_memory = (ZgLoc){"spec.yaml", 9, 16};
+    config(&z, 2, 1);
+    z.dtype = ZG_DTYPE_FP16;
+    z.offload_optimizer.device = ZG_OFFLOAD_CPU;
+    zg_diag_reset();
+    ZT_CHECK(plan(&m, &z) == NULL);
+    ZT_EQ_INT(zg_error_count(), 1);
+    /* 16 bytes per parameter of fp32 master, m, v and grad32 on the host alone exceed 100 GiB */
+    ZT_CHECK(10279047168LL * 16 > (100LL << 30));
+    ZT_CHECKM(zg_diag_count_matching("host memory per node", 9) == 1, "%s", zg_diag_log());
+    ZT_CHECKM(zg_diag_count_matching("offload_optimizer.device: nvme", 9) == 1, "%s", zg_diag_log());
+    ZgZero z2 = z;
+    z2.stage = 3;
+    z2.offload_optimizer.device = ZG_OFFLOAD_NVME;
+    zg_diag_reset();
+    ZT_CHECKM(plan(&m, &z2) != NULL, "the suggested change does not fit: %s", zg_diag_log());
+    zg_diag_reset();
+}
+
+static char *json_of(const ZgPlan *p, size_t *len)
+{
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    zg_plan_write_json(p, f);
+    zg_plan_write_txt(p, f);
+    fclose(f);
+    return buf;
+}
+
+static void t_deterministic(void)
+{
+    ZgModel m;
+    ZgZero z;
+    shape(&m, 97, 16, 24, 3, 2, 3);
+    config(&z, 3, 3);
+    z.param_persistence_threshold = 30;
+    ZgPlan *a = plan(&m, &z), *b = plan(&m, &z);
+    ZT_CHECK(a && b);
+    if (!a || !b) return;
+    size_t la, lb;
+    char *ja = json_of(a, &la), *jb = json_of(b, &lb);
+    ZT_CHECK(la == lb && memcmp(ja, jb, la) == 0 && la > 1000);
+    ZT_CHECK(strstr(ja, "\"schedule\"") && strstr(ja, "\"regions\"") && strstr(ja, "== schedule"));
+    free(ja);
+    free(jb);
+}
+
+int main(void)
+{
+    zg_diag_quiet(true);
+    ZT_RUN(t_gpt2_124m_params);
+    ZT_RUN(t_schedules);
+    ZT_RUN(t_random_schedules);
+    ZT_RUN(t_activations);
+    ZT_RUN(t_regions_by_config);
+    ZT_RUN(t_fit_refusal);
+    ZT_RUN(t_host_refusal);
+    ZT_RUN(t_deterministic);
+    return zt_end();
+}
