@@ -26,30 +26,22 @@ struct ZgLua {
 };
 
 /* {===================================================================== enum names */
-static const char *const op_names[ZG_NOPS] = {
-    [ZG_OP_GATHER] = "gather",           [ZG_OP_WAIT_GATHER] = "wait_gather",
-    [ZG_OP_RELEASE] = "release",         [ZG_OP_FORWARD] = "forward",
-    [ZG_OP_BACKWARD] = "backward",       [ZG_OP_REDUCE] = "reduce",
-    [ZG_OP_WAIT_REDUCE] = "wait_reduce", [ZG_OP_SWAP_IN] = "swap_in",
-    [ZG_OP_OPTIMIZER] = "optimizer",     [ZG_OP_SWAP_OUT] = "swap_out",
-    [ZG_OP_ALLGATHER_PARAMS] = "allgather_params", [ZG_OP_PARAM_SWAP_IN] = "param_swap_in",
-    [ZG_OP_GRAD_COPY] = "grad_copy",
-};
-static const char *const tier_names[ZG_NTIERS] = {
-    [ZG_TIER_DEVICE] = "device", [ZG_TIER_PINNED] = "pinned",
-    [ZG_TIER_HOST] = "host",     [ZG_TIER_NVME] = "nvme",
-};
-static const char *const memcat_names[ZG_NMEM] = {
-    [ZG_MEM_PARAM16] = "param16",           [ZG_MEM_MASTER] = "master",
-    [ZG_MEM_GRAD] = "grad",                 [ZG_MEM_ADAM_M] = "adam_m",
-    [ZG_MEM_ADAM_V] = "adam_v",             [ZG_MEM_GATHER_SLOTS] = "gather_slots",
-    [ZG_MEM_COMM_BUCKETS] = "comm_buckets", [ZG_MEM_SWAP_BUFFERS] = "swap_buffers",
-    [ZG_MEM_ACTIVATIONS] = "activations",   [ZG_MEM_STAGING] = "staging",
-};
+/* Templates see the names of names.c in lower case: the C enum suffix (ZR_OP_<NAME>, ZR_MEM_<NAME>). */
+static const char *lower_name(const char *upper, char *buf, size_t n)
+{
+    size_t i = 0;
+    for (; upper[i] && i + 1 < n; i++) buf[i] = (char)((upper[i] >= 'A' && upper[i] <= 'Z') ? upper[i] + 32 : upper[i]);
+    buf[i] = 0;
+    return buf;
+}
 
-const char *zg_lua_op_name(int k) { return k >= 0 && k < ZG_NOPS ? op_names[k] : NULL; }
-const char *zg_lua_tier_name(int t) { return t >= 0 && t < ZG_NTIERS ? tier_names[t] : NULL; }
-const char *zg_lua_memcat_name(int c) { return c >= 0 && c < ZG_NMEM ? memcat_names[c] : NULL; }
+const char *zg_lua_op_name(int k)
+{
+    static char names[ZG_NOPS][32];
+    return k >= 0 && k < ZG_NOPS ? lower_name(zg_op_name((ZgOpKind)k), names[k], sizeof names[k]) : NULL;
+}
+const char *zg_lua_tier_name(int t) { return t >= 0 && t < ZG_NTIERS ? zg_tier_name((ZgTier)t) : NULL; }
+const char *zg_lua_memcat_name(int c) { return c >= 0 && c < ZG_NMEM ? zg_memcat_name((ZgMemCat)c) : NULL; }
 
 static const char *dtype_str(ZgDtype d)
 {
@@ -416,7 +408,7 @@ static void push_ops(lua_State *L, const ZgOp *ops, int n)
 static void push_tier_ints(lua_State *L, const int64_t *v)
 {
     lua_createtable(L, 0, ZG_NTIERS);
-    for (int t = 0; t < ZG_NTIERS; t++) SETI(tier_names[t], v[t]);
+    for (int t = 0; t < ZG_NTIERS; t++) SETI(zg_lua_tier_name(t), v[t]);
 }
 
 static void push_mem(lua_State *L, const ZgMemPlan *m)
@@ -438,8 +430,8 @@ static void push_mem(lua_State *L, const ZgMemPlan *m)
     lua_createtable(L, 0, ZG_NTIERS);
     for (int t = 0; t < ZG_NTIERS; t++) {
         lua_createtable(L, 0, ZG_NMEM);
-        for (int c = 0; c < ZG_NMEM; c++) SETI(memcat_names[c], m->cat_bytes[t][c]);
-        lua_setfield(L, -2, tier_names[t]);
+        for (int c = 0; c < ZG_NMEM; c++) SETI(zg_lua_memcat_name(c), m->cat_bytes[t][c]);
+        lua_setfield(L, -2, zg_lua_tier_name(t));
     }
     lua_setfield(L, -2, "cat_bytes");
     SETI("arena_align", m->arena_align);

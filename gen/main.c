@@ -87,7 +87,9 @@ static int pipeline(const Opts *o)
     static ZgZero z;
     static ZgPlan p;
     const ZgNode *ds = zg_spec_load(o->spec, &m);
-    if (zg_error_count()) return errors_exit();
+    /* A spec with errors still has its config checked, so one run reports both files' errors;
+    ** only a spec that names no config at all stops here. */
+    if (zg_error_count() && !ds && !o->config) return errors_exit();
     if (o->world_size) zg_model_set_world_size(&m, o->world_size);
     if (o->config) zg_zero_load_file(o->config, &m, &z);
     else zg_zero_load(ds, &m, &z);

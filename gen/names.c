@@ -19,9 +19,9 @@ const char *zg_tier_name(ZgTier t)
 const char *zg_memcat_name(ZgMemCat c)
 {
     switch (c) {
-    case ZG_MEM_PARAM16: return "params16";
+    case ZG_MEM_PARAM16: return "param16";
     case ZG_MEM_MASTER: return "master";
-    case ZG_MEM_GRAD: return "grads";
+    case ZG_MEM_GRAD: return "grad";
     case ZG_MEM_ADAM_M: return "adam_m";
     case ZG_MEM_ADAM_V: return "adam_v";
     case ZG_MEM_GATHER_SLOTS: return "gather_slots";
