@@ -1,0 +1,70 @@
+/*
+** zr_ckpt.h — checkpoints: per-rank shard files of named blobs plus a manifest with checksums.
+**
+** Layout:  DIR/step_<N>/rank_<R>.zrs    one shard per rank (R zero-padded to 5 digits)
+**          DIR/step_<N>/manifest.json   world, step, per shard: file, bytes, footer CRC32C, blobs
+**          DIR/latest                   "step_<N>\n": the newest complete checkpoint
+** Protocol (the caller runs it on every rank):
+**   1. zr_ckpt_writer_begin(&w, DIR, step, rank, world); zr_ckpt_add(w, "master", p, bytes); ...
+**      zr_ckpt_writer_commit(w)   -> DIR/step_<N>.tmp/rank_<R>.zrs (temp file, fsync, rename, fsync dir)
+**   2. barrier (MPI, by the caller)
+**   3. rank 0: zr_ckpt_finish(DIR, step, world, meta) reads every shard's footer, writes manifest.json
+**      atomically, renames step_<N>.tmp -> step_<N>, fsyncs DIR, then replaces DIR/latest atomically.
+** A crash anywhere before the last rename leaves DIR/latest and the step it names untouched; a
+** step_<N>.tmp without a manifest is never read.
+** Shard file: blobs back to back (each 64-byte aligned), then a footer: for each blob its name, offset,
+** bytes and CRC32C, then {nblobs, footer bytes, rank, world, step, CRC32C of the footer, magic}. The
+** manifest records each shard's size and footer CRC, so a truncated or altered shard is refused at
+** open; every blob's CRC is checked at open too (the shard is mmapped; one read of the data).
+*/
+#ifndef ZR_CKPT_H
+#define ZR_CKPT_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZR_CKPT_NAMELEN 48       /* blob name, NUL included */
+
+typedef struct ZrCkptWriter ZrCkptWriter;
+typedef struct ZrCkptReader ZrCkptReader;
+
+/* Creates DIR and DIR/step_<N>.tmp if needed and opens this rank's temp shard. */
+int zr_ckpt_writer_begin(ZrCkptWriter **w, const char *dir, int64_t step, int rank, int world);
+/* Appends one blob (name unique within the shard, < ZR_CKPT_NAMELEN chars). */
+int zr_ckpt_add(ZrCkptWriter *w, const char *name, const void *data, size_t bytes);
+/* Streaming form for large blobs (e.g. optimizer state read back from NVMe in chunks). */
+int zr_ckpt_blob_begin(ZrCkptWriter *w, const char *name);
+int zr_ckpt_blob_write(ZrCkptWriter *w, const void *data, size_t bytes);
+int zr_ckpt_blob_end(ZrCkptWriter *w);
+/* Writes the footer, fsyncs, renames into place and frees w. On error w is freed and the temp removed. */
+int zr_ckpt_writer_commit(ZrCkptWriter *w);
+/* Frees w and removes its temp file (e.g. after an error elsewhere). */
+void zr_ckpt_writer_abort(ZrCkptWriter *w);
+
+/* Rank 0, after the barrier: manifest, rename of the step directory, `latest`. meta: NULL or a JSON
+** object text stored under "meta" in the manifest (e.g. the plan's name and hash). */
+int zr_ckpt_finish(const char *dir, int64_t step, int world, const char *meta);
+
+/* Step named by DIR/latest, or -ENOENT. */
+int zr_ckpt_latest(const char *dir, int64_t *step);
+
+/* Opens rank's shard of DIR/step_<step> (step < 0: the one DIR/latest names), checking the manifest
+** (world must equal `world`), the shard's size, footer and every blob's CRC. Errors name the file. */
+int zr_ckpt_open(ZrCkptReader **r, const char *dir, int64_t step, int rank, int world);
+int64_t zr_ckpt_step(const ZrCkptReader *r);
+/* Size of blob `name`, or -ENOENT. */
+int zr_ckpt_blob_size(const ZrCkptReader *r, const char *name, size_t *bytes);
+/* Copies blob `name` into dst; -ENOENT if absent, -EMSGSIZE if its size is not `bytes`. */
+int zr_ckpt_get(const ZrCkptReader *r, const char *name, void *dst, size_t bytes);
+/* Copies bytes [offset, offset+bytes) of blob `name` (chunked restore); -ERANGE past its end. */
+int zr_ckpt_get_range(const ZrCkptReader *r, const char *name, size_t offset, void *dst, size_t bytes);
+/* The manifest's "meta" text, byte for byte what was passed to zr_ckpt_finish ("{}" when NULL was),
+** so a trainer can compare it with its own; valid until close. */
+const char *zr_ckpt_meta(const ZrCkptReader *r);
+void zr_ckpt_close(ZrCkptReader *r);
+
+/* CRC32C (Castagnoli), the checksum of shards; SSE4.2 when the CPU has it, tables otherwise.
+** crc = 0 to start; chain by passing the previous result. */
+uint32_t zr_crc32c(uint32_t crc, const void *data, size_t n);
+/* The portable table version (the oracle for the hardware path in tests). */
+uint32_t zr_crc32c_sw(uint32_t crc, const void *data, size_t n);
+#endif

@@ -1,0 +1,171 @@
+/*
+** zr_data.c — token files, mmapped read-only so every rank shares one page-cache copy, and the
+** fixed batch order (zr_data.h). Validation happens once at open with messages that say what the
+** file holds and what was expected.
+*/
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "zr_afile.h"
+#include "zr_data.h"
+#include "zr_log.h"
+
+int zr_data_open(ZrData *d, const char *path, int seq_len)
+{
+    struct stat st;
+    int fd, rc = 0;
+    int32_t head[3] = { 0, 0, 0 };
+    memset(d, 0, sizeof *d);
+    snprintf(d->path, sizeof d->path, "%s", path);
+    if (seq_len < 1) return zr_train_fail(-EINVAL, "data %s: seq_len %d", path, seq_len);
+    fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        int e = errno;
+        return zr_train_fail(-e, "data %s: cannot open: %s", path, strerror(e));
+    }
+    if (fstat(fd, &st) != 0) {
+        rc = -errno;
+        close(fd);
+        return zr_train_fail(rc, "data %s: stat failed: %s", path, strerror(-rc));
+    }
+    if (st.st_size < 4) {
+        close(fd);
+        return zr_train_fail(-EINVAL, "data %s: %lld bytes, too small for any token file", path,
+                             (long long)st.st_size);
+    }
+    d->map_bytes = (size_t)st.st_size;
+    d->map = mmap(NULL, d->map_bytes, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (d->map == MAP_FAILED) {
+        int e = errno;
+        d->map = NULL;
+        return zr_train_fail(-e, "data %s: mmap failed: %s", path, strerror(e));
+    }
+    memcpy(head, d->map, d->map_bytes >= 12 ? 12 : 4);
+    if (head[0] == ZR_DATA_MAGIC) {
+        const int64_t hdr = ZR_DATA_HEADER_INTS * 4;
+        int64_t avail;
+        d->format = ZR_DATA_LLMC;
+        if ((int64_t)d->map_bytes < hdr) {
+            rc = zr_train_fail(-EINVAL, "data %s: llm.c magic but only %zu bytes, the header alone is "
+                               "%lld", path, d->map_bytes, (long long)hdr);
+            goto err;
+        }
+        if (head[1] != ZR_DATA_VERSION) {
+            rc = zr_train_fail(-EINVAL, "data %s: llm.c token file version %d, expected %d "
+                               "(HINT: regenerate it with llm.c's current data scripts)",
+                               path, head[1], ZR_DATA_VERSION);
+            goto err;
+        }
+        avail = ((int64_t)d->map_bytes - hdr) / 2;
+        if (head[2] < 0 || head[2] > avail) {
+            rc = zr_train_fail(-EINVAL, "data %s: header says %d tokens but the file holds %lld "
+                               "(truncated?)", path, head[2], (long long)avail);
+            goto err;
+        }
+        d->tokens = (const uint16_t *)((const char *)d->map + hdr);
+        d->ntokens = head[2];
+    } else {
+        d->format = ZR_DATA_RAW;
+        if (d->map_bytes % 2) {
+            rc = zr_train_fail(-EINVAL, "data %s: raw uint16 file of odd size %zu bytes (first int32 "
+                               "%d is not the llm.c magic %d either)", path, d->map_bytes, head[0],
+                               ZR_DATA_MAGIC);
+            goto err;
+        }
+        d->tokens = (const uint16_t *)d->map;
+        d->ntokens = (int64_t)(d->map_bytes / 2);
+    }
+    if (d->ntokens < (int64_t)seq_len + 2) {
+        rc = zr_train_fail(-EINVAL, "data %s: %lld tokens, too few for one sequence of seq_len %d "
+                           "(need at least %d)", path, (long long)d->ntokens, seq_len, seq_len + 2);
+        goto err;
+    }
+    return 0;
+err:
+    zr_data_close(d);
+    return rc;
+}
+
+void zr_data_close(ZrData *d)
+{
+    if (d->map) munmap(d->map, d->map_bytes);
+    d->map = NULL;
+    d->tokens = NULL;
+    d->ntokens = 0;
+}
+
+int zr_data_check_vocab(const ZrData *d, int vocab_size)
+{
+    int64_t i;
+    for (i = 0; i < d->ntokens; i++)
+        if (d->tokens[i] >= vocab_size)
+            return zr_train_fail(-EINVAL, "data %s: token %lld is %u, not below vocab_size %d", d->path,
+                                 (long long)i, d->tokens[i], vocab_size);
+    return 0;
+}
+
+int64_t zr_data_seq_start(const ZrData *d, int64_t step, int64_t tbs, int64_t j, int seq_len)
+{
+    uint64_t span = (uint64_t)(d->ntokens - seq_len - 1);
+    /* unsigned 128-bit product: step * tbs * seq_len can pass 2^63 in long runs on big corpora */
+    unsigned __int128 x = ((unsigned __int128)(uint64_t)step * (uint64_t)tbs + (uint64_t)j) *
+                          (uint64_t)seq_len;
+    return (int64_t)(uint64_t)(x % span);
+}
+
+void zr_data_fill_row(const ZrData *d, int64_t step, int64_t tbs, int64_t j, int seq_len,
+                      int32_t *inputs, int32_t *targets)
+{
+    const uint16_t *t = d->tokens + zr_data_seq_start(d, step, tbs, j, seq_len);
+    int k;
+    for (k = 0; k < seq_len; k++) {
+        inputs[k] = t[k];
+        targets[k] = t[k + 1];
+    }
+}
+
+int zr_data_fill_micro(const ZrData *d, int64_t step, int seq_len, int mb, int gas, int ws,
+                       int rank, int micro, int32_t *inputs, int32_t *targets)
+{
+    int64_t tbs = (int64_t)mb * gas * ws;
+    int i;
+    if (mb < 1 || gas < 1 || ws < 1 || rank < 0 || rank >= ws || micro < 0 || micro >= gas ||
+        step < 0)
+        return zr_train_fail(-EINVAL, "data: bad micro-batch (step %lld, mb %d, gas %d, ws %d, rank %d, "
+                             "micro %d)", (long long)step, mb, gas, ws, rank, micro);
+    for (i = 0; i < mb; i++) {
+        int64_t j = ((int64_t)micro * ws + rank) * mb + i;
+        zr_data_fill_row(d, step, tbs, j, seq_len, inputs + (int64_t)i * seq_len,
+                         targets + (int64_t)i * seq_len);
+    }
+    return 0;
+}
+
+int zr_data_write(const char *path, const uint16_t *tokens, int64_t n, int llmc)
+{
+    ZrAfile a;
+    int rc;
+    if (llmc && (n < 0 || n > INT32_MAX))
+        return zr_train_fail(-EINVAL, "data %s: %lld tokens do not fit an llm.c header", path,
+                             (long long)n);
+    if ((rc = zr_afile_open(&a, path)) != 0) return rc;
+    if (llmc) {
+        int32_t head[ZR_DATA_HEADER_INTS];
+        memset(head, 0, sizeof head);
+        head[0] = ZR_DATA_MAGIC;
+        head[1] = ZR_DATA_VERSION;
+        head[2] = (int32_t)n;
+        rc = zr_afile_write(&a, head, sizeof head);
+    }
+    if (!rc) rc = zr_afile_write(&a, tokens, (size_t)n * 2);
+    if (rc) {
+        zr_afile_abort(&a);
+        return rc;
+    }
+    return zr_afile_commit(&a);
+}

@@ -1,0 +1,59 @@
+/*
+** zr_data.h — token data for the trainer: llm.c token files and raw uint16 files (nanoGPT), mmapped,
+** and the fixed batch order of DESIGN.md (no shuffle; the global batch depends only on the step and
+** train_batch_size, never on the world size).
+**
+** Formats, told apart by the first int32:
+**   llm.c : 256 x int32 header { magic 20240520, version 1, token count, 0... } then uint16 tokens.
+**   raw   : the whole file is uint16 tokens (little endian); anything whose first int32 is not the
+**           magic. A raw file of an odd number of bytes is refused.
+** Batch order: at step s, sequence j of the global batch (j = 0 .. tbs-1) is the seq_len+1 tokens
+** starting at ((s*tbs + j) * seq_len) mod (ntokens - seq_len - 1). Inputs are its first seq_len
+** tokens, targets its last seq_len.
+** Rank split: in micro-step k (0 .. gas-1) rank r (0 .. ws-1) with micro batch mb takes rows
+** i = 0 .. mb-1 of the global batch j = (k*ws + r)*mb + i, so tbs = mb*gas*ws and the union over
+** ranks and micro-steps is exactly j = 0 .. tbs-1 whatever ws is.
+*/
+#ifndef ZR_DATA_H
+#define ZR_DATA_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZR_DATA_MAGIC 20240520
+#define ZR_DATA_VERSION 1
+#define ZR_DATA_HEADER_INTS 256
+
+typedef enum { ZR_DATA_LLMC, ZR_DATA_RAW } ZrDataFormat;
+
+typedef struct ZrData {
+    const uint16_t *tokens;     /* [ntokens], points into the mapping */
+    int64_t ntokens;
+    int format;                 /* ZrDataFormat */
+    void *map;                  /* whole-file mapping, NULL when closed */
+    size_t map_bytes;
+    char path[512];             /* for messages */
+} ZrData;
+
+/* Maps `path` and validates it for sequences of seq_len tokens: magic/version, token count not larger
+** than the file, at least seq_len + 2 tokens. Returns 0 or -errno (message in zr_train_error()). */
+int zr_data_open(ZrData *d, const char *path, int seq_len);
+void zr_data_close(ZrData *d);
+
+/* Scans every token once; -EINVAL naming the first token >= vocab_size (offset and value). */
+int zr_data_check_vocab(const ZrData *d, int vocab_size);
+
+/* Token offset of sequence j of the global batch at step s (the formula above). */
+int64_t zr_data_seq_start(const ZrData *d, int64_t step, int64_t tbs, int64_t j, int seq_len);
+
+/* Global-batch row j of step s: inputs[seq_len], targets[seq_len]. */
+void zr_data_fill_row(const ZrData *d, int64_t step, int64_t tbs, int64_t j, int seq_len,
+                      int32_t *inputs, int32_t *targets);
+
+/* Micro-batch of rank `rank` in micro-step `micro`: inputs/targets are [mb][seq_len], row i is global
+** row j = (micro*ws + rank)*mb + i of a global batch of tbs = mb*gas*ws. -EINVAL on bad indices. */
+int zr_data_fill_micro(const ZrData *d, int64_t step, int seq_len, int mb, int gas, int ws,
+                       int rank, int micro, int32_t *inputs, int32_t *targets);
+
+/* Writes a token file (llm.c format when llmc != 0, raw otherwise) atomically; for tests and demos. */
+int zr_data_write(const char *path, const uint16_t *tokens, int64_t n, int llmc);
+#endif

@@ -1,0 +1,79 @@
+/*
+** zr_st.h — safetensors in and out, and the Hugging Face GPT-2 config.json of an export.
+**
+** File: u64 little-endian header length N, N bytes of JSON header, then the data. Header entries are
+** "name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]} relative to the data start.
+** We write fp32 only, entries in the order given (not sorted by name), data packed in that order, no
+** __metadata__ unless given, and the header padded with spaces to a multiple of 8 bytes so the data
+** starts 8-byte aligned. Same inputs give byte-identical files. Written through temp + fsync + rename.
+** We read F32, BF16 and F16 (upconverted to fp32) with full validation: header length within the
+** file, the JSON (the subset safetensors uses), dtype, shape against the expected table, offsets in
+** range and matching dtype x shape, no overlap, missing and (unless allowed) extra tensors named.
+*/
+#ifndef ZR_ST_H
+#define ZR_ST_H
+#include <stddef.h>
+#include <stdint.h>
+#include "zr_plan.h"
+
+#define ZR_ST_MAXDIM 4
+#define ZR_ST_NAMELEN 128
+
+/* One tensor to write, or one expected tensor when reading. */
+typedef struct ZrStTensor {
+    const char *name;           /* e.g. "h.0.attn.c_attn.weight" */
+    int ndim;
+    int64_t shape[ZR_ST_MAXDIM];
+    const float *data;          /* write: fp32 source, numel elements; read: unused */
+} ZrStTensor;
+
+/* The safetensors view of an emitted table row (name, ndim, shape) with data (may be NULL). */
+void zr_st_from_row(ZrStTensor *t, const ZrTensorRow *row, const float *data);
+
+/* Writes tensors [n] to path (fp32). metadata: NULL or pairs {key, value, key, value, ..., NULL}
+** of strings put under "__metadata__". Returns 0 or -errno. */
+int zr_st_write(const char *path, const ZrStTensor *t, int n, const char *const *metadata);
+
+/* An opened, validated file. Entries are in file order. */
+typedef struct ZrStEntry {
+    char name[ZR_ST_NAMELEN];
+    int dtype;                  /* ZrDtype of zr_plan.h: ZR_DT_FP32, ZR_DT_BF16, ZR_DT_FP16 */
+    int ndim;
+    int64_t shape[ZR_ST_MAXDIM];
+    int64_t numel;
+    uint64_t begin, end;        /* byte offsets relative to the data start */
+} ZrStEntry;
+
+typedef struct ZrSt {
+    void *map;                  /* whole-file mapping */
+    size_t map_bytes;
+    const uint8_t *data;        /* data start */
+    uint64_t data_bytes;
+    ZrStEntry *e;
+    int n;
+    char path[512];
+} ZrSt;
+
+int zr_st_open(ZrSt *st, const char *path);
+void zr_st_close(ZrSt *st);
+/* Index of `name`, also matching a stored "transformer."+name (HF GPT2LMHeadModel files); -1 if none. */
+int zr_st_find(const ZrSt *st, const char *name);
+/* Elements [first, first+n) of entry idx, converted to fp32. -EINVAL when out of range. */
+int zr_st_read_range(const ZrSt *st, int idx, int64_t first, int64_t n, float *dst);
+
+/* Checks the file against the expected table want[n]: each present with that shape; names every
+** missing tensor and every shape mismatch; extra tensors are an error unless allow_extra (HF files
+** carry e.g. h.0.attn.bias masks). Returns 0 or -EINVAL with all problems in the message. */
+int zr_st_check(const ZrSt *st, const ZrStTensor *want, int n, int allow_extra);
+
+/* Convenience: open + check + read every expected tensor whole into dst[i] (numel fp32 each). */
+int zr_st_read_all(const char *path, const ZrStTensor *want, int n, float *const *dst, int allow_extra);
+
+/* config.json of a Hugging Face GPT-2 export (model_type "gpt2", GPT2LMHeadModel). */
+typedef struct ZrGpt2Config {
+    int vocab_size, n_positions, n_embd, n_layer, n_head, n_inner;
+    double layer_norm_epsilon;
+    int tie_word_embeddings;
+} ZrGpt2Config;
+int zr_st_write_gpt2_config(const char *path, const ZrGpt2Config *c);
+#endif

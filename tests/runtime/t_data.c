@@ -1,0 +1,184 @@
+/*
+** t_data.c — token files (llm.c and raw uint16), their validation messages, and the batch order:
+** the global batch follows DESIGN.md's formula and does not depend on the world size.
+*/
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "zr.h"
+#include "zt.h"
+
+static char dir[64];
+
+static const char *tmp(const char *name)
+{
+    static char p[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+    return p[k];
+}
+
+static void put_file(const char *path, const void *a, size_t na, const void *b, size_t nb)
+{
+    FILE *f = fopen(path, "wb");
+    fwrite(a, 1, na, f);
+    if (nb) fwrite(b, 1, nb, f);
+    fclose(f);
+}
+
+/* tokens[i] = i: a token's value is its position, so a row tells where it started */
+static uint16_t toks[5000];
+
+static void t_formats(void)
+{
+    ZrData d;
+    for (int i = 0; i < 5000; i++) toks[i] = (uint16_t)i;
+    ZT_EQ_INT(zr_data_write(tmp("a.bin"), toks, 5000, 1), 0);
+    ZT_EQ_INT(zr_data_open(&d, tmp("a.bin"), 64), 0);
+    ZT_EQ_INT(d.format, ZR_DATA_LLMC);
+    ZT_EQ_INT(d.ntokens, 5000);
+    ZT_CHECK(d.tokens && memcmp(d.tokens, toks, sizeof toks) == 0);
+    zr_data_close(&d);
+    ZT_EQ_INT(zr_data_write(tmp("r.bin"), toks, 5000, 0), 0);
+    ZT_EQ_INT(zr_data_open(&d, tmp("r.bin"), 64), 0);
+    ZT_EQ_INT(d.format, ZR_DATA_RAW);
+    ZT_EQ_INT(d.ntokens, 5000);
+    ZT_CHECK(memcmp(d.tokens, toks, sizeof toks) == 0);
+    zr_data_close(&d);
+    {   /* an llm.c header may count fewer tokens than the file holds: the count wins */
+        int32_t h[256] = { 20240520, 1, 100 };
+        put_file(tmp("short.bin"), h, sizeof h, toks, 300 * 2);
+        ZT_EQ_INT(zr_data_open(&d, tmp("short.bin"), 64), 0);
+        ZT_EQ_INT(d.ntokens, 100);
+        zr_data_close(&d);
+    }
+}
+
+static void t_errors(void)
+{
+    ZrData d;
+    int32_t h[256] = { 20240520, 2, 100 };
+    put_file(tmp("v2.bin"), h, sizeof h, toks, 200);
+    ZT_EQ_INT(zr_data_open(&d, tmp("v2.bin"), 8), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "version 2") && strstr(zr_train_error(), "v2.bin"));
+    h[1] = 1;
+    h[2] = 101; /* file has 100 */
+    put_file(tmp("trunc.bin"), h, sizeof h, toks, 200);
+    ZT_EQ_INT(zr_data_open(&d, tmp("trunc.bin"), 8), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "101 tokens") && strstr(zr_train_error(), "holds 100"));
+    put_file(tmp("hdr.bin"), h, 100, NULL, 0); /* magic, but less than a header */
+    ZT_EQ_INT(zr_data_open(&d, tmp("hdr.bin"), 8), -EINVAL);
+    ZT_EQ_INT(zr_data_write(tmp("few.bin"), toks, 65, 1), 0);
+    ZT_EQ_INT(zr_data_open(&d, tmp("few.bin"), 64), -EINVAL); /* need seq_len + 2 */
+    ZT_CHECK(strstr(zr_train_error(), "too few") != NULL);
+    ZT_EQ_INT(zr_data_write(tmp("few2.bin"), toks, 66, 0), 0);
+    ZT_EQ_INT(zr_data_open(&d, tmp("few2.bin"), 64), 0);
+    zr_data_close(&d);
+    put_file(tmp("odd.bin"), toks, 1001, NULL, 0);
+    ZT_EQ_INT(zr_data_open(&d, tmp("odd.bin"), 8), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "odd size") != NULL);
+    ZT_EQ_INT(zr_data_open(&d, tmp("missing.bin"), 8), -ENOENT);
+    ZT_CHECK(strstr(zr_train_error(), "missing.bin") != NULL);
+    put_file(tmp("tiny.bin"), toks, 2, NULL, 0);
+    ZT_EQ_INT(zr_data_open(&d, tmp("tiny.bin"), 8), -EINVAL);
+}
+
+static void t_vocab(void)
+{
+    ZrData d;
+    uint16_t t[100];
+    for (int i = 0; i < 100; i++) t[i] = (uint16_t)(i % 50);
+    t[73] = 300;
+    zr_data_write(tmp("voc.bin"), t, 100, 1);
+    ZT_EQ_INT(zr_data_open(&d, tmp("voc.bin"), 8), 0);
+    ZT_EQ_INT(zr_data_check_vocab(&d, 301), 0);
+    ZT_EQ_INT(zr_data_check_vocab(&d, 300), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "token 73 is 300") != NULL);
+    zr_data_close(&d);
+}
+
+/* DESIGN.md: sequence j of step s starts at ((s*tbs + j) * T) mod (N - T - 1). */
+static void t_batch_order(void)
+{
+    ZrData d;
+    enum { T = 64 };
+    int32_t in[T], tg[T];
+    const int64_t N = 5000, tbs = 12;
+    ZT_EQ_INT(zr_data_open(&d, tmp("a.bin"), T), 0);
+    for (int64_t s = 0; s < 40; s++)
+        for (int64_t j = 0; j < tbs; j++) {
+            int64_t want = ((s * tbs + j) * T) % (N - T - 1);
+            int ok = 1;
+            ZT_EQ_INT(zr_data_seq_start(&d, s, tbs, j, T), want);
+            zr_data_fill_row(&d, s, tbs, j, T, in, tg);
+            for (int k = 0; k < T; k++) ok &= in[k] == want + k && tg[k] == want + k + 1;
+            ZT_CHECKM(ok, "step %lld row %lld", (long long)s, (long long)j);
+        }
+    /* the last usable start reads token N-2 as its last target, never past the end */
+    ZT_CHECK(zr_data_seq_start(&d, 0, 1, (N - T - 2 + T - 1) / T, T) <= N - T - 2);
+    {   /* very long runs: s*tbs*T beyond 2^63 */
+        int64_t s = (int64_t)1 << 52;
+        unsigned __int128 x = ((unsigned __int128)s * 512 + 3) * T;
+        ZT_EQ_INT(zr_data_seq_start(&d, s, 512, 3, T), (int64_t)(x % (unsigned __int128)(N - T - 1)));
+    }
+    zr_data_close(&d);
+}
+
+/* Rank r, micro-step k gets rows j = (k*ws + r)*mb + i; assembled, every world size gives the same
+** global batch, row by row, as the single-rank definition. */
+static void t_world_independent(void)
+{
+    ZrData d;
+    enum { T = 16, TBS = 12 };
+    static const int cfg[][3] = { { 1, 12, 1 }, { 1, 3, 4 }, { 2, 3, 2 }, { 2, 6, 1 }, { 3, 2, 2 },
+                                  { 3, 4, 1 }, { 4, 3, 1 }, { 4, 1, 3 }, { 6, 1, 2 }, { 12, 1, 1 } };
+    static int32_t ref_in[TBS][T], ref_tg[TBS][T], got_in[TBS][T], got_tg[TBS][T];
+    ZT_EQ_INT(zr_data_open(&d, tmp("a.bin"), T), 0);
+    for (int64_t s = 0; s < 5; s++) {
+        for (int j = 0; j < TBS; j++) zr_data_fill_row(&d, s, TBS, j, T, ref_in[j], ref_tg[j]);
+        for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+            int ws = cfg[c][0], mb = cfg[c][1], gas = cfg[c][2];
+            int seen[TBS] = { 0 }, dup = 0;
+            int32_t in[TBS * T], tg[TBS * T];
+            memset(got_in, 0xff, sizeof got_in);
+            for (int k = 0; k < gas; k++)
+                for (int r = 0; r < ws; r++) {
+                    ZT_EQ_INT(zr_data_fill_micro(&d, s, T, mb, gas, ws, r, k, in, tg), 0);
+                    for (int i = 0; i < mb; i++) {
+                        int j = (k * ws + r) * mb + i;
+                        dup |= seen[j]++;
+                        memcpy(got_in[j], in + i * T, sizeof got_in[j]);
+                        memcpy(got_tg[j], tg + i * T, sizeof got_tg[j]);
+                    }
+                }
+            ZT_CHECKM(!dup, "ws %d: a row twice", ws);
+            ZT_CHECKM(memcmp(got_in, ref_in, sizeof ref_in) == 0 && memcmp(got_tg, ref_tg, sizeof ref_tg) == 0,
+                      "step %lld ws %d mb %d gas %d: global batch differs", (long long)s, ws, mb, gas);
+        }
+    }
+    {
+        int32_t in[T], tg[T];
+        ZT_EQ_INT(zr_data_fill_micro(&d, 0, T, 1, 1, 2, 2, 0, in, tg), -EINVAL); /* rank >= ws */
+        ZT_EQ_INT(zr_data_fill_micro(&d, 0, T, 1, 2, 2, 0, 2, in, tg), -EINVAL); /* micro >= gas */
+    }
+    zr_data_close(&d);
+}
+
+int main(void)
+{
+    char cmd[128];
+    snprintf(dir, sizeof dir, "/tmp/zt_data_XXXXXX");
+    if (!mkdtemp(dir)) { printf("mkdtemp failed\n"); return 1; }
+    ZT_RUN(t_formats);
+    ZT_RUN(t_errors);
+    ZT_RUN(t_vocab);
+    ZT_RUN(t_batch_order);
+    ZT_RUN(t_world_independent);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+    return zt_end();
+}
