@@ -1,0 +1,50 @@
+/*
+** zr_nvme_int.h — private to zr_nvme.c (file life: open, sizing, buffers) and zr_nvme_io.c (the
+** request engine). Not part of the public API; nothing outside those two files includes it.
+*/
+#ifndef ZR_NVME_INT_H
+#define ZR_NVME_INT_H
+#include <liburing.h>
+#include "zr_nvme.h"
+
+/* One piece in flight: at most block_size bytes of one request. */
+typedef struct ZrPiece {
+    ZrNvmeReq *req;           /* NULL: slot free */
+    int64_t off, len;         /* the I/O as issued: file offset and bytes */
+    int64_t done;             /* bytes of the I/O transferred so far (short transfers resume here) */
+    char *mem;                /* memory of the I/O: the caller's, or this slot's bounce buffer */
+    int write;                /* 1: the I/O now in flight is a write */
+    int bounce;               /* 1: mem is the bounce buffer; the caller's bytes are below */
+    int rmw;                  /* 1: bounce write whose edge sectors are being read first */
+    int fixed;                /* registered buffer index, or -1 */
+    int again;                /* -EAGAIN retries so far */
+    int64_t uoff, ulen;       /* bounce: the caller's bytes, file offset and length */
+    char *umem;               /* bounce: the caller's memory for them */
+} ZrPiece;
+
+struct ZrNvme {
+    struct io_uring ring;
+    int fd;
+    int direct;               /* 1: opened O_DIRECT */
+    int fixed_file;           /* 1: fd registered as fixed file 0 */
+    int ring_ok;              /* 1: ring set up */
+    int last_err;             /* first error of a request not returned by zr_nvme_wait */
+    int nerr;                 /* failed requests whose error zr_nvme_wait has not returned */
+    int flags;                /* ZR_NVME_F_* */
+    int64_t bs;               /* block size, bytes */
+    int qd;                   /* pieces in flight at most */
+    int64_t size;             /* reserved size, bytes */
+    char *path;
+    ZrPiece *pieces;          /* qd slots */
+    char **bounce;            /* qd bounce buffers of bs bytes, allocated on first use */
+    int npieces;              /* slots in use */
+    int nreqs;                /* requests queued or in flight */
+    ZrNvmeReq *head, *tail;   /* requests with bytes not yet handed to pieces, FIFO */
+    int nreg;                 /* registered buffers */
+    char **reg_base;
+    size_t *reg_len;
+    int unsubmitted;          /* SQEs prepared since the last submit */
+    char err[512];            /* text of the latest error */
+};
+
+#endif

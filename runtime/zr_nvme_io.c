@@ -1,0 +1,343 @@
+/*
+** zr_nvme_io.c — the request engine of zr_nvme: cuts requests into pieces of at most block_size bytes,
+** keeps at most queue_depth of them in flight, submits each batch with one io_uring_enter, and retires
+** completions in three ways (as liburing's io_uring-cp does): an error (-EAGAIN retried, the rest end
+** the request with a text naming file, offset and size), a short transfer (resubmitted for the
+** remainder), or done. Unaligned pieces go through a per-slot bounce buffer; see zr_nvme.h.
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "zr_nvme_int.h"
+
+#define A ZR_NVME_ALIGN
+#define MAX_AGAIN 1000           /* -EAGAIN retries of one piece before giving up */
+
+enum { PLAN_OK = 0, PLAN_BLOCKED = 1 };
+
+static int64_t floor_a(int64_t x) { return x / A * A; }
+static int64_t ceil_a(int64_t x) { return (x + A - 1) / A * A; }
+static int is_aligned(int64_t x) { return x % A == 0; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static int fixed_index(const ZrNvme *f, const char *mem, int64_t len)
+{
+    for (int i = 0; i < f->nreg; i++)
+        if (mem >= f->reg_base[i] && mem + len <= f->reg_base[i] + f->reg_len[i]) return i;
+    return -1;
+}
+
+/* Prepares the SQE for what is left of piece p. The ring has at least qd entries and each of the
+** at most qd pieces has at most one SQE outstanding, so a free SQE exists once pending ones are
+** submitted. */
+static int prep(ZrNvme *f, ZrPiece *p)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&f->ring);
+    if (!sqe) {
+        int rc = io_uring_submit(&f->ring);
+        if (rc < 0) return rc;
+        f->unsubmitted = 0;
+        sqe = io_uring_get_sqe(&f->ring);
+        if (!sqe) return -EBUSY;
+    }
+    int fd = f->fixed_file ? 0 : f->fd;
+    char *mem = p->mem + p->done;
+    unsigned len = (unsigned)(p->len - p->done);
+    int64_t off = p->off + p->done;
+    if (p->fixed >= 0 && p->write) io_uring_prep_write_fixed(sqe, fd, mem, len, (uint64_t)off, p->fixed);
+    else if (p->fixed >= 0) io_uring_prep_read_fixed(sqe, fd, mem, len, (uint64_t)off, p->fixed);
+    else if (p->write) io_uring_prep_write(sqe, fd, mem, len, (uint64_t)off);
+    else io_uring_prep_read(sqe, fd, mem, len, (uint64_t)off);
+    if (f->fixed_file) sqe->flags |= IOSQE_FIXED_FILE;
+    io_uring_sqe_set_data(sqe, p);
+    f->unsubmitted++;
+    return 0;
+}
+
+static int submit(ZrNvme *f)
+{
+    if (!f->unsubmitted) return 0;
+    int rc = io_uring_submit(&f->ring);
+    if (rc == -EAGAIN || rc == -EBUSY || rc == -EINTR) return 0;   /* retried after reaping */
+    if (rc < 0) return rc;
+    f->unsubmitted -= rc < f->unsubmitted ? rc : f->unsubmitted;
+    return 0;
+}
+
+static void unqueue(ZrNvme *f, ZrNvmeReq *r)
+{
+    ZrNvmeReq **pp = &f->head, *prev = NULL;
+    while (*pp && *pp != r) { prev = *pp; pp = &(*pp)->next; }
+    if (!*pp) return;
+    *pp = r->next;
+    if (f->tail == r) f->tail = prev;
+    r->next = NULL;
+}
+
+static void complete_if_done(ZrNvme *f, ZrNvmeReq *r)
+{
+    if (r->inflight == 0 && r->issued == r->bytes && r->state == 1) {
+        r->state = 2;
+        f->nreqs--;
+        if (r->err) {
+            f->nerr++;
+            if (!f->last_err) f->last_err = r->err;
+        }
+    }
+}
+
+static void fail(ZrNvme *f, ZrNvmeReq *r, int64_t at, int64_t len, int err)
+{
+    if (!r->err) {
+        r->err = err;
+        snprintf(f->err, sizeof f->err,
+                 "zr_nvme: %s of %lld bytes at offset %lld of %s failed (piece of %lld bytes at "
+                 "offset %lld): %s (errno %d)", r->write ? "write" : "read", (long long)r->bytes,
+                 (long long)r->offset, f->path, (long long)len, (long long)at, strerror(-err), -err);
+    }
+    if (r->issued < r->bytes) { unqueue(f, r); r->issued = r->bytes; }   /* issue no more of it */
+    complete_if_done(f, r);
+}
+
+/* Plans the next piece of r into *p. Returns PLAN_OK, PLAN_BLOCKED (an unaligned write must wait for
+** another in flight that shares its edge sectors), or -ENOMEM. */
+static int plan(ZrNvme *f, ZrNvmeReq *r, int slot, ZrPiece *p)
+{
+    int64_t s = r->offset + r->issued, end = r->offset + r->bytes, e;
+    char *m = r->buf + r->issued;
+    memset(p, 0, sizeof *p);
+    p->req = r;
+    p->fixed = -1;
+    p->write = r->write;
+    if (!f->direct || (is_aligned(s) && is_aligned((int64_t)(uintptr_t)m))) {
+        e = min64(end, s + f->bs);
+        if (f->direct && !is_aligned(e) && e - s >= A) e = floor_a(e);
+        if (!f->direct || is_aligned(e)) {
+            p->off = s; p->len = e - s; p->mem = m;
+            p->fixed = fixed_index(f, m, p->len);
+            p->ulen = p->len;
+            return PLAN_OK;
+        }
+    }
+    e = min64(end, floor_a(s) + f->bs);
+    p->bounce = 1;
+    p->off = floor_a(s); p->len = ceil_a(e) - p->off;
+    p->uoff = s; p->ulen = e - s; p->umem = m;
+    p->rmw = r->write && (s != p->off || e != p->off + p->len);
+    if (p->rmw) {
+        p->write = 0;                 /* read the edge sectors first */
+        for (int i = 0; i < f->qd; i++) {
+            const ZrPiece *q = &f->pieces[i];
+            if (q->req && q->rmw && q->off < p->off + p->len && p->off < q->off + q->len)
+                return PLAN_BLOCKED;
+        }
+    }
+    if (!f->bounce[slot] && !(f->bounce[slot] = zr_nvme_alloc((size_t)f->bs))) return -ENOMEM;
+    p->mem = f->bounce[slot];
+    if (r->write && !p->rmw) memcpy(p->mem, m, (size_t)p->ulen);
+    return PLAN_OK;
+}
+
+static int dispatch(ZrNvme *f)
+{
+    while (f->head && f->npieces < f->qd) {
+        ZrNvmeReq *r = f->head;
+        int slot = 0;
+        while (f->pieces[slot].req) slot++;
+        ZrPiece cand;
+        int rc = plan(f, r, slot, &cand);
+        if (rc == PLAN_BLOCKED) break;
+        if (rc < 0) { fail(f, r, r->offset + r->issued, 0, rc); continue; }
+        f->pieces[slot] = cand;
+        r->issued += cand.ulen;
+        r->inflight++;
+        f->npieces++;
+        if (r->issued == r->bytes) unqueue(f, r);
+        rc = prep(f, &f->pieces[slot]);
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
+static void retire(ZrNvme *f, ZrPiece *p, int err)
+{
+    ZrNvmeReq *r = p->req;
+    int64_t at = p->off + p->done, len = p->len - p->done;
+    p->req = NULL;
+    f->npieces--;
+    r->inflight--;
+    if (err) fail(f, r, at, len, err);
+    else { r->done += p->ulen; complete_if_done(f, r); }
+}
+
+static int finished(ZrNvme *f, ZrPiece *p)
+{
+    if (p->rmw && !p->write) {        /* edges read: lay the caller's bytes over them and write */
+        memcpy(p->mem + (p->uoff - p->off), p->umem, (size_t)p->ulen);
+        p->write = 1;
+        p->done = 0;
+        p->again = 0;
+        return prep(f, p);
+    }
+    if (p->bounce && !p->write) memcpy(p->umem, p->mem + (p->uoff - p->off), (size_t)p->ulen);
+    retire(f, p, 0);
+    return 0;
+}
+
+/* A read stopped short of the piece: the end of the file. Fine for a bounce piece whose caller
+** bytes were all read (the aligned range runs past an unaligned end of file) or that reads edge
+** sectors for a write (beyond the end they are zeros); otherwise the caller asked past the end. */
+static int at_eof(ZrNvme *f, ZrPiece *p)
+{
+    if (p->bounce && (p->rmw || p->uoff + p->ulen <= p->off + p->done)) {
+        memset(p->mem + p->done, 0, (size_t)(p->len - p->done));
+        p->done = p->len;
+        return finished(f, p);
+    }
+    retire(f, p, -ENODATA);
+    return 0;
+}
+
+static int on_cqe(ZrNvme *f, ZrPiece *p, int res)
+{
+    if ((res == -EAGAIN || res == -EINTR) && ++p->again <= MAX_AGAIN) return prep(f, p);
+    if (res < 0) { retire(f, p, res); return 0; }
+    if (res == 0) {
+        if (!p->write) return at_eof(f, p);
+        retire(f, p, -EIO);           /* a write that moves nothing would loop forever */
+        return 0;
+    }
+    p->done += res;
+    p->again = 0;
+    if (p->done < p->len) {           /* short transfer: go on from where it stopped */
+        if (f->direct && !is_aligned(p->off + p->done)) {
+            if (!p->write) return at_eof(f, p);
+            retire(f, p, -EIO);       /* O_DIRECT cannot resume at an unaligned offset */
+            return 0;
+        }
+        return prep(f, p);
+    }
+    return finished(f, p);
+}
+
+static int reap(ZrNvme *f)
+{
+    struct io_uring_cqe *cqe;
+    unsigned head, n = 0;
+    int rc = 0;
+    io_uring_for_each_cqe(&f->ring, head, cqe) {
+        int r = on_cqe(f, io_uring_cqe_get_data(cqe), cqe->res);
+        if (r < 0 && !rc) rc = r;
+        n++;
+    }
+    io_uring_cq_advance(&f->ring, n);
+    return rc;
+}
+
+/* One round: refill and submit; if asked, wait (timeout_us < 0: without limit) for a completion;
+** reap; refill and submit again. */
+static int round_trip(ZrNvme *f, int wait, int64_t timeout_us)
+{
+    int rc = dispatch(f);
+    if (!rc && wait && f->npieces) {
+        struct io_uring_cqe *cqe;
+        if (timeout_us < 0) {
+            rc = io_uring_submit_and_wait(&f->ring, 1);
+        } else {
+            struct __kernel_timespec ts = {timeout_us / 1000000, (timeout_us % 1000000) * 1000};
+            rc = io_uring_submit_and_wait_timeout(&f->ring, &cqe, 1, &ts, NULL);
+        }
+        if (rc >= 0 || rc == -ETIME || rc == -EINTR) f->unsubmitted = 0;   /* SQEs were taken */
+        if (rc == -ETIME || rc == -EINTR || rc == -EAGAIN || rc == -EBUSY || rc > 0) rc = 0;
+    } else if (!rc) {
+        rc = submit(f);
+    }
+    if (!rc) rc = reap(f);
+    if (!rc) rc = dispatch(f);
+    if (!rc) rc = submit(f);
+    if (rc < 0)
+        snprintf(f->err, sizeof f->err, "zr_nvme: io_uring failure on %s: %s", f->path,
+                 strerror(-rc));
+    return rc;
+}
+
+static int enqueue(ZrNvme *f, char *buf, int64_t bytes, int64_t offset, ZrNvmeReq *r, int write)
+{
+    if (r->state == 1) return -EBUSY;
+    if (bytes < 0 || offset < 0 || offset > INT64_MAX - bytes || (bytes && !buf)) return -EINVAL;
+    memset(r, 0, sizeof *r);
+    r->buf = buf;
+    r->bytes = bytes;
+    r->offset = offset;
+    r->write = write;
+    r->state = bytes ? 1 : 2;
+    if (!bytes) return 0;
+    if (f->tail) f->tail->next = r;
+    else f->head = r;
+    f->tail = r;
+    f->nreqs++;
+    return round_trip(f, 0, 0);
+}
+
+int zr_nvme_read_async(ZrNvme *f, void *buf, int64_t bytes, int64_t offset, ZrNvmeReq *req)
+{
+    return enqueue(f, buf, bytes, offset, req, 0);
+}
+
+int zr_nvme_write_async(ZrNvme *f, const void *buf, int64_t bytes, int64_t offset, ZrNvmeReq *req)
+{
+    return enqueue(f, (char *)(uintptr_t)buf, bytes, offset, req, 1);
+}
+
+int zr_nvme_poll(ZrNvme *f)
+{
+    int rc = round_trip(f, 0, 0);
+    return rc < 0 ? rc : f->nreqs;
+}
+
+int zr_nvme_progress(ZrNvme *f, int64_t timeout_us)
+{
+    int rc = round_trip(f, 1, timeout_us < 0 ? 0 : timeout_us);
+    return rc < 0 ? rc : f->nreqs;
+}
+
+int zr_nvme_done(const ZrNvmeReq *req) { return req->state >= 2; }
+
+int zr_nvme_wait(ZrNvme *f, ZrNvmeReq *req)
+{
+    if (req->state == 0) return -EINVAL;
+    while (req->state == 1) {
+        int rc = round_trip(f, 1, -1);
+        if (rc < 0) return rc;
+    }
+    if (req->state == 2 && req->err && --f->nerr == 0) f->last_err = 0;   /* reported here */
+    req->state = 3;
+    return req->err;
+}
+
+int zr_nvme_wait_all(ZrNvme *f)
+{
+    while (f->nreqs) {
+        int rc = round_trip(f, 1, -1);
+        if (rc < 0) return rc;
+    }
+    int rc = f->last_err;
+    f->last_err = 0;
+    f->nerr = 0;
+    return rc;
+}
+
+int zr_nvme_read(ZrNvme *f, void *buf, int64_t bytes, int64_t offset)
+{
+    ZrNvmeReq r = {0};
+    int rc = zr_nvme_read_async(f, buf, bytes, offset, &r);
+    return rc ? rc : zr_nvme_wait(f, &r);
+}
+
+int zr_nvme_write(ZrNvme *f, const void *buf, int64_t bytes, int64_t offset)
+{
+    ZrNvmeReq r = {0};
+    int rc = zr_nvme_write_async(f, buf, bytes, offset, &r);
+    return rc ? rc : zr_nvme_wait(f, &r);
+}
