@@ -1,4 +1,64 @@
-/* zr_adam.h — placeholder; its owner replaces it. */
+/*
+** zr_adam.h — fused CPU Adam / AdamW over fp32 master weights (DeepSpeed's cpu_adam semantics).
+**
+** One pass reads p, m, v, g and writes p, m, v (28 B/param with an fp32 gradient) and, when asked,
+** the rounded 16-bit parameter copy, so the step runs at memory bandwidth. Three paths: AVX-512,
+** AVX2+FMA and scalar, chosen once from cpuid; OpenMP threads split the array in chunks.
+** The SIMD paths perform exactly the operations of the scalar path, in the same order, with the
+** same roundings (no FMA contraction, IEEE division and sqrt): every path gives the SAME BITS, so
+** the choice of path or offload tier never changes numerics. Tests demand equality.
+**
+** Per element, with t = c->step, g read in gdt and widened to fp32 exactly:
+**     g  = g * grad_scale
+**     adamw:  p = p - (lr*wd) * p            (decoupled decay first, if wd != 0)
+**     else:   g = g + wd * p                 (L2, if wd != 0)
+**     m  = b1*m + (1-b1)*g
+**     v  = b2*v + (1-b2)*(g*g)
+**     p  = p - step_size * (m / (sqrt(v) * rbc2 + eps))
+** where step_size = lr / (1 - b1^t) and rbc2 = 1 / sqrt(1 - b2^t) are computed once per call in
+** double and rounded to float (as DeepSpeed does). p16 (if not NULL) = round-to-nearest-even(p).
+*/
 #ifndef ZR_ADAM_H
 #define ZR_ADAM_H
+#include <stdint.h>
+#include "zr_plan.h"          /* defines: ZrDtype (ZR_DT_FP32, ZR_DT_BF16, ZR_DT_FP16) */
+
+typedef struct ZrAdamCfg {
+    float lr, beta1, beta2, eps, weight_decay;
+    int adamw;                /* 1: decoupled decay p -= lr*wd*p first; 0: L2, g += wd*p */
+    int64_t step;             /* t >= 1, for bias correction */
+    float grad_scale;         /* g is multiplied by this first (1/loss_scale x clip coefficient) */
+} ZrAdamCfg;
+
+/*
+** One fused pass over n elements: p (fp32 master), m, v updated in place from g (dtype gdt);
+** if p16 != NULL also writes the rounded parameter copy in p16dt (ZR_DT_BF16 or ZR_DT_FP16).
+** g and p16 may have any alignment; p, m, v too (aligned is faster). n == 0 is a no-op.
+** Returns 0, or -EINVAL (NULL array with n > 0, step < 1, bad dtype, n < 0).
+** Threads: OpenMP, omp_get_max_threads() (set with OMP_NUM_THREADS or omp_set_num_threads);
+** safe to call from inside a parallel region (it then runs on the calling thread only).
+*/
+int zr_adam_step(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g, ZrDtype gdt,
+                 void *p16, ZrDtype p16dt, int64_t n);
+/* The reference every SIMD path is held to (single-threaded, plain C). */
+int zr_adam_step_scalar(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g,
+                        ZrDtype gdt, void *p16, ZrDtype p16dt, int64_t n);
+/* "avx512" | "avx2" | "scalar": the path zr_adam_step uses (from cpuid, or forced). */
+const char *zr_adam_impl_name(void);
+/* Tests/bench: force a path ("avx512", "avx2", "scalar"; NULL = back to cpuid's choice).
+** Returns 0, -ENOTSUP if the CPU lacks it, -EINVAL for an unknown name.
+** Env ZR_ADAM_IMPL=<name> forces a path at first use (ignored with a warning if absent). */
+int zr_adam_force_impl(const char *name);
+
+/* ---- internal to zr_adam*.c: per-call constants and the kernels over one chunk */
+typedef struct ZrAdamK {
+    float b1, b2, omb1, omb2; /* beta1, beta2, 1-beta1, 1-beta2 (float arithmetic) */
+    float eps, wd, lrwd;      /* eps, weight decay, lr*wd */
+    float step_size, rbc2;    /* lr/(1-b1^t), 1/sqrt(1-b2^t): double math rounded once */
+    float gs;                 /* grad_scale */
+    int adamw, decay;         /* decay = (wd != 0) */
+} ZrAdamK;
+typedef void ZrAdamKernel(const ZrAdamK *k, float *p, float *m, float *v, const void *g,
+                          int gdt, void *p16, int p16dt, int64_t n);
+ZrAdamKernel zr_adam_kernel_scalar, zr_adam_kernel_avx2, zr_adam_kernel_avx512;
 #endif

@@ -1,0 +1,177 @@
+/*
+** zr_adam.c — CPU Adam/AdamW: the scalar reference kernel, path selection and OpenMP chunking.
+**
+** The scalar kernel is the definition of the update (see zr_adam.h); zr_adam_avx2.c and
+** zr_adam_avx512.c repeat its operations lane by lane in the same order and use it for their
+** tails, so every path gives the same bits. Constants that need pow() are computed once per call
+** in double and rounded to float, so nothing costly or path-dependent sits in the loop.
+*/
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+#include "zr_adam.h"          /* defines: ZrAdamCfg, ZrAdamK, the kernels */
+#include "zr_half.h"          /* defines: zr_bf16_to_f32 & co. */
+
+/* {===================================================================== scalar reference */
+static inline float load_g(const void *g, int gdt, int64_t i)
+{
+    if (gdt == ZR_DT_FP32) return ((const float *)g)[i];
+    if (gdt == ZR_DT_BF16) return zr_bf16_to_f32(((const uint16_t *)g)[i]);
+    return zr_fp16_to_f32(((const uint16_t *)g)[i]);
+}
+
+void zr_adam_kernel_scalar(const ZrAdamK *k, float *p, float *m, float *v, const void *g,
+                           int gdt, void *p16, int p16dt, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float gi = load_g(g, gdt, i) * k->gs;
+        float pi = p[i];
+        if (k->decay) {
+            if (k->adamw) pi = pi - k->lrwd * pi;
+            else gi = gi + k->wd * pi;
+        }
+        float mi = k->b1 * m[i] + k->omb1 * gi;
+        float vi = k->b2 * v[i] + k->omb2 * (gi * gi);
+        float den = sqrtf(vi) * k->rbc2 + k->eps;
+        pi = pi - k->step_size * (mi / den);
+        p[i] = pi;
+        m[i] = mi;
+        v[i] = vi;
+        if (p16) {
+            uint16_t h = p16dt == ZR_DT_BF16 ? zr_f32_to_bf16(pi) : zr_f32_to_fp16(pi);
+            ((uint16_t *)p16)[i] = h;
+        }
+    }
+}
+/* }===================================================================== */
+
+/* {===================================================================== path selection */
+typedef struct Impl { const char *name; ZrAdamKernel *fn; int (*have)(void); } Impl;
+
+static int have_scalar(void) { return 1; }
+static int have_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+}
+static int have_avx512(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+}
+
+static const Impl impls[] = {    /* best first */
+    {"avx512", zr_adam_kernel_avx512, have_avx512},
+    {"avx2", zr_adam_kernel_avx2, have_avx2},
+    {"scalar", zr_adam_kernel_scalar, have_scalar},
+};
+enum { NIMPL = sizeof impls / sizeof impls[0] };
+static const Impl *chosen;       /* set once; tests may force another */
+
+static const Impl *best_impl(void)
+{
+    for (int i = 0; i < NIMPL; i++)
+        if (impls[i].have()) return &impls[i];
+    return &impls[NIMPL - 1];
+}
+
+static const Impl *current(void)
+{
+    const Impl *c = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
+    if (c) return c;
+    c = best_impl();
+    const char *want = getenv("ZR_ADAM_IMPL");
+    if (want && *want) {
+        const Impl *w = NULL;
+        for (int i = 0; i < NIMPL; i++)
+            if (strcmp(impls[i].name, want) == 0) w = &impls[i];
+        if (w && w->have()) c = w;
+        else fprintf(stderr, "zr_adam: ZR_ADAM_IMPL=%s is %s here; using %s\n", want,
+                     w ? "not supported by this CPU" : "unknown (avx512, avx2, scalar)", c->name);
+    }
+    __atomic_store_n(&chosen, c, __ATOMIC_RELEASE);
+    return c;
+}
+
+const char *zr_adam_impl_name(void) { return current()->name; }
+
+int zr_adam_force_impl(const char *name)
+{
+    if (!name) { __atomic_store_n(&chosen, best_impl(), __ATOMIC_RELEASE); return 0; }
+    for (int i = 0; i < NIMPL; i++) {
+        if (strcmp(impls[i].name, name) != 0) continue;
+        if (!impls[i].have()) return -ENOTSUP;
+        __atomic_store_n(&chosen, &impls[i], __ATOMIC_RELEASE);
+        return 0;
+    }
+    return -EINVAL;
+}
+/* }===================================================================== */
+
+/* {===================================================================== entry points */
+static int prepare(const ZrAdamCfg *c, const float *p, const float *m, const float *v,
+                   const void *g, ZrDtype gdt, const void *p16, ZrDtype p16dt, int64_t n,
+                   ZrAdamK *k)
+{
+    if (!c || n < 0 || c->step < 1) return -EINVAL;
+    if (gdt != ZR_DT_FP32 && gdt != ZR_DT_BF16 && gdt != ZR_DT_FP16) return -EINVAL;
+    if (p16 && p16dt != ZR_DT_BF16 && p16dt != ZR_DT_FP16) return -EINVAL;
+    if (n > 0 && (!p || !m || !v || !g)) return -EINVAL;
+    double t = (double)c->step;
+    k->b1 = c->beta1;
+    k->b2 = c->beta2;
+    k->omb1 = 1.0f - c->beta1;
+    k->omb2 = 1.0f - c->beta2;
+    k->eps = c->eps;
+    k->wd = c->weight_decay;
+    k->lrwd = c->lr * c->weight_decay;
+    k->step_size = (float)((double)c->lr / (1.0 - pow((double)c->beta1, t)));
+    k->rbc2 = (float)(1.0 / sqrt(1.0 - pow((double)c->beta2, t)));
+    k->gs = c->grad_scale;
+    k->adamw = c->adamw != 0;
+    k->decay = c->weight_decay != 0.0f;
+    return 0;
+}
+
+int zr_adam_step_scalar(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g,
+                        ZrDtype gdt, void *p16, ZrDtype p16dt, int64_t n)
+{
+    ZrAdamK k;
+    int rc = prepare(c, p, m, v, g, gdt, p16, p16dt, n, &k);
+    if (rc == 0 && n > 0) zr_adam_kernel_scalar(&k, p, m, v, g, (int)gdt, p16, (int)p16dt, n);
+    return rc;
+}
+
+/* Below this many elements threads cost more than they save. */
+#define ZR_ADAM_PAR_MIN (1 << 16)
+
+int zr_adam_step(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g, ZrDtype gdt,
+                 void *p16, ZrDtype p16dt, int64_t n)
+{
+    ZrAdamK k;
+    int rc = prepare(c, p, m, v, g, gdt, p16, p16dt, n, &k);
+    if (rc != 0 || n == 0) return rc;
+    ZrAdamKernel *fn = current()->fn;
+    int nt = omp_in_parallel() || n < ZR_ADAM_PAR_MIN ? 1 : omp_get_max_threads();
+    if (nt <= 1) {
+        fn(&k, p, m, v, g, (int)gdt, p16, (int)p16dt, n);
+        return 0;
+    }
+    size_t gsz = gdt == ZR_DT_FP32 ? 4 : 2;
+    /* One contiguous chunk per thread, boundaries on 64-element multiples (whole cache lines
+    ** for every array); elementwise, so the split never changes the result. */
+    #pragma omp parallel num_threads(nt)
+    {
+        int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+        int64_t per = ((n + nth - 1) / nth + 63) & ~(int64_t)63;
+        int64_t lo = per * tid, hi = lo + per < n ? lo + per : n;
+        if (lo < hi)
+            fn(&k, p + lo, m + lo, v + lo, (const char *)g + lo * gsz, (int)gdt,
+               p16 ? (void *)((char *)p16 + lo * 2) : NULL, (int)p16dt, hi - lo);
+    }
+    return 0;
+}
+/* }===================================================================== */
