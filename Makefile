@@ -74,10 +74,18 @@ bin/tests/trainer/%: tests/trainer/%.c build/libzrt.a tests/zt.h
 	$(CC) $(CFLAGS) $(RT_CFLAGS) -Iruntime -Itests -o $@ $< build/libzrt.a $(RT_LIBS) -lopenblas
 
 # CUDA kernel sources compiled for the CPU through the SIMT emulation header (templates/cuda/zr_simt.h).
+# The kernel tests compare with the host kernels: templates/host/*.c compiled as C (into
+# build/tests/cuda/<test>/), linked with OpenBLAS and OpenMP, and with libzrt (the CPU Adam).
 CXX ?= g++
-bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h
-	@mkdir -p $(@D)
-	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-math-errno -Itests -Itemplates/cuda -o $@ $<
+TCU_HOST_SRC := $(sort $(wildcard templates/host/*.c))
+TCU_DEPS := $(wildcard templates/cuda/kernels/* templates/host/*.h tests/cuda/*.h)
+bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h $(TCU_HOST_SRC) $(TCU_DEPS) build/libzrt.a
+	@mkdir -p $(@D) build/tests/cuda/$*
+	@for f in $(TCU_HOST_SRC); do \
+	  echo "$(CC) -c $$f"; $(CC) $(CFLAGS) -fopenmp -c $$f -o build/tests/cuda/$*/$$(basename $$f .c).o || exit 1; done
+	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-math-errno -fopenmp -Itests -Itemplates/cuda \
+	  -Itemplates/host -Iruntime -o $@ $< $(TCU_HOST_SRC:templates/host/%.c=build/tests/cuda/$*/%.o) \
+	  build/libzrt.a -lopenblas -lm
 
 bin/bench/%: bench/%.c build/libzrt.a $(GEN_LIB_OBJ)
 	@mkdir -p $(@D)

@@ -1,5 +1,8 @@
 /*
-** render.c — zg_render: every file of templates/trainer/ and templates/host/ into out/<name>/.
+** render.c — zg_render: every file of templates/trainer/ and templates/host/ into out/<name>/, and
+** the CUDA backend's sources into out/<name>/cuda/ (templates/cuda/zr_simt.h, templates/cuda/kernels/
+** as cuda/kernels/, the plan's shapes as cuda/kernels/zk_shapes.h, and cuda/zg_kernels_bin.{c,h}
+** with every kernel compiled by NVRTC for each architecture: nvrtc.c).
 **
 ** `X.tpl` is rendered to `X` (tpl.c + lua.c), any other file is copied; emit.c adds the banner and
 ** writes. Each template renders in its own fresh Lua state (plan, gen, helper modules), so no
@@ -14,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "zg_nvrtc.h"
 #include "zg_render.h"
 
 /* One output file. */
@@ -193,6 +197,136 @@ static bool render_one(const ZgPlan *p, const char *tpl_dir, ZgGenInfo *gi, Item
     return ok;
 }
 
+/* ------------------------------------------------------------------ the CUDA backend */
+/* Output files under cuda/, rendered in memory like the others. */
+typedef struct CudaOut {
+    char **names;               /* "cuda/kernels/attention.cu" */
+    char **data; size_t *len;
+    int n;
+} CudaOut;
+
+static void cuda_add(CudaOut *co, char *name, char *data, size_t len)
+{
+    co->names = zg_xrealloc(co->names, (size_t)(co->n + 1) * sizeof *co->names);
+    co->data = zg_xrealloc(co->data, (size_t)(co->n + 1) * sizeof *co->data);
+    co->len = zg_xrealloc(co->len, (size_t)(co->n + 1) * sizeof *co->len);
+    co->names[co->n] = name;
+    co->data[co->n] = data;
+    co->len[co->n++] = len;
+}
+
+static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted plain-file names of dir (none if it does not exist). */
+static char **list_dir(const char *dir, int *n)
+{
+    char **names = NULL;
+    *n = 0;
+    DIR *dp = opendir(dir);
+    if (!dp) return NULL;
+    for (struct dirent *e; (e = readdir(dp)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || e->d_name[len - 1] == '~') continue;
+        char *path = zg_fmt("%s/%s", dir, e->d_name);
+        struct stat st;
+        bool reg = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+        free(path);
+        if (!reg) continue;
+        names = zg_xrealloc(names, (size_t)(*n + 1) * sizeof *names);
+        names[(*n)++] = zg_xstrdup(e->d_name);
+    }
+    closedir(dp);
+    if (*n) qsort(names, (size_t)*n, sizeof *names, str_cmp);
+    return names;
+}
+
+static bool ends_in(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+/* Reads templates/cuda, compiles the kernels; false after reporting (NVRTC errors included). */
+static bool cuda_render(const ZgPlan *p, const char *tpl_dir, CudaOut *co)
+{
+    char *cdir = zg_fmt("%s/cuda", tpl_dir);
+    bool have = is_dir(cdir);
+    free(cdir);
+    if (!have) return true;             /* a templates folder without a CUDA backend */
+    char *simt = zg_fmt("%s/cuda/zr_simt.h", tpl_dir), *kdir = zg_fmt("%s/cuda/kernels", tpl_dir);
+    bool ok = true;
+    size_t len;
+    char *text = zg_emit_read_file(simt, &len);
+    if (text) cuda_add(co, zg_xstrdup("cuda/zr_simt.h"), text, len);
+    int n;
+    char **files = list_dir(kdir, &n);
+    ZgCudaSrc *kern = zg_xcalloc((size_t)n + 1, sizeof *kern), *hdr = zg_xcalloc((size_t)n + 2, sizeof *hdr);
+    int nk = 0, nh = 0;
+    for (int i = 0; i < n; i++) {
+        char *path = zg_fmt("%s/%s", kdir, files[i]);
+        text = zg_emit_read_file(path, &len);
+        free(path);
+        if (!text) {
+            zg_error((ZgLoc){0}, "cannot read %s/%s: %s", kdir, files[i], strerror(errno));
+            ok = false;
+            continue;
+        }
+        cuda_add(co, zg_fmt("cuda/kernels/%s", files[i]), text, len);
+        ZgCudaSrc s = {files[i], zg_fmt("templates/cuda/kernels/%s", files[i]), text};
+        if (ends_in(files[i], ".cu")) {
+            s.name = zg_fmt("%.*s", (int)(strlen(files[i]) - 3), files[i]);
+            kern[nk++] = s;
+        } else {
+            hdr[nh++] = s;
+        }
+    }
+    char *shapes = zg_cuda_shapes_h(p);
+    hdr[nh++] = (ZgCudaSrc){"zk_shapes.h", "cuda/kernels/zk_shapes.h (generated)", shapes};
+    cuda_add(co, zg_xstrdup("cuda/kernels/zk_shapes.h"), shapes, strlen(shapes));
+
+    ZgKernelBin *bins = zg_xcalloc((size_t)nk * (size_t)zg_cuda_n_default_archs + 1, sizeof *bins);
+    int nb = 0;
+    const char *why = NULL;
+    if (ok && nk && zg_nvrtc_load(&why)) {
+        /* after a kernel's first failure its other archs are skipped: the same errors, once */
+        for (int i = 0; i < nk; i++)
+            for (int a = 0; a < zg_cuda_n_default_archs; a++) {
+                if (zg_nvrtc_compile(&kern[i], hdr, nh, zg_cuda_default_archs[a], &bins[nb])) nb++;
+                else { ok = false; break; }
+            }
+    } else if (ok && nk) {
+        zg_note((ZgLoc){0}, "CUDA kernels not precompiled: %s; cuda/ has their sources only", why);
+    }
+    if (ok) {
+        size_t blen;
+        char *bin = zg_cuda_bin_c(bins, nb, zg_nvrtc_version(), &blen);
+        cuda_add(co, zg_xstrdup("cuda/zg_kernels_bin.c"), bin, blen);
+        char *h = zg_cuda_bin_h();
+        cuda_add(co, zg_xstrdup("cuda/zg_kernels_bin.h"), h, strlen(h));
+    }
+    for (int i = 0; i < nb; i++) { free(bins[i].cubin); free(bins[i].ptx); }
+    free(bins);
+    free(kern);     /* names and texts stay: zgen is short-lived, and errors may quote them */
+    free(hdr);
+    free(files);
+    free(simt);
+    free(kdir);
+    return ok;
+}
+
+/* Writes co's files under outdir; false after reporting. */
+static bool cuda_write(const char *outdir, const char *spec, const CudaOut *co)
+{
+    bool ok = true;
+    for (int i = 0; i < co->n && ok; i++) {
+        const char *slash = strrchr(co->names[i], '/');
+        char *dir = zg_fmt("%s/%.*s", outdir, (int)(slash - co->names[i]), co->names[i]);
+        ok = zg_emit_mkdirs(dir) && zg_emit_file(dir, slash + 1, spec, co->data[i], co->len[i]);
+        free(dir);
+    }
+    return ok;
+}
+
 bool zg_render_from(const ZgPlan *p, const char *outdir, const char *tpl_dir)
 {
     if (!tpl_dir) tpl_dir = zg_templates_dir();
@@ -232,9 +366,14 @@ bool zg_render_from(const ZgPlan *p, const char *outdir, const char *tpl_dir)
         ok = render_one(p, tpl_dir, &gi, x, text, len) && ok;
         free(text);
     }
+    CudaOut co = {0};
+    if (ok) ok = cuda_render(p, tpl_dir, &co);
     if (ok) ok = zg_emit_mkdirs(outdir);
     for (int i = 0; i < n && ok; i++)
         ok = zg_emit_file(outdir, items[i].out, p->model->spec_path, items[i].data, items[i].len);
+    if (ok) ok = cuda_write(outdir, p->model->spec_path, &co);
+    for (int i = 0; i < co.n; i++) free(co.names[i]);
+    free(co.names); free(co.data); free(co.len);
     for (int i = 0; i < n; i++) {
         free(items[i].src); free(items[i].rel); free(items[i].out); free(items[i].data);
     }

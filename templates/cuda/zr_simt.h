@@ -67,6 +67,13 @@ static inline int atomicCAS(int *a, int cmp, int v) { int o = *a; if (o == cmp) 
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline float __saturatef(float x) { return x < 0.f ? 0.f : x > 1.f ? 1.f : x; }
 #define __ldg(p) (*(p))
+/* Rounded-once arithmetic (never contracted into an FMA on the GPU). The host build is ISO C++
+** (-std=c++17), where GCC does not contract either, so these are plain IEEE operations. */
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __fsqrt_rn(float a) { return sqrtf(a); }
 
 /* Runs body(ctx) as every thread of every block; returns 0, or -1 after printing a deadlock report. */
 typedef void (*zr_simt_body)(void *ctx);

@@ -1,0 +1,232 @@
+/*
+** t_k_elementwise.cpp — the elementwise and reduction kernels under the SIMT emulation:
+**   encoder.cu   against zk_embed_forward / zk_embed_backward (host), repeated token ids included;
+**   gelu.cu      against zk_gelu_forward / zk_gelu_backward (host) plus the bias column sums;
+**   adamw.cu     bit for bit against the CPU optimizer (runtime/zr_adam.c, zr_adam_step_scalar), and
+**                within rounding of DeepSpeed's AdamW written out here in double (3 steps, weight
+**                decay, gradient scale, the 16-bit copy of the parameters);
+**   gradnorm.cu  against sums in double: unscaled values, squared norm, inf/NaN count, and that a
+**                second buffer accumulates into the same result.
+** Shape sets: C = 48, F = 192 (fp32) and C = 67, F = 100 (bf16, fp16): not multiples of the blocks.
+** Tolerances: fp32 1e-5 + 1e-5|ref| (embedding sums exact: 0); 16-bit adds one rounding of the type.
+*/
+#ifndef ZK_BODY
+#define ZR_SIMT_IMPL
+#include "zr_simt.h"
+#include "zk_test.h"
+extern "C" {
+#include "zr_adam.h"
+}
+#define ZK_BODY
+
+#define ZK_NH 1
+#define ZK_V 50
+#define ZK_T 8
+#define ZK_C 48
+#define ZK_F 192
+#define ZK_IO 0
+#define ZK_TEST_BIG 70001
+namespace c48_fp32 {
+#include "t_k_elementwise.cpp"
+}
+#undef ZK_C
+#undef ZK_F
+#undef ZK_IO
+#undef ZK_T
+#undef ZK_TEST_BIG
+#define ZK_T 5
+#define ZK_C 67
+#define ZK_F 100
+#define ZK_IO 1
+#define ZK_TEST_BIG 3001
+namespace c67_bf16 {
+#include "t_k_elementwise.cpp"
+}
+#undef ZK_IO
+#define ZK_IO 2
+namespace c67_fp16 {
+#include "t_k_elementwise.cpp"
+}
+
+/* The 16-bit conversions the emulation uses (the GPU uses cvt instructions): values checked with
+** numpy.float16 and torch.bfloat16, and every
+** non-NaN 16-bit pattern survives load + store unchanged. */
+static void conversions(void)
+{
+    const float vals[] = {1.0f, -2.0f, 65504.0f, 65520.0f, 5.9604645e-8f, 1.0f / 3, 1e-8f};
+    const unsigned short want_h[] = {0x3c00, 0xc000, 0x7bff, 0x7c00, 0x0001, 0x3555, 0x0000};
+    const unsigned short want_b[] = {0x3f80, 0xc000, 0x4780, 0x4780, 0x3380, 0x3eab, 0x322c};
+    for (int i = 0; i < 7; i++) {
+        zk_fp16 h;
+        zk_bf16 b;
+        zk_st(&h, vals[i]);
+        zk_st(&b, vals[i]);
+        ZT_CHECKM(h.bits == want_h[i], "fp16(%g) = %#x, want %#x", (double)vals[i], h.bits, want_h[i]);
+        ZT_CHECKM(b.bits == want_b[i], "bf16(%g) = %#x, want %#x", (double)vals[i], b.bits, want_b[i]);
+    }
+    int bad = 0;
+    for (unsigned u = 0; u < 65536; u++) {
+        zk_fp16 h = {(unsigned short)u}, h2;
+        zk_bf16 b = {(unsigned short)u}, b2;
+        float fh = zk_ld(&h), fb = zk_ld(&b);
+        zk_st(&h2, fh);
+        zk_st(&b2, fb);
+        if (fh == fh && h2.bits != u) bad++;
+        if (fb == fb && b2.bits != u) bad++;
+        if ((fh != fh) != ((u & 0x7c00) == 0x7c00 && (u & 0x3ff))) bad++;
+    }
+    ZT_EQ_INT(bad, 0);
+}
+
+int main(void)
+{
+    ZT_RUN(conversions);
+    ZT_RUN(c48_fp32::encoder);
+    ZT_RUN(c48_fp32::gelu);
+    ZT_RUN(c48_fp32::adamw);
+    ZT_RUN(c48_fp32::gradnorm);
+    ZT_RUN(c67_bf16::encoder);
+    ZT_RUN(c67_bf16::gelu);
+    ZT_RUN(c67_bf16::adamw);
+    ZT_RUN(c67_bf16::gradnorm);
+    ZT_RUN(c67_fp16::encoder);
+    ZT_RUN(c67_fp16::gelu);
+    ZT_RUN(c67_fp16::adamw);
+    ZT_RUN(c67_fp16::gradnorm);
+    return zt_end();
+}
+
+#else /* ------------------------------------------------------------ body, once per shape set */
+#include "kernels/encoder.cu"
+#include "kernels/gelu.cu"
+#include "kernels/adamw.cu"
+#include "kernels/gradnorm.cu"
+
+static void encoder(void)
+{
+    const int B = 3, T = ZK_T, N = B * T, C = ZK_C, V = ZK_V;
+    const double e16 = zk_eps_of<zk_io>();
+    zk_seed(C + ZK_IO);
+    std::vector<float> wte = zk_rand((size_t)V * C), wpe = zk_rand((size_t)T * C), dout = zk_rand((size_t)N * C);
+    zk_round<zk_io>(wte); zk_round<zk_io>(wpe); zk_round<zk_io>(dout);
+    std::vector<int> tok(N);
+    for (int i = 0; i < N; i++) tok[i] = (i * 17 + 3) % 11;   /* ids repeat */
+    std::vector<zk_io> wted = zk_to<zk_io>(wte), wped = zk_to<zk_io>(wpe), outd((size_t)N * C);
+    ZT_EQ_INT(zd_encoder_forward_launch(outd.data(), tok.data(), wted.data(), wped.data(), N), 0);
+    ZkDims d = {B, T, C, ZK_NH, ZK_F, V, 1, 1e-5f};
+    ZkActs a;
+    memset(&a, 0, sizeof a);
+    std::vector<float> enc((size_t)N * C);
+    a.encoded = enc.data();
+    a.dresidual = dout.data();
+    zk_embed_forward(&d, tok.data(), wte.data(), wpe.data(), &a);
+    zk_close("encoded", zk_from(outd), enc, 0, e16);
+
+    std::vector<float> dwte = zk_rand((size_t)V * C), dwpe = zk_rand((size_t)T * C);
+    std::vector<float> kdwte = dwte, kdwpe = dwpe;
+    std::vector<zk_io> doutd = zk_to<zk_io>(dout);
+    ZT_EQ_INT(zd_encoder_backward_launch(kdwte.data(), kdwpe.data(), tok.data(), doutd.data(), N), 0);
+    zk_embed_backward(&d, tok.data(), dwte.data(), dwpe.data(), &a);
+    zk_close("dwte", kdwte, dwte, 1e-6, 1e-6);
+    zk_close("dwpe", kdwpe, dwpe, 1e-6, 1e-6);
+}
+
+static void gelu(void)
+{
+    const int N = 7, F = ZK_F;
+    const double e16 = zk_eps_of<zk_io>();
+    zk_seed(F + ZK_IO);
+    std::vector<float> x = zk_rand((size_t)N * F, -4, 4), bias = zk_rand(F), dy = zk_rand((size_t)N * F);
+    zk_round<zk_io>(x); zk_round<zk_io>(bias); zk_round<zk_io>(dy);
+    std::vector<zk_io> xd = zk_to<zk_io>(x), bd = zk_to<zk_io>(bias), dyd = zk_to<zk_io>(dy);
+    std::vector<zk_io> outd((size_t)N * F), pred((size_t)N * F), dpred((size_t)N * F);
+    ZT_EQ_INT(zd_bias_gelu_forward_launch(outd.data(), pred.data(), xd.data(), bd.data(), N), 0);
+    std::vector<float> pre((size_t)N * F), out((size_t)N * F), dpre((size_t)N * F);
+    for (int n = 0; n < N; n++)
+        for (int f = 0; f < F; f++) pre[(size_t)n * F + f] = x[(size_t)n * F + f] + bias[f];
+    zk_round<zk_io>(pre);
+    zk_gelu_forward(pre.size(), pre.data(), out.data());
+    zk_close("pre", zk_from(pred), pre, 0, 0);
+    zk_close("gelu", zk_from(outd), out, 1e-6, 1e-5 + e16);
+
+    std::vector<float> dbias = zk_rand(F), kdbias = dbias;
+    ZT_EQ_INT(zd_bias_gelu_backward_launch(dpred.data(), kdbias.data(), pred.data(), dyd.data(), N), 0);
+    zk_gelu_backward(pre.size(), pre.data(), dy.data(), dpre.data());
+    std::vector<float> kdpre = zk_from(dpred);
+    zk_close("dpre", kdpre, dpre, 1e-6, 1e-5 + e16);
+    for (int f = 0; f < F; f++)
+        for (int n = 0; n < N; n++) dbias[f] += kdpre[(size_t)n * F + f];   /* the kernel's own dpre */
+    zk_close("dbias", kdbias, dbias, 1e-5, 1e-5);
+}
+
+static void adamw(void)
+{
+    const long n = 1000;
+    const float lr = 3e-3f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f, gs = 0.5f;
+    const double e16 = zk_eps_of<zk_io>();
+    zk_seed(n + ZK_IO);
+    std::vector<float> p = zk_rand(n), m(n, 0.0f), v(n, 0.0f), p0 = p;
+    std::vector<float> cp = p, cm = m, cv = v;                   /* the CPU optimizer's copy */
+    std::vector<double> rp(p.begin(), p.end()), rm(n, 0.0), rv(n, 0.0);
+    std::vector<zk_io> p16(n);
+    std::vector<uint16_t> c16(n);
+    for (int t = 1; t <= 3; t++) {
+        std::vector<float> g = zk_rand(n, -0.1f, 0.1f);
+        ZT_EQ_INT(zd_adamw_launch(p.data(), p16.data(), g.data(), m.data(), v.data(), n,
+                                  zd_adamw_consts(lr, b1, b2, eps, wd, gs, t)), 0);
+        ZrAdamCfg c = {lr, b1, b2, eps, wd, 1, t, gs};
+        ZT_EQ_INT(zr_adam_step_scalar(&c, cp.data(), cm.data(), cv.data(), g.data(), ZR_DT_FP32,
+                                      ZK_IO ? (void *)c16.data() : NULL, ZK_IO == 2 ? ZR_DT_FP16 : ZR_DT_BF16, n), 0);
+        for (long i = 0; i < n; i++) {
+            double gi = (double)g[i] * gs;
+            rm[i] = b1 * rm[i] + (1.0 - b1) * gi;
+            rv[i] = b2 * rv[i] + (1.0 - b2) * gi * gi;
+            rp[i] -= (double)lr * wd * rp[i];
+            rp[i] -= lr / (1.0 - pow(b1, t)) * rm[i] / (sqrt(rv[i]) / sqrt(1.0 - pow(b2, t)) + eps);
+        }
+    }
+    /* the same bits as runtime/zr_adam.c */
+    ZT_CHECK(memcmp(p.data(), cp.data(), n * sizeof(float)) == 0);
+    ZT_CHECK(memcmp(m.data(), cm.data(), n * sizeof(float)) == 0);
+    ZT_CHECK(memcmp(v.data(), cv.data(), n * sizeof(float)) == 0);
+    if (ZK_IO) ZT_CHECK(memcmp(p16.data(), c16.data(), n * 2) == 0);
+    /* and DeepSpeed's formula, in double */
+    std::vector<float> fp(rp.begin(), rp.end()), fm(rm.begin(), rm.end()), fv(rv.begin(), rv.end());
+    zk_close("p", p, fp, 1e-6, 1e-5);
+    zk_close("m", m, fm, 1e-8, 1e-5);
+    zk_close("v", v, fv, 1e-10, 1e-5);
+    zk_close("p16", zk_from(p16), fp, 1e-6, 1e-5 + e16);
+    /* the reference moved (three steps of lr 3e-3 with decay), so a kernel that did nothing fails */
+    double moved = 0;
+    for (long i = 0; i < n; i++) moved = fmax(moved, fabs(fp[i] - p0[i]));
+    ZT_CHECK(moved > 3e-3);
+}
+
+static void gradnorm(void)
+{
+    const long n = ZK_TEST_BIG, n2 = 300;
+    const float inv = 1.0f / 1024;
+    zk_seed(n + ZK_IO);
+    std::vector<float> g = zk_rand(n, -1000, 1000), g2 = zk_rand(n2, -1000, 1000);
+    zk_round<zk_io>(g); zk_round<zk_io>(g2);
+    std::vector<zk_io> gd = zk_to<zk_io>(g), g2d = zk_to<zk_io>(g2);
+    std::vector<float> out(n), out2(n2), partials(2 * ZK_GN_BLOCKS), result(2, 0.0f);
+    ZT_EQ_INT(zd_grad_unscale_norm_launch(out.data(), gd.data(), n, inv, partials.data(), result.data()), 0);
+    double ss = 0;
+    std::vector<float> want(n);
+    for (long i = 0; i < n; i++) { want[i] = g[i] * inv; ss += (double)want[i] * want[i]; }
+    zk_close("unscaled", out, want, 0, 0);
+    ZT_NEAR(result[0], ss, 0, 1e-5);
+    ZT_EQ_INT((int)result[1], 0);
+
+    /* a second buffer with an inf and a NaN accumulates into the same result */
+    zk_st(&g2d[5], 1.0f / 0.0f);
+    zk_st(&g2d[77], nanf(""));
+    ZT_EQ_INT(zd_grad_unscale_norm_launch(out2.data(), g2d.data(), n2, inv, partials.data(), result.data()), 0);
+    for (long i = 0; i < n2; i++)
+        if (i != 5 && i != 77) ss += (double)(g2[i] * inv) * (g2[i] * inv);
+    ZT_NEAR(result[0], ss, 0, 1e-5);
+    ZT_EQ_INT((int)result[1], 2);
+    ZT_CHECK(std::isinf(out2[5]) && std::isnan(out2[77]));
+}
+#endif
