@@ -1,0 +1,161 @@
+/*
+** train.h — the emitted trainer's shared state and the interface between its files.
+**
+** The trainer executes the tables zgen wrote (zg_tables.c): it allocates one arena per memory tier
+** with the plan's sizes, turns every plan region into a pointer, and runs the plan's schedule op by
+** op. Files:
+**   train_main.c    command line, setup, the step loop, log/progress/trace, world-size check
+**   train_layout.c  regions -> pointers, the derived per-tensor offsets, NVMe swap files
+**   train_exec.c    the micro-step executor: gathers, forward/backward via the host kernels,
+**                   gradient copies and reductions
+**   train_optim.c   the optimizer step: norm, clipping, fp16 scaler, Adam per sub-group (device,
+**                   CPU or NVMe), parameter all-gather
+**   train_params.c  initialisation, --init-from / --export (safetensors), --dump-grads
+**   train_ckpt.c    --save / --resume (per-rank shards + manifest, through libzrt)
+** Everything numeric goes through the same code whatever the offload choice: offload moves bytes,
+** never changes the arithmetic or its order, so every offload choice gives the same bits.
+*/
+#ifndef TRAIN_H
+#define TRAIN_H
+#include <stdint.h>
+#include <stdio.h>
+
+#include "zg_tables.h"    /* defines: ZG_* constants (zg_model.h), the static tables */
+#include "zr.h"           /* defines: libzrt (arenas, collectives, NVMe, Adam, data, checkpoints) */
+#include "zr_check.h"     /* defines: ZR_CHECK, ZR_CHECK_PTR */
+#include "gpt2_host.h"    /* defines: the host kernels, module by module */
+
+/* ---------------------------------------------------------------------- command line */
+typedef struct TrArgs {
+    const char *data, *val, *log, *init_from, *export_path, *save, *resume, *trace;
+    const char *dump_grads;     /* debug: after step 1's backward, write fp32 gradients (safetensors) */
+    int64_t steps;              /* optimizer steps to reach (from the resumed step if any) */
+    int64_t save_every;
+    int threads;                /* per rank; 0 = cores / ranks on this node */
+    int quiet;
+} TrArgs;
+
+/* ---------------------------------------------------------------------- derived layout */
+/* Per-tensor facts that follow from the tables and this rank's index, computed once at start-up
+** with the rules of gen/zg_plan.h (so no decision is made while training). */
+typedef struct TrTensor {
+    int64_t opt_lo, opt_hi;     /* [lo, hi): its elements in this rank's optimizer shard */
+    int64_t opt_src;            /* tensor element at opt_lo */
+} TrTensor;
+
+#define TR_MAX_SLOTS 16
+#define TR_MAX_BUFS 16
+
+typedef struct TrReq {          /* one outstanding gather: one handle per tensor of the group */
+    ZrCollReq *h[ZG_N_TENSORS];
+    int n;
+} TrReq;
+
+typedef struct Trainer {
+    TrArgs a;
+    ZrComm *comm;
+    int rank, ws, local_world;
+
+    /* memory: one arena per tier; NVMe tier = one swap file per rank */
+    ZrArena *arena[ZR_NTIERS];
+    ZrNvme *nvme;
+    char nvme_path[1024];
+
+    /* regions (NULL when the plan has none); element type W = ZG_DTYPE unless fp32 said */
+    void *params16;             /* stages 0-2: all parameters, flat (W) */
+    void *params_shard;         /* stage 3: owned shard (W); NULL when on NVMe */
+    int64_t params_shard_nvme;  /* byte offset of params_shard in the swap file, -1 */
+    void *persist;              /* stage 3: persistent tensors whole (W) */
+    void *slot[TR_MAX_SLOTS];   /* gather slots (W) */
+    const ZrRegionRow *slot_row[TR_MAX_SLOTS];
+    void *param_buf[TR_MAX_SLOTS];  /* stage 3 + param offload: the span PARAM_SWAP_IN brings in */
+    void *param_wb;             /* stage 3 + param NVMe: write-back buffer (W) */
+    void *grads;                /* stages 0/1: every gradient, flat (W) */
+    void *bucket[TR_MAX_BUFS];  /* stages 2/3 bucket buffers (W) */
+    int n_bucket_bufs;
+    float *grad32;              /* owned fp32 gradient shard, or NULL */
+    float *master, *adam_m, *adam_v;   /* fp32 owned optimizer shard (NULL when on NVMe/absent) */
+    int64_t master_nvme, adam_m_nvme, adam_v_nvme;  /* byte offsets in the swap file, -1 */
+    void *opt_buf[TR_MAX_BUFS]; /* optimizer on NVMe: staging for master|m|v of one sub-group */
+    int64_t opt_buf_part;       /* floats per part of an opt_buf */
+    int n_opt_bufs;
+    float *stage32;             /* 16-bit dtypes: fp32 [params of one module | its gradients] */
+    float *grad_stage;          /* fp32, stages 2/3: gradients of one module */
+    float *tied_grad;           /* stages 2/3: fp32 wte gradient from lm_head until embed */
+    float *acts, *scratch;
+    int64_t max_use_numel;
+
+    /* derived */
+    TrTensor t[ZG_N_TENSORS];
+    int64_t opt_numel;          /* elements of this rank's optimizer shard */
+    int64_t opt_flat0;          /* stages 0-2: flat index of the shard's first element */
+
+    /* kernels */
+    ZkDims dims;
+    ZkActs acts_v;
+    int32_t inputs[ZG_MICRO_BATCH * ZG_SEQ_LEN], targets[ZG_MICRO_BATCH * ZG_SEQ_LEN];
+
+    /* run state */
+    TrReq gather_req[TR_MAX_SLOTS];          /* per gather slot */
+    ZrCollReq *reduce_req[ZG_N_BUCKETS];
+    ZrNvmeReq pswap_req[TR_MAX_SLOTS];
+    ZrNvmeReq opt_req[TR_MAX_BUFS][3];      /* master, m, v of the sub-group in opt_buf b */
+    ZrNvmeReq wb_req;
+    int last_bwd_module;
+    ZrData data, val;
+    ZrLrSched lr;
+    ZrScaler scaler;
+    int64_t step;               /* optimizer steps done (skipped ones included) */
+    int64_t applied;            /* optimizer steps applied (the lr schedule's count) */
+    double loss_scale;          /* fp16: scale used for this step; 1 otherwise */
+    float grad_scale;           /* Adam's g multiplier this step: 1/(scale * clip coefficient) */
+    double grad_norm;
+    float loss_sum;             /* sum of token losses this step (this rank) */
+    ZrTrace *trace;
+    int forward_only;           /* evaluation: the executor skips backward and reductions */
+} Trainer;
+
+extern Trainer T;
+
+/* tracing helpers (no-ops without --trace) */
+double tr_now(void);
+void tr_span(int track, const char *name, double t0);
+
+/* train_layout.c */
+void tr_layout_init(void);              /* arenas, regions, swap file, derived offsets */
+void tr_layout_free(void);
+size_t tr_wsize(void);                  /* bytes of one working-precision element */
+/* W <-> fp32 conversions of n elements */
+void tr_w_to_f32(float *dst, const void *src, int64_t n);
+void tr_f32_to_w(void *dst, const float *src, int64_t n);
+void *tr_w_at(void *base, int64_t elem);
+void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off);   /* blocking swap-file I/O */
+
+/* train_exec.c */
+void tr_exec_micro(int micro, int last);  /* one micro-step (loads its batch, runs its op list) */
+float tr_eval_batch(const ZrData *d, int64_t step);   /* mean loss of one global batch */
+void tr_grads_zero(void);               /* start of an optimizer step */
+
+/* train_optim.c */
+void tr_optim_step(void);               /* after the last micro-step: norm, scaler, Adam, gathers */
+float *tr_opt_state_at(int part, int64_t i);  /* in-memory master (0), m (1), v (2) element i */
+void tr_opt_shard_grads(float *dst);    /* this rank's owned gradient shard as fp32 */
+void tr_params_gather(void);            /* all-gather the working copy from the owned parts */
+
+/* train_params.c */
+/* Chunked access to the optimizer state: part 0 master, 1 m, 2 v; [lo, lo+n) of the opt shard. */
+typedef void TrFill(int part, int64_t lo, int64_t n, float *dst, void *ctx);
+typedef void TrSink(int part, int64_t lo, int64_t n, const float *src, void *ctx);
+void tr_state_load(TrFill *fill, void *ctx);   /* sets master, m, v and the working copy */
+void tr_state_store(TrSink *sink, void *ctx);
+void tr_params_init(void);              /* random init or --init-from */
+void tr_export(const char *path);       /* rank 0 writes safetensors (+ config.json) */
+void tr_dump_grads(const char *path);   /* debug: the reduced gradients, fp32, HF names */
+
+/* train_ckpt.c */
+void tr_ckpt_save(const char *dir);
+void tr_ckpt_load(const char *dir);
+
+/* main: fatal error from rank code with a message */
+void tr_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+#endif

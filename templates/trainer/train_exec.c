@@ -1,0 +1,427 @@
+/*
+** train_exec.c — the micro-step executor: runs the plan's op list (zg_micro_ops, or
+** zg_last_micro_ops for the last micro-step of an optimizer step) in order, and nothing else.
+**
+** Parameters reach the kernels as fp32 pointers: the working copy itself with fp32, or an upcast
+** into "stage32" with 16-bit dtypes. Gradients leave the kernels into the module gradient area G
+** (gen/zg_plan.h, GRADIENT FLOW): stages 0/1 with fp32 accumulate straight into "grads"; otherwise
+** each BACKWARD writes G fresh and the plan's GRAD_COPY / REDUCE / WAIT_REDUCE ops move it on.
+** Collectives are started by one op and waited by another, so communication overlaps compute
+** exactly as the schedule lays it out; every rank runs the same list, so collectives always match.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "train.h"
+
+static int gslot[ZG_N_GATHERS > 0 ? ZG_N_GATHERS : 1];   /* slot holding group g now, or -1 */
+static int gslot_ready;
+
+static void slots_init(void)
+{
+    if (gslot_ready) return;
+    for (int i = 0; i < ZG_N_GATHERS; i++) gslot[i] = -1;
+    gslot_ready = 1;
+}
+
+/* ---------------------------------------------------------------------- parameters */
+/* Tensors a module reads: its own, or wte for the tied head. */
+static void module_tensors(int m, int *first, int *n)
+{
+    const ZrModuleRow *mr = &zg_modules[m];
+    if (mr->kind == ZR_MOD_HEAD && mr->n_tensors == 0) { *first = ZG_T_WTE_WEIGHT; *n = 1; }
+    else { *first = mr->first_tensor; *n = mr->n_tensors; }
+}
+
+/* The working-precision copy of tensor t as module m sees it (full tensor, W elements). */
+static void *param_w(int m, int t)
+{
+#if ZG_STAGE == 3
+    if (zg_tensors[t].persistent) return tr_w_at(T.persist, zg_tensors[t].persist_offset);
+    int g = zg_tensors[t].gather;
+    slots_init();
+    if (g < 0 || gslot[g] < 0)
+        tr_die("module %s runs before its parameters (group %d) were gathered", zg_modules[m].name, g);
+    return tr_w_at(T.slot[gslot[g]], zg_tensors[t].gather_offset);
+#else
+    (void)m;
+    return tr_w_at(T.params16, zg_tensors[t].flat_offset);
+#endif
+}
+
+static const float *P[ZG_N_TENSORS];     /* fp32 views for the module being run */
+
+static void load_params(int m)
+{
+    int first, n;
+    module_tensors(m, &first, &n);
+    int64_t base = zg_tensors[first].flat_offset;
+    for (int t = first; t < first + n; t++) {
+        void *w = param_w(m, t);
+#if ZG_MIXED
+        float *dst = T.stage32 + (zg_tensors[t].flat_offset - base);
+        tr_w_to_f32(dst, w, zg_tensors[t].numel);
+        P[t] = dst;
+#else
+        (void)base;
+        P[t] = w;
+#endif
+    }
+}
+
+/* ---------------------------------------------------------------------- gradients */
+static float *Gp[ZG_N_TENSORS];          /* fp32 gradient views for the module being run */
+
+static void prepare_grads(int m)
+{
+    int first, n;
+    module_tensors(m, &first, &n);
+    const ZrModuleRow *mr = &zg_modules[m];
+    int64_t base = zg_tensors[first].flat_offset;
+    int64_t use = zg_tensors[first + n - 1].flat_offset + zg_tensors[first + n - 1].numel - base;
+    int head = mr->kind == ZR_MOD_HEAD && mr->n_tensors == 0;
+#if ZG_STAGE <= 1 && !ZG_MIXED
+    (void)use; (void)head;
+    for (int t = first; t < first + n; t++) Gp[t] = (float *)T.grads + zg_tensors[t].flat_offset;
+#else
+    float *area = ZG_MIXED ? T.stage32 + T.max_use_numel : T.grad_stage;
+    if (head && T.tied_grad) area = T.tied_grad;
+    memset(area, 0, (size_t)use * 4);
+    for (int t = first; t < first + n; t++) Gp[t] = area + (zg_tensors[t].flat_offset - base);
+    /* stages 2/3: the tied head's wte gradient joins embed's own (it completes here) */
+    if (mr->kind == ZR_MOD_EMBED && T.tied_grad)
+        memcpy(Gp[ZG_T_WTE_WEIGHT], T.tied_grad, (size_t)zg_tensors[ZG_T_WTE_WEIGHT].numel * 4);
+#endif
+}
+
+/* Stages 0/1 with a 16-bit dtype: add G into the 16-bit accumulation buffer "grads". */
+static void finish_grads(int m)
+{
+#if ZG_STAGE <= 1 && ZG_MIXED
+    int first, n;
+    module_tensors(m, &first, &n);
+    for (int t = first; t < first + n; t++) {
+        uint16_t *g = tr_w_at(T.grads, zg_tensors[t].flat_offset);
+        const float *s = Gp[t];
+        for (int64_t i = 0; i < zg_tensors[t].numel; i++) {
+            float a;
+            tr_w_to_f32(&a, &g[i], 1);
+            a += s[i];
+            tr_f32_to_w(&g[i], &a, 1);
+        }
+    }
+#else
+    (void)m;
+#endif
+}
+
+void tr_grads_zero(void)
+{
+    if (T.grads) memset(T.grads, 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE);
+    if (T.grad32) memset(T.grad32, 0, (size_t)T.opt_numel * 4);
+}
+
+/* ---------------------------------------------------------------------- modules */
+static void block_views(int first, ZkBlockParams *p, ZkBlockGrads *g)
+{
+    const float *const *q = P + first;
+    float *const *d = Gp + first;
+    p->ln1_w = q[ZG_LT_LN_1_WEIGHT]; p->ln1_b = q[ZG_LT_LN_1_BIAS];
+    p->qkv_w = q[ZG_LT_ATTN_C_ATTN_WEIGHT]; p->qkv_b = q[ZG_LT_ATTN_C_ATTN_BIAS];
+    p->attproj_w = q[ZG_LT_ATTN_C_PROJ_WEIGHT]; p->attproj_b = q[ZG_LT_ATTN_C_PROJ_BIAS];
+    p->ln2_w = q[ZG_LT_LN_2_WEIGHT]; p->ln2_b = q[ZG_LT_LN_2_BIAS];
+    p->fc_w = q[ZG_LT_MLP_C_FC_WEIGHT]; p->fc_b = q[ZG_LT_MLP_C_FC_BIAS];
+    p->fcproj_w = q[ZG_LT_MLP_C_PROJ_WEIGHT]; p->fcproj_b = q[ZG_LT_MLP_C_PROJ_BIAS];
+    if (!g) return;
+    g->ln1_w = d[ZG_LT_LN_1_WEIGHT]; g->ln1_b = d[ZG_LT_LN_1_BIAS];
+    g->qkv_w = d[ZG_LT_ATTN_C_ATTN_WEIGHT]; g->qkv_b = d[ZG_LT_ATTN_C_ATTN_BIAS];
+    g->attproj_w = d[ZG_LT_ATTN_C_PROJ_WEIGHT]; g->attproj_b = d[ZG_LT_ATTN_C_PROJ_BIAS];
+    g->ln2_w = d[ZG_LT_LN_2_WEIGHT]; g->ln2_b = d[ZG_LT_LN_2_BIAS];
+    g->fc_w = d[ZG_LT_MLP_C_FC_WEIGHT]; g->fc_b = d[ZG_LT_MLP_C_FC_BIAS];
+    g->fcproj_w = d[ZG_LT_MLP_C_PROJ_WEIGHT]; g->fcproj_b = d[ZG_LT_MLP_C_PROJ_BIAS];
+}
+
+static void forward(int m)
+{
+    const ZrModuleRow *mr = &zg_modules[m];
+    const ZkDims *d = &T.dims;
+    load_params(m);
+    switch (mr->kind) {
+    case ZR_MOD_EMBED:
+        zk_embed_forward(d, T.inputs, P[ZG_T_WTE_WEIGHT], P[ZG_T_WPE_WEIGHT], &T.acts_v);
+        break;
+    case ZR_MOD_BLOCK: {
+        ZkBlockParams p;
+        block_views(mr->first_tensor, &p, NULL);
+        zk_block_forward(d, mr->layer, &p, &T.acts_v);
+        break;
+    }
+    case ZR_MOD_FINAL_NORM:
+        zk_final_norm_forward(d, P[ZG_T_LN_F_WEIGHT], P[ZG_T_LN_F_BIAS], &T.acts_v);
+        break;
+    case ZR_MOD_HEAD: {
+        int count = 0;
+        float loss = zk_head_forward(d, P[ZG_T_WTE_WEIGHT], T.targets, &T.acts_v, &count);
+        T.loss_sum += loss * (float)count;
+        break;
+    }
+    }
+}
+
+static void backward(int m)
+{
+    const ZrModuleRow *mr = &zg_modules[m];
+    const ZkDims *d = &T.dims;
+    load_params(m);
+    prepare_grads(m);
+    switch (mr->kind) {
+    case ZR_MOD_HEAD:
+        zk_head_backward(d, P[ZG_T_WTE_WEIGHT], Gp[ZG_T_WTE_WEIGHT], T.targets, &T.acts_v,
+                         (float)(T.loss_scale / (double)ZG_TOKENS_PER_STEP));
+        break;
+    case ZR_MOD_FINAL_NORM:
+        zk_final_norm_backward(d, P[ZG_T_LN_F_WEIGHT], Gp[ZG_T_LN_F_WEIGHT], Gp[ZG_T_LN_F_BIAS],
+                               &T.acts_v);
+        break;
+    case ZR_MOD_BLOCK: {
+        ZkBlockParams p;
+        ZkBlockGrads g;
+        block_views(mr->first_tensor, &p, &g);
+        zk_block_backward(d, mr->layer, &p, &g, &T.acts_v);
+        break;
+    }
+    case ZR_MOD_EMBED:
+        zk_embed_backward(d, T.inputs, Gp[ZG_T_WTE_WEIGHT], Gp[ZG_T_WPE_WEIGHT], &T.acts_v);
+        break;
+    }
+    finish_grads(m);
+    T.last_bwd_module = m;
+}
+
+/* ---------------------------------------------------------------------- stage 3 gathers */
+static void param_swap_in(int g, int s)
+{
+    int64_t off = zg_gathers[g].shard_offset, n = zg_gathers[g].shard_numel;
+    if (!T.param_buf[s]) tr_die("plan lacks param_buf_%d for PARAM_SWAP_IN", s);
+    if (T.params_shard) {
+        memcpy(T.param_buf[s], tr_w_at(T.params_shard, off), (size_t)n * ZG_DTYPE_SIZE);
+    } else {
+        ZR_CHECK(zr_nvme_read_async(T.nvme, T.param_buf[s], n * ZG_DTYPE_SIZE,
+                                    T.params_shard_nvme + off * ZG_DTYPE_SIZE, &T.pswap_req[s]));
+    }
+}
+
+static void gather(int g, int s)
+{
+    const ZrGatherRow *gr = &zg_gathers[g];
+    TrReq *q = &T.gather_req[s];
+    const char *src;
+    int64_t src0;
+    if (T.param_buf[s]) {         /* parameters offloaded: PARAM_SWAP_IN brought the span in */
+        if (!T.params_shard && T.pswap_req[s].state == 1) {
+            double t0 = tr_now();
+            if (zr_nvme_wait(T.nvme, &T.pswap_req[s]) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
+            tr_span(ZR_TRACK_IO, "param swap-in wait", t0);
+        }
+        src = T.param_buf[s];
+        src0 = gr->shard_offset;
+    } else {
+        src = T.params_shard;
+        src0 = 0;
+    }
+    if (q->n) tr_die("slot %d gathered again before its previous gather was waited for", s);
+    for (int t = gr->first_tensor; t < gr->first_tensor + gr->n_tensors; t++) {
+        if (zg_tensors[t].persistent) continue;
+        const void *send = src + (zg_tensors[t].shard_offset - src0) * ZG_DTYPE_SIZE;
+        ZR_CHECK(zr_all_gather(T.comm, send, tr_w_at(T.slot[s], zg_tensors[t].gather_offset),
+                               zg_tensors[t].part_numel, ZG_DTYPE, &q->h[q->n]));
+        q->n++;
+    }
+}
+
+/* After the wait, group g's next user reads slot s (a group may be in two slots at once when the
+** prefetch distance reaches its next use, e.g. wte for embed and for the tied head). */
+static void wait_gather(int g, int s)
+{
+    TrReq *q = &T.gather_req[s];
+    double t0 = tr_now();
+    for (int i = 0; i < q->n; i++) ZR_CHECK(zr_coll_wait(T.comm, q->h[i]));
+    q->n = 0;
+    slots_init();
+    gslot[g] = s;
+    tr_span(ZR_TRACK_COMM, "gather", t0);
+}
+
+/* The slot is dead until gathered again: in debug mode it is poisoned with NaN, so a schedule
+** that reads a released slot shows up as a NaN loss. */
+static void release(int g, int s)
+{
+    slots_init();
+    const ZrRegionRow *r = T.slot_row[s];
+    ZR_CHECK(zr_arena_release(T.arena[r->tier], r->offset_bytes, r->bytes));
+    if (gslot[g] == s) gslot[g] = -1;
+}
+
+/* ---------------------------------------------------------------------- gradient buckets */
+/* Stage 3 reduce-scatters into grad32 directly when nothing needs adding (see reduce). */
+#define STAGE3_DIRECT (ZG_GRAD_ACCUM == 1 && !ZG_MIXED)
+
+static void *bucket_buf(int k)
+{
+    int b = zg_buckets[k].buffer;
+    if (b < 0 || b >= T.n_bucket_bufs) tr_die("bucket %d names buffer %d, which the plan lacks", k, b);
+    return T.bucket[b];
+}
+
+static void grad_copy(int k)
+{
+    const ZrBucketRow *br = &zg_buckets[k];
+    char *buf = bucket_buf(k);
+    for (int t = br->first_tensor; t < br->first_tensor + br->n_tensors; t++) {
+        if (zg_tensors[t].module != T.last_bwd_module) continue;
+        const float *g = Gp[t];
+        int64_t numel = zg_tensors[t].numel;
+#if ZG_STAGE == 3
+        int64_t pt = zg_tensors[t].part_numel, chunk = br->padded_numel / T.ws;
+        for (int r = 0; r < T.ws; r++) {
+            char *dst = buf + (r * chunk + zg_tensors[t].bucket_offset) * ZG_DTYPE_SIZE;
+            int64_t lo = r * pt, n = numel - lo < pt ? numel - lo : pt;
+            if (n < 0) n = 0;
+            tr_f32_to_w(dst, g + lo, n);
+            memset(dst + n * ZG_DTYPE_SIZE, 0, (size_t)(pt - n) * ZG_DTYPE_SIZE);
+        }
+#else
+        tr_f32_to_w(buf + zg_tensors[t].bucket_offset * ZG_DTYPE_SIZE, g, numel);
+#endif
+    }
+}
+
+static void reduce(int k)
+{
+    const ZrBucketRow *br = &zg_buckets[k];
+    /* an in-place sum over one rank is the identity: nothing to move (a reduce-scatter is not in
+    ** place, so STAGE3_DIRECT still runs) */
+    if (ZG_WORLD_SIZE == 1 && !(ZG_STAGE == 3 && STAGE3_DIRECT)) { T.reduce_req[k] = NULL; return; }
+#if ZG_STAGE <= 1
+    void *p = tr_w_at(T.grads, br->flat_offset);
+    ZR_CHECK(zr_all_reduce(T.comm, p, p, br->numel, ZG_DTYPE, &T.reduce_req[k]));
+#elif ZG_STAGE == 2
+    void *p = bucket_buf(k);
+    ZR_CHECK(zr_all_reduce(T.comm, p, p, br->numel, ZG_DTYPE, &T.reduce_req[k]));
+#else
+    /* Stage 3, one micro-step of fp32: the reduce-scatter lands straight in grad32, which is zero
+    ** at this point (0 + x is exact, so this equals accumulating). Otherwise the plan has no
+    ** receive buffer, so the whole rank-major bucket is all-reduced in place and chunk `rank` kept:
+    ** libzrt sums every element in rank order in fp32 either way, so the bits are the same. */
+    void *p = bucket_buf(k);
+    if (STAGE3_DIRECT)
+        ZR_CHECK(zr_reduce_scatter(T.comm, p, T.grad32 + zg_tensors[br->first_tensor].shard_offset,
+                                   br->padded_numel / T.ws, ZG_DTYPE, &T.reduce_req[k]));
+    else
+        ZR_CHECK(zr_all_reduce(T.comm, p, p, br->padded_numel, ZG_DTYPE, &T.reduce_req[k]));
+#endif
+}
+
+/* d[i] (+)= W element i of s, for n elements: the widening loop of every gradient hand-over. */
+static void w_into_f32(float *d, const void *s, int64_t n, int add)
+{
+#if ZG_MIXED
+    const uint16_t *h = s;
+    for (int64_t i = 0; i < n; i++) {
+        float x;
+        tr_w_to_f32(&x, &h[i], 1);
+        d[i] = add ? d[i] + x : x;
+    }
+#else
+    const float *f = s;
+    if (!add) { memcpy(d, f, (size_t)n * 4); return; }
+    for (int64_t i = 0; i < n; i++) d[i] += f[i];
+#endif
+}
+
+#if ZG_STAGE <= 2
+/* Adds (or, stages 0/1, copies) this rank's part of reduced flat range [lo, hi) into grad32. */
+static void take_flat_part(const void *src, int64_t lo, int64_t hi, int add)
+{
+    int64_t slo = T.opt_flat0, shi = T.opt_flat0 + T.opt_numel;
+    int64_t a = lo > slo ? lo : slo, b = hi < shi ? hi : shi;
+    if (b <= a) return;
+    w_into_f32(T.grad32 + (a - T.opt_flat0), (const char *)src + (a - lo) * ZG_DTYPE_SIZE, b - a, add);
+}
+#endif
+
+static void wait_reduce(int k)
+{
+    const ZrBucketRow *br = &zg_buckets[k];
+    double t0 = tr_now();
+    ZR_CHECK(zr_coll_wait(T.comm, T.reduce_req[k]));
+    T.reduce_req[k] = NULL;
+    tr_span(ZR_TRACK_COMM, "reduce", t0);
+#if ZG_STAGE <= 1
+    if (T.grad32) take_flat_part(tr_w_at(T.grads, br->flat_offset), br->flat_offset,
+                                 br->flat_offset + br->numel, 0);
+#elif ZG_STAGE == 2
+    take_flat_part(bucket_buf(k), br->flat_offset, br->flat_offset + br->numel, 1);
+#else
+    if (STAGE3_DIRECT) return;
+    int64_t chunk = br->padded_numel / T.ws;
+    const char *s = (const char *)bucket_buf(k) + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
+    w_into_f32(T.grad32 + zg_tensors[br->first_tensor].shard_offset, s, chunk, 1);
+#endif
+}
+
+/* ---------------------------------------------------------------------- the executor */
+static void run_op(const ZrOpRow *op)
+{
+    int a = op->arg;
+    double t0 = tr_now();
+    switch (op->kind) {
+    case ZR_OP_PARAM_SWAP_IN: param_swap_in(a, op->slot); break;
+    case ZR_OP_GATHER: gather(a, op->slot); break;
+    case ZR_OP_WAIT_GATHER: wait_gather(a, op->slot); break;
+    case ZR_OP_RELEASE: release(a, op->slot); break;
+    case ZR_OP_FORWARD:
+        forward(a);
+        tr_span(ZR_TRACK_COMPUTE, zg_modules[a].name, t0);
+        break;
+    case ZR_OP_BACKWARD:
+        if (T.forward_only) break;
+        backward(a);
+        tr_span(ZR_TRACK_COMPUTE, zg_modules[a].name, t0);
+        break;
+    case ZR_OP_REDUCE: if (!T.forward_only) reduce(a); break;
+    case ZR_OP_WAIT_REDUCE: if (!T.forward_only) wait_reduce(a); break;
+    case ZR_OP_GRAD_COPY: if (!T.forward_only) grad_copy(a); break;
+    default:
+        tr_die("op kind %d in a micro-step list", op->kind);
+    }
+}
+
+static void load_batch(const ZrData *d, int64_t step, int micro)
+{
+    ZR_CHECK(zr_data_fill_micro(d, step, ZG_SEQ_LEN, ZG_MICRO_BATCH, ZG_GRAD_ACCUM, T.ws, T.rank,
+                                micro, T.inputs, T.targets));
+}
+
+void tr_exec_micro(int micro, int last)
+{
+    load_batch(&T.data, T.step, micro);
+    const ZrOpRow *ops = last ? zg_last_micro_ops : zg_micro_ops;
+    int n = last ? ZG_N_LAST_MICRO_OPS : ZG_N_MICRO_OPS;
+    for (int i = 0; i < n; i++) run_op(&ops[i]);
+}
+
+float tr_eval_batch(const ZrData *d, int64_t step)
+{
+    float saved = T.loss_sum, sum;
+    T.loss_sum = 0;
+    T.forward_only = 1;
+    for (int micro = 0; micro < ZG_GRAD_ACCUM; micro++) {
+        load_batch(d, step, micro);
+        for (int i = 0; i < ZG_N_LAST_MICRO_OPS; i++) run_op(&zg_last_micro_ops[i]);
+    }
+    T.forward_only = 0;
+    ZR_CHECK(zr_all_reduce(T.comm, &T.loss_sum, &sum, 1, ZR_DT_FP32, NULL));
+    T.loss_sum = saved;
+    return sum / (float)ZG_TOKENS_PER_STEP;
+}

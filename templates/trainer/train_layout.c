@@ -1,0 +1,221 @@
+/*
+** train_layout.c — the plan's memory made real: one arena per tier (sized by the plan, so the
+** device-tier bytes in use are the plan's figure to the byte), every region turned into a pointer
+** at its planned offset, the NVMe tier as one swap file per rank, and the per-tensor offsets that
+** follow from the partition map (gen/zg_plan.h states the rules; they are applied here once, at
+** start-up, never while training).
+*/
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "train.h"
+
+/* ---------------------------------------------------------------------- element type W */
+size_t tr_wsize(void) { return (size_t)ZG_DTYPE_SIZE; }
+
+void *tr_w_at(void *base, int64_t elem)
+{
+    return base ? (char *)base + (size_t)elem * ZG_DTYPE_SIZE : NULL;
+}
+
+void tr_w_to_f32(float *dst, const void *src, int64_t n)
+{
+#if ZG_BF16
+    zr_bf16_to_f32_n(dst, (const uint16_t *)src, n);
+#elif ZG_FP16
+    zr_fp16_to_f32_n(dst, (const uint16_t *)src, n);
+#else
+    if (dst != src) memmove(dst, src, (size_t)n * 4);
+#endif
+}
+
+void tr_f32_to_w(void *dst, const float *src, int64_t n)
+{
+#if ZG_BF16
+    zr_f32_to_bf16_n((uint16_t *)dst, src, n);
+#elif ZG_FP16
+    zr_f32_to_fp16_n((uint16_t *)dst, src, n);
+#else
+    if (dst != src) memmove(dst, src, (size_t)n * 4);
+#endif
+}
+
+/* ---------------------------------------------------------------------- regions */
+static const ZrRegionRow *find_region(const char *name)
+{
+    for (int i = 0; i < ZG_N_REGIONS; i++)
+        if (zg_regions[i].name && strcmp(zg_regions[i].name, name) == 0) return &zg_regions[i];
+    return NULL;
+}
+
+/* Pointer to region `name`, or NULL when the plan has none (or it lives on NVMe: *nvme_off). */
+static void *region(const char *name, int64_t *nvme_off, int64_t *bytes)
+{
+    const ZrRegionRow *r = find_region(name);
+    if (nvme_off) *nvme_off = -1;
+    if (bytes) *bytes = r ? r->bytes : 0;
+    if (!r) return NULL;
+    if (r->tier == ZR_TIER_NVME) {
+        if (!nvme_off) tr_die("region %s is on NVMe where the trainer needs memory", name);
+        *nvme_off = r->offset_bytes;
+        return NULL;
+    }
+    void *p = zr_arena_at(T.arena[r->tier], r->offset_bytes, r->bytes);
+    ZR_CHECK_PTR(p);
+    return p;
+}
+
+void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off)
+{
+    if (!T.nvme) tr_die("internal: NVMe I/O without a swap file");
+    int rc = write ? zr_nvme_write(T.nvme, buf, bytes, off) : zr_nvme_read(T.nvme, buf, bytes, off);
+    if (rc < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
+}
+
+/* mkdir -p: the nvme_path of a DeepSpeed config names a directory that may not exist yet. */
+static void make_dirs(const char *dir)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *c = p + 1; *c; c++)
+        if (*c == '/') { *c = 0; mkdir(p, 0755); *c = '/'; }
+    mkdir(p, 0755);
+}
+
+static void open_swap_file(void)
+{
+    const char *dir = getenv("ZG_NVME_DIR");
+    if (!dir || !*dir) dir = ZG_OFFLOAD_OPTIMIZER == ZG_OFFLOAD_NVME ? ZG_OPT_NVME_PATH : ZG_PARAM_NVME_PATH;
+    if (!dir || !*dir) dir = ".";
+    make_dirs(dir);
+    snprintf(T.nvme_path, sizeof T.nvme_path, "%s/zgen_%s_rank%d.swp", dir, ZG_NAME, T.rank);
+    ZrNvmeCfg cfg = {ZG_AIO_BLOCK_SIZE, ZG_AIO_QUEUE_DEPTH, ZR_NVME_F_UNLINK};
+    ZR_CHECK(zr_nvme_open(&T.nvme, T.nvme_path, ZG_TIER_BYTES_NVME, &cfg));
+}
+
+/* ---------------------------------------------------------------------- derived offsets */
+static void derive(void)
+{
+#if ZG_STAGE == 3
+    T.opt_numel = ZG_PART_NUMEL;
+    T.opt_flat0 = 0;
+#elif ZG_STAGE == 0
+    T.opt_numel = ZG_PADDED_NUMEL;
+    T.opt_flat0 = 0;
+#else
+    T.opt_numel = ZG_PART_NUMEL;
+    T.opt_flat0 = (int64_t)T.rank * ZG_PART_NUMEL;
+#endif
+    for (int i = 0; i < ZG_N_TENSORS; i++) {
+        const ZrTensorRow *r = &zg_tensors[i];
+        TrTensor *d = &T.t[i];
+        if (ZG_STAGE == 3) {          /* slice `rank` of the padded tensor, padding included */
+            d->opt_lo = r->shard_offset;
+            d->opt_hi = r->shard_offset + r->part_numel;
+            d->opt_src = (int64_t)T.rank * r->part_numel;
+        } else {                      /* the tensor's overlap with this rank's flat partition */
+            int64_t lo = r->flat_offset, hi = r->flat_offset + r->numel;
+            int64_t slo = T.opt_flat0, shi = T.opt_flat0 + T.opt_numel;
+            if (lo < slo) lo = slo;
+            if (hi > shi) hi = shi;
+            if (hi < lo) hi = lo;
+            d->opt_lo = lo - T.opt_flat0;
+            d->opt_hi = hi - T.opt_flat0;
+            d->opt_src = lo - r->flat_offset;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------- init */
+void tr_layout_init(void)
+{
+    const int64_t tier_bytes[ZR_NTIERS] = {ZG_TIER_BYTES_DEVICE, ZG_TIER_BYTES_PINNED,
+                                           ZG_TIER_BYTES_HOST, ZG_TIER_BYTES_NVME};
+#if defined(ZR_DEBUG) && ZR_DEBUG
+    zr_mem_set_debug(1);          /* make DEBUG=1: guards, NaN fill, released slots poisoned */
+#endif
+    zr_pinned_budget(ZG_TIER_BYTES_PINNED);
+    for (int tier = 0; tier < ZR_TIER_NVME; tier++)
+        if (tier_bytes[tier] > 0)
+            ZR_CHECK(zr_arena_create(&T.arena[tier], (ZrTier)tier, tier_bytes[tier], zg_regions,
+                                     ZG_N_REGIONS));
+    if (tier_bytes[ZR_TIER_NVME] > 0) open_swap_file();
+
+    char name[64];
+    int64_t bytes;
+    T.params16 = region("params16", NULL, NULL);
+    T.params_shard = region("params_shard", &T.params_shard_nvme, NULL);
+    T.persist = region("persist", NULL, NULL);
+    for (int s = 0; s < ZG_N_GATHER_SLOTS && s < TR_MAX_SLOTS; s++) {
+        snprintf(name, sizeof name, "gather_slot_%d", s);
+        T.slot[s] = region(name, NULL, NULL);
+        T.slot_row[s] = find_region(name);
+        snprintf(name, sizeof name, "param_buf_%d", s);
+        T.param_buf[s] = region(name, NULL, NULL);
+    }
+    T.param_wb = region("param_wb", NULL, NULL);
+    T.grads = region("grads", NULL, NULL);
+    for (int b = 0; b < TR_MAX_BUFS; b++) {
+        snprintf(name, sizeof name, "bucket_%d", b);
+        if (!(T.bucket[b] = region(name, NULL, NULL))) break;
+        T.n_bucket_bufs = b + 1;
+    }
+    T.grad32 = region("grad32", NULL, NULL);
+    T.master = region("master", &T.master_nvme, NULL);
+    T.adam_m = region("adam_m", &T.adam_m_nvme, NULL);
+    T.adam_v = region("adam_v", &T.adam_v_nvme, NULL);
+    for (int b = 0; b < TR_MAX_BUFS; b++) {
+        snprintf(name, sizeof name, "opt_buf_%d", b);
+        if (!(T.opt_buf[b] = region(name, NULL, &bytes))) break;
+        T.n_opt_bufs = b + 1;
+        T.opt_buf_part = bytes / 12;
+    }
+    T.stage32 = region("stage32", NULL, &bytes);
+    if (T.stage32) T.max_use_numel = bytes / 8;
+    T.grad_stage = region("grad_stage", NULL, NULL);
+    T.tied_grad = region("tied_grad", NULL, NULL);
+    T.acts = region("acts", NULL, NULL);
+    T.scratch = region("scratch", NULL, NULL);
+    if (!T.acts || !T.scratch) tr_die("the plan has no \"acts\"/\"scratch\" regions");
+
+    derive();
+
+    /* the kernels' activations: the plan's regions must hold the layout gpt2_host.h fixes */
+    ZkDims *d = &T.dims;
+    d->B = ZG_MICRO_BATCH; d->T = ZG_SEQ_LEN; d->C = ZG_D_MODEL; d->NH = ZG_N_HEADS;
+    d->F = ZG_D_FF; d->V = ZG_VOCAB_SIZE; d->L = ZG_N_LAYERS; d->eps = (float)ZG_NORM_EPS;
+    int64_t ab, sb;
+    region("acts", NULL, &ab);
+    region("scratch", NULL, &sb);
+    if ((int64_t)zk_acts_floats(d) * 4 > ab || (int64_t)zk_scratch_floats(d) * 4 > sb)
+        tr_die("plan regions acts/scratch (%lld/%lld bytes) are smaller than the kernels need "
+               "(%zu/%zu): regenerate with a matching zgen", (long long)ab, (long long)sb,
+               zk_acts_floats(d) * 4, zk_scratch_floats(d) * 4);
+    zk_acts_carve(d, T.acts, T.scratch, &T.acts_v);
+
+    /* what each configuration needs: a plan without it cannot be run */
+    if (!ZG_TIE_EMBEDDINGS)
+        tr_die("this trainer supports GPT-2's tied lm_head only (tie_embeddings: true)");
+    if (ZG_STAGE < 3 && !T.params16) tr_die("plan lacks region params16");
+    if (ZG_STAGE == 3 && !T.params_shard && T.params_shard_nvme < 0)
+        tr_die("plan lacks region params_shard");
+    if (ZG_STAGE <= 1 && !T.grads) tr_die("plan lacks region grads");
+    if (ZG_STAGE >= 2 && (!T.grad32 || T.n_bucket_bufs == 0))
+        tr_die("plan lacks regions grad32 / bucket_0");
+    if (ZG_MIXED && !T.stage32) tr_die("plan lacks region stage32");
+    if (!ZG_MIXED && ZG_STAGE >= 2 && !T.grad_stage) tr_die("plan lacks region grad_stage");
+    if (ZG_N_GATHER_SLOTS > TR_MAX_SLOTS) tr_die("more gather slots than this trainer supports");
+}
+
+void tr_layout_free(void)
+{
+    if (T.nvme) ZR_CHECK(zr_nvme_close(T.nvme));
+    for (int tier = 0; tier < ZR_NTIERS; tier++) {
+        if (!T.arena[tier]) continue;
+        ZR_CHECK(zr_arena_check(T.arena[tier]));
+        zr_arena_destroy(T.arena[tier]);
+    }
+}

@@ -1,0 +1,224 @@
+/*
+** train_main.c — the trainer's entry point: DESIGN.md's command line, the world-size check, setup
+** (arenas, data, schedule state, init or resume), the step loop (micro-steps, then the optimizer
+** step), the JSONL log, progress on stderr, --trace, --save/--save-every, --export.
+**
+**   train --data FILE [--val FILE] [--steps N] [--log FILE.jsonl] [--init-from F.safetensors]
+**         [--export F.safetensors] [--save DIR] [--save-every K] [--resume DIR] [--trace FILE.json]
+**         [--threads N] [--dump-grads F.safetensors] [--quiet]
+** Launch with mpirun -np <the plan's world size>; ZG_NVME_DIR overrides the swap-file directory.
+*/
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "train.h"
+
+Trainer T;
+
+void tr_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fflush(stdout);
+    fprintf(stderr, "train (rank %d): error: ", T.rank);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+double tr_now(void) { return T.trace ? zr_trace_now_us() : 0; }
+
+void tr_span(int track, const char *name, double t0)
+{
+    if (T.trace) zr_trace_span(T.trace, track, name, t0);
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: train --data FILE [--val FILE] [--steps N] [--log FILE.jsonl]\n"
+            "             [--init-from F.safetensors] [--export F.safetensors] [--save DIR]\n"
+            "             [--save-every K] [--resume DIR] [--trace FILE.json] [--threads N]\n"
+            "             [--dump-grads F.safetensors] [--quiet]\n"
+            "plan %s: %d ranks, ZeRO stage %d, %s, micro-batch %d x %d steps of accumulation\n",
+            ZG_NAME, ZG_WORLD_SIZE, ZG_STAGE, ZG_DTYPE_NAME, ZG_MICRO_BATCH, ZG_GRAD_ACCUM);
+    exit(2);
+}
+
+static void parse_args(int argc, char **argv, TrArgs *a)
+{
+    memset(a, 0, sizeof *a);
+    a->steps = 10;
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i];
+        if (strcmp(k, "--quiet") == 0) { a->quiet = 1; continue; }
+        if (strcmp(k, "--help") == 0 || i + 1 >= argc) usage();
+        const char *v = argv[++i];
+        if (strcmp(k, "--data") == 0) a->data = v;
+        else if (strcmp(k, "--val") == 0) a->val = v;
+        else if (strcmp(k, "--steps") == 0) a->steps = atoll(v);
+        else if (strcmp(k, "--log") == 0) a->log = v;
+        else if (strcmp(k, "--init-from") == 0) a->init_from = v;
+        else if (strcmp(k, "--export") == 0) a->export_path = v;
+        else if (strcmp(k, "--save") == 0) a->save = v;
+        else if (strcmp(k, "--save-every") == 0) a->save_every = atoll(v);
+        else if (strcmp(k, "--resume") == 0) a->resume = v;
+        else if (strcmp(k, "--trace") == 0) a->trace = v;
+        else if (strcmp(k, "--threads") == 0) a->threads = atoi(v);
+        else if (strcmp(k, "--dump-grads") == 0) a->dump_grads = v;
+        else { fprintf(stderr, "train: unknown option %s\n", k); usage(); }
+    }
+    if (!a->data) usage();
+}
+
+static void setup_schedules(void)
+{
+    ZrLrSched *s = &T.lr;
+    zr_lr_defaults(s, ZG_SCHED_KIND, ZG_LR);
+    s->warmup_min_lr = ZG_WARMUP_MIN_LR;
+    s->warmup_max_lr = ZG_WARMUP_MAX_LR;
+    s->warmup_num_steps = ZG_WARMUP_NUM_STEPS;
+    s->warmup_type = ZG_WARMUP_TYPE;
+    s->total_num_steps = ZG_TOTAL_NUM_STEPS;
+    s->warmup_min_ratio = ZG_WARMUP_MIN_RATIO;
+    s->cos_min_ratio = ZG_COS_MIN_RATIO;
+    if (zr_lr_check(s) < 0) tr_die("scheduler: %s", zr_train_error());
+    ZrScalerConfig c;
+    zr_scaler_defaults(&c);
+    c.loss_scale = ZG_LOSS_SCALE;
+    c.initial_scale_power = ZG_INITIAL_SCALE_POWER;
+    c.loss_scale_window = ZG_LOSS_SCALE_WINDOW;
+    c.hysteresis = ZG_HYSTERESIS;
+    c.consecutive_hysteresis = ZG_CONSECUTIVE_HYSTERESIS;
+    c.min_loss_scale = ZG_MIN_LOSS_SCALE;
+    ZR_CHECK(zr_scaler_init(&T.scaler, &c));
+}
+
+static void mem_text(char *buf, size_t cap)
+{
+    const double G = 1024.0 * 1024.0;
+    snprintf(buf, cap, "dev %.1f MiB pinned %.1f MiB host %.1f MiB nvme %.1f MiB",
+             ZG_TIER_BYTES_DEVICE / G, ZG_TIER_BYTES_PINNED / G, ZG_TIER_BYTES_HOST / G,
+             ZG_TIER_BYTES_NVME / G);
+}
+
+static void setup(int argc, char **argv)
+{
+    parse_args(argc, argv, &T.a);
+    ZR_CHECK(zr_comm_create(&T.comm));
+    T.rank = zr_comm_rank(T.comm);
+    T.ws = zr_comm_world(T.comm);
+    if (T.ws != ZG_WORLD_SIZE) {
+        if (T.rank == 0)
+            fprintf(stderr, "train: error: this trainer was generated for %d ranks (plan %s) but was "
+                    "launched on %d.\n---> HINT: launch with mpirun -np %d, or regenerate the plan "
+                    "for this world size: bin/zgen %s --world-size %d\n", ZG_WORLD_SIZE, ZG_NAME,
+                    T.ws, ZG_WORLD_SIZE, ZG_SPEC, T.ws);
+        zr_comm_destroy(T.comm);
+        exit(2);
+    }
+    ZrEnv env;
+    char err[256];
+    T.local_world = zr_env_from_mpi(&env, err, sizeof err) == 0 && env.local_world > 0
+                    ? env.local_world : 1;
+    int threads = T.a.threads;
+    if (threads <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = (int)(cores / T.local_world);
+        if (threads < 1) threads = 1;
+    }
+    if (zk_threads_init(threads) && T.rank == 0 && !T.a.quiet)
+        fprintf(stderr, "train: note: OMP_WAIT_POLICY is not PASSIVE; spinning OpenMP threads slow "
+                "OpenBLAS down (export OMP_WAIT_POLICY=PASSIVE)\n");
+    if (zr_data_open(&T.data, T.a.data, ZG_SEQ_LEN) < 0 ||
+        zr_data_check_vocab(&T.data, ZG_VOCAB_SIZE) < 0)
+        tr_die("--data: %s", zr_train_error());
+    if (T.a.val && (zr_data_open(&T.val, T.a.val, ZG_SEQ_LEN) < 0 ||
+                    zr_data_check_vocab(&T.val, ZG_VOCAB_SIZE) < 0))
+        tr_die("--val: %s", zr_train_error());
+    tr_layout_init();
+    if (T.rank == 0 && !T.a.quiet) {
+        fprintf(stderr, "train: plan %s, %d ranks, ZeRO-%d, %s; arenas per rank (bytes):", ZG_NAME,
+                T.ws, ZG_STAGE, ZG_DTYPE_NAME);
+        static const char *const tier[ZR_NTIERS] = {"device", "pinned", "host", "nvme"};
+        for (int t = 0; t < ZR_TIER_NVME; t++)
+            fprintf(stderr, " %s %lld", tier[t], (long long)(T.arena[t] ? zr_arena_bytes(T.arena[t]) : 0));
+        fprintf(stderr, " nvme %lld%s\n", (long long)ZG_TIER_BYTES_NVME,
+                zr_mem_debug() ? " (ZR_DEBUG_MEM: guards and poisoning on)" : "");
+    }
+    setup_schedules();
+    if (T.a.resume) tr_ckpt_load(T.a.resume);
+    else tr_params_init();
+    if (T.a.trace) {
+        char path[1100];
+        double origin = zr_trace_now_us();
+        ZR_CHECK(zr_broadcast(T.comm, &origin, 2, ZR_DT_FP32, 0, NULL));   /* 8 bytes */
+        ZR_CHECK(zr_trace_rank_path(path, sizeof path, T.a.trace, T.rank));
+        ZR_CHECK(zr_trace_open(&T.trace, path, T.rank, 1 << 20, origin));
+    }
+}
+
+static void finish(void)
+{
+    if (T.trace) {
+        ZR_CHECK(zr_trace_close(T.trace));
+        T.trace = NULL;
+        ZR_CHECK(zr_barrier(T.comm, NULL));
+        if (T.rank == 0) ZR_CHECK(zr_trace_merge(T.a.trace, T.ws));
+    }
+    tr_layout_free();
+    zr_data_close(&T.data);
+    if (T.a.val) zr_data_close(&T.val);
+    zr_comm_destroy(T.comm);
+}
+
+int main(int argc, char **argv)
+{
+    setup(argc, argv);
+    ZrLog lg = {0};
+    if (T.rank == 0 && T.a.log && zr_log_open(&lg, T.a.log, T.a.resume != NULL) < 0)
+        tr_die("--log: %s", zr_train_error());
+    char mem[160];
+    mem_text(mem, sizeof mem);
+    int64_t first = T.step;
+    while (T.step < T.a.steps) {
+        double t0 = zr_trace_now_us();
+        zr_comm_set_step(T.comm, T.step);
+        tr_grads_zero();
+        T.loss_sum = 0;
+        T.loss_scale = ZG_FP16 ? T.scaler.scale : 1.0;
+        double lr = zr_lr_at(&T.lr, T.applied);
+        int64_t skipped = T.scaler.skipped;
+        for (int micro = 0; micro < ZG_GRAD_ACCUM; micro++)
+            tr_exec_micro(micro, micro == ZG_GRAD_ACCUM - 1);
+        if (T.a.dump_grads && T.step == first) tr_dump_grads(T.a.dump_grads);
+        tr_optim_step();
+        T.step++;
+        ZrLogStep ls = {0};
+        ls.step = T.step - 1;
+        ls.loss = T.loss_sum / (double)ZG_TOKENS_PER_STEP;
+        ls.lr = lr;
+        ls.grad_norm = T.grad_norm;
+        ls.loss_scale = T.loss_scale;
+        ls.skipped = T.scaler.skipped != skipped;
+        ls.ms = (zr_trace_now_us() - t0) / 1000.0;
+        ls.tokens_per_s = ZG_TOKENS_PER_STEP / (ls.ms / 1000.0);
+        if (T.a.val && T.step == T.a.steps) {
+            ls.has_val = 1;
+            ls.val_loss = tr_eval_batch(&T.val, 0);
+        }
+        if (T.rank == 0) {
+            if (T.a.log && zr_log_step(&lg, &ls) < 0) tr_die("--log: %s", zr_train_error());
+            if (!T.a.quiet) zr_progress(stderr, &ls, T.a.steps, mem);
+        }
+        if (T.a.save && T.a.save_every > 0 && T.step % T.a.save_every == 0) tr_ckpt_save(T.a.save);
+    }
+    if (T.a.save && (T.a.save_every <= 0 || T.step % T.a.save_every != 0)) tr_ckpt_save(T.a.save);
+    if (T.a.export_path) tr_export(T.a.export_path);
+    if (T.rank == 0 && T.a.log) zr_log_close(&lg);
+    finish();
+    return 0;
+}

@@ -1,0 +1,268 @@
+/*
+** train_optim.c — the optimizer step, after the last micro-step of a step: the global gradient norm
+** (over each rank's owned shard, summed across ranks), DeepSpeed's clipping and fp16 loss-scale
+** rules, then the plan's step list: SWAP_IN / OPTIMIZER / SWAP_OUT per sub-group and the parameter
+** all-gather. Adam runs on the owned fp32 master wherever the plan put it (device, CPU or an NVMe
+** staging buffer): the same zr_adam_step over the same elements in the same order, so the offload
+** choice never changes a bit. Weight decay applies to tensors of two or more dimensions only, so a
+** sub-group is cut into runs of whole tensor pieces.
+*/
+#include <math.h>
+#include <string.h>
+
+#include "train.h"
+
+/* ---------------------------------------------------------------------- where the state is */
+/* Gradient of opt-shard element `i` (W when read from "grads", fp32 from grad32). */
+static const void *grad_at(int64_t i, ZrDtype *dt)
+{
+    if (T.grad32) { *dt = ZR_DT_FP32; return T.grad32 + i; }
+    *dt = (ZrDtype)ZG_DTYPE;
+    return tr_w_at(T.grads, T.opt_flat0 + i);
+}
+
+/* The working-precision home of opt-shard element i (NULL when it is on NVMe). */
+static void *home_at(int64_t i)
+{
+    if (ZG_STAGE == 3) return tr_w_at(T.params_shard, i);
+    return tr_w_at(T.params16, T.opt_flat0 + i);
+}
+
+/* fp32 master of opt-shard element i when it lives in memory: "master", or with fp32 and no
+** offload the working parameters themselves. */
+static float *master_at(int64_t i)
+{
+    if (T.master) return T.master + i;
+    if (T.master_nvme >= 0) return NULL;
+    return (float *)home_at(i);
+}
+
+/* ---------------------------------------------------------------------- NVMe sub-group staging */
+static float *buf_part(int b, int part) { return (float *)T.opt_buf[b] + part * T.opt_buf_part; }
+
+static int64_t nvme_off(int k, int part)
+{
+    const ZrSubGroupRow *sg = &zg_subgroups[k];
+    int64_t base = part == 0 ? T.master_nvme : part == 1 ? T.adam_m_nvme : T.adam_v_nvme;
+    return base + (sg->nvme_offset_bytes >= 0 ? sg->nvme_offset_bytes : sg->shard_offset * 4);
+}
+
+static void wait_buf(int b)
+{
+    for (int part = 0; part < 3; part++) {
+        if (T.opt_req[b][part].state != 1) continue;
+        if (zr_nvme_wait(T.nvme, &T.opt_req[b][part]) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
+    }
+}
+
+static int sg_buffer(int k)
+{
+    int b = zg_subgroups[k].buffer;
+    if (b < 0 || b >= T.n_opt_bufs) tr_die("sub-group %d names staging buffer %d, absent", k, b);
+    return b;
+}
+
+static void swap_in(int k)
+{
+    if (T.master_nvme < 0) return;            /* optimizer state in memory: nothing to bring in */
+    int b = sg_buffer(k);
+    double t0 = tr_now();
+    wait_buf(b);                              /* its previous sub-group's write-back */
+    int64_t bytes = zg_subgroups[k].numel * 4;
+    for (int part = 0; part < 3; part++)
+        ZR_CHECK(zr_nvme_read_async(T.nvme, buf_part(b, part), bytes, nvme_off(k, part),
+                                    &T.opt_req[b][part]));
+    tr_span(ZR_TRACK_IO, "swap-in", t0);
+}
+
+static void swap_out(int k)
+{
+    if (T.master_nvme < 0) return;
+    int b = sg_buffer(k);
+    int64_t bytes = zg_subgroups[k].numel * 4;
+    for (int part = 0; part < 3; part++)
+        ZR_CHECK(zr_nvme_write_async(T.nvme, buf_part(b, part), bytes, nvme_off(k, part),
+                                     &T.opt_req[b][part]));
+}
+
+/* ---------------------------------------------------------------------- Adam on one sub-group */
+static void optimizer(int k, double lr)
+{
+    const ZrSubGroupRow *sg = &zg_subgroups[k];
+    int64_t s0 = sg->shard_offset, s1 = sg->shard_offset + sg->numel;
+    float *p, *m, *v;
+    double t0 = tr_now();
+    if (T.master_nvme >= 0) {
+        int b = sg_buffer(k);
+        wait_buf(b);
+        p = buf_part(b, 0) - s0; m = buf_part(b, 1) - s0; v = buf_part(b, 2) - s0;
+    } else if (!master_at(0)) {
+        /* fp32 with the parameters on NVMe and no separate master: the parameters are the master;
+        ** the sub-group comes in through the write-back buffer and goes back from it */
+        if (T.wb_req.state == 1 && zr_nvme_wait(T.nvme, &T.wb_req) < 0)
+            tr_die("%s", zr_nvme_strerror(T.nvme));
+        tr_nvme_rw(0, T.param_wb, sg->numel * 4, T.params_shard_nvme + s0 * 4);
+        p = (float *)T.param_wb - s0; m = T.adam_m; v = T.adam_v;
+    } else {
+        p = master_at(0); m = T.adam_m; v = T.adam_v;
+    }
+    /* 16-bit copy of the result: straight to its home, or to the NVMe write-back buffer */
+    int separate = T.master || T.master_nvme >= 0;
+    int in_wb = !separate && ZG_STAGE == 3 && !T.params_shard;
+    char *home = NULL;
+    if (separate) {
+        if (ZG_STAGE == 3 && !T.params_shard) {
+            if (T.wb_req.state == 1 && zr_nvme_wait(T.nvme, &T.wb_req) < 0)
+                tr_die("%s", zr_nvme_strerror(T.nvme));
+            home = (char *)T.param_wb - s0 * ZG_DTYPE_SIZE;
+        } else {
+            home = home_at(0);
+        }
+    }
+    ZrAdamCfg c = {(float)lr, (float)ZG_BETA1, (float)ZG_BETA2, (float)ZG_EPS, 0.0f, ZG_ADAM_W_MODE,
+                   T.applied + 1, T.grad_scale};
+    for (int t = 0; t < ZG_N_TENSORS; t++) {
+        int64_t lo = T.t[t].opt_lo > s0 ? T.t[t].opt_lo : s0;
+        int64_t hi = T.t[t].opt_hi < s1 ? T.t[t].opt_hi : s1;
+        if (hi <= lo) continue;
+        ZrDtype gdt;
+        const void *g = grad_at(lo, &gdt);
+        c.weight_decay = zg_tensors[t].decay ? (float)ZG_WEIGHT_DECAY : 0.0f;
+        void *p16 = ZG_MIXED && home ? home + lo * ZG_DTYPE_SIZE : NULL;
+        ZR_CHECK(zr_adam_step(&c, p + lo, m + lo, v + lo, g, gdt, p16, (ZrDtype)ZG_DTYPE, hi - lo));
+        if (!ZG_MIXED && home) memcpy(home + lo * 4, p + lo, (size_t)(hi - lo) * 4);
+    }
+    if ((separate || in_wb) && ZG_STAGE == 3 && !T.params_shard)
+        ZR_CHECK(zr_nvme_write_async(T.nvme, T.param_wb, sg->numel * ZG_DTYPE_SIZE,
+                                     T.params_shard_nvme + s0 * ZG_DTYPE_SIZE, &T.wb_req));
+    tr_span(ZR_TRACK_COMPUTE, "adam", t0);
+}
+
+/* ---------------------------------------------------------------------- parameter gathers */
+#if ZG_STAGE == 3
+/* Stage 3: every rank writes its slices of the persistent tensors into an all-zero "persist" and
+** one all-reduce sums them (x + 0 is exact), so no staging buffer is needed for padded slices. */
+static void regather_persistent(void)
+{
+    int64_t numel = 0;
+    for (int t = 0; t < ZG_N_TENSORS; t++)
+        if (zg_tensors[t].persistent) numel = zg_tensors[t].persist_offset + zg_tensors[t].numel;
+    if (numel == 0) return;
+    /* shard on NVMe: the last sub-group's write-back must land before its slices are read */
+    if (!T.params_shard && T.wb_req.state == 1 && zr_nvme_wait(T.nvme, &T.wb_req) < 0)
+        tr_die("%s", zr_nvme_strerror(T.nvme));
+    memset(T.persist, 0, (size_t)numel * ZG_DTYPE_SIZE);
+    for (int t = 0; t < ZG_N_TENSORS; t++) {
+        const ZrTensorRow *r = &zg_tensors[t];
+        if (!r->persistent) continue;
+        int64_t lo = (int64_t)T.rank * r->part_numel, n = r->numel - lo;
+        if (n > r->part_numel) n = r->part_numel;
+        if (n <= 0) continue;
+        const char *src;
+        if (T.params_shard) {
+            src = tr_w_at(T.params_shard, r->shard_offset);
+        } else {                              /* shard on NVMe: read the slice in place */
+            tr_nvme_rw(0, tr_w_at(T.persist, r->persist_offset + lo), n * ZG_DTYPE_SIZE,
+                       T.params_shard_nvme + r->shard_offset * ZG_DTYPE_SIZE);
+            continue;
+        }
+        memcpy(tr_w_at(T.persist, r->persist_offset + lo), src, (size_t)n * ZG_DTYPE_SIZE);
+    }
+    ZR_CHECK(zr_all_reduce(T.comm, T.persist, T.persist, numel, (ZrDtype)ZG_DTYPE, NULL));
+}
+#endif
+
+static void allgather_params(void)
+{
+    double t0 = tr_now();
+#if ZG_STAGE == 3
+    regather_persistent();
+#elif ZG_STAGE >= 1
+    ZR_CHECK(zr_all_gather(T.comm, tr_w_at(T.params16, T.opt_flat0), T.params16, ZG_PART_NUMEL,
+                           (ZrDtype)ZG_DTYPE, NULL));
+#endif
+    tr_span(ZR_TRACK_COMM, "allgather params", t0);
+}
+
+/* ---------------------------------------------------------------------- the step */
+/* Sum of squares of this rank's owned gradient (double accumulation, fixed order). */
+static double owned_sumsq(void)
+{
+    double s = 0;
+    for (int t = 0; t < ZG_N_TENSORS; t++) {
+        int64_t lo = T.t[t].opt_lo, n = T.t[t].opt_hi - lo;
+        ZrDtype dt;
+        const void *g = grad_at(lo, &dt);
+        for (int64_t i = 0; i < n; i++) {
+            float x;
+            if (dt == ZR_DT_FP32) x = ((const float *)g)[i];
+            else tr_w_to_f32(&x, (const char *)g + i * ZG_DTYPE_SIZE, 1);
+            s += (double)x * x;
+        }
+    }
+    return s;
+}
+
+static void run_step_op(const ZrOpRow *op, double lr)
+{
+    switch (op->kind) {
+    case ZR_OP_SWAP_IN: swap_in(op->arg); break;
+    case ZR_OP_OPTIMIZER: optimizer(op->arg, lr); break;
+    case ZR_OP_SWAP_OUT: swap_out(op->arg); break;
+    case ZR_OP_ALLGATHER_PARAMS: allgather_params(); break;
+    default: tr_die("op kind %d in the optimizer step list", op->kind);
+    }
+}
+
+void tr_optim_step(void)
+{
+    /* one all-reduce carries the squared norm and the loss; stage 0 ranks hold identical full
+    ** gradients, so only rank 0 contributes its norm there (x + 0 is exact) */
+    double t0 = tr_now();
+    float local[2] = {(float)((ZG_STAGE == 0 && T.rank != 0) ? 0.0 : owned_sumsq()), T.loss_sum};
+    float global[2];
+    ZR_CHECK(zr_all_reduce(T.comm, local, global, 2, ZR_DT_FP32, NULL));
+    tr_span(ZR_TRACK_COMPUTE, "grad norm", t0);
+    T.loss_sum = global[1];
+    int overflow = !isfinite(global[0]);
+    T.grad_norm = sqrt((double)global[0]) / T.loss_scale;
+    int skip = 0;
+#if ZG_FP16
+    ZR_CHECK(zr_scaler_update(&T.scaler, overflow, &skip));
+#else
+    (void)overflow;
+#endif
+    if (skip) return;
+    /* DeepSpeed: combined = scale * max(1, (norm + 1e-6) / clip), gradients times 1/combined */
+    double combined = T.loss_scale;
+    if (ZG_GRADIENT_CLIPPING > 0) {
+        double c = (T.grad_norm + 1e-6) / ZG_GRADIENT_CLIPPING;
+        if (c > 1) combined *= c;
+    }
+    T.grad_scale = (float)(1.0 / combined);
+    double lr = zr_lr_at(&T.lr, T.applied);
+    for (int i = 0; i < ZG_N_STEP_OPS; i++) run_step_op(&zg_step_ops[i], lr);
+    if (T.nvme) {
+        t0 = tr_now();
+        if (zr_nvme_wait_all(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
+        tr_span(ZR_TRACK_IO, "swap-out wait", t0);
+    }
+    T.applied++;
+}
+
+/* ---------------------------------------------------------------------- whole-shard access */
+float *tr_opt_state_at(int part, int64_t i)
+{
+    if (part == 0) return master_at(i);
+    return (part == 1 ? T.adam_m : T.adam_v) + i;
+}
+
+void tr_opt_shard_grads(float *dst)
+{
+    ZrDtype dt;
+    const void *g = grad_at(0, &dt);
+    if (dt == ZR_DT_FP32) memcpy(dst, g, (size_t)T.opt_numel * 4);
+    else tr_w_to_f32(dst, g, T.opt_numel);
+}
+
+void tr_params_gather(void) { allgather_params(); }

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# t_matrix.sh — the equivalence matrix of the emitted trainer: ZeRO stages 0-3 x optimizer offload
+# none/cpu/nvme x parameter offload none/cpu/nvme (stage 3) x world sizes 1, 2, 3, 4, three steps
+# each on a tiny GPT-2 (global batch 12 whatever the world size, accumulation 2 or 3 micro-steps).
+#   - for each (stage, world size), every offload choice gives bit-identical losses and gradient
+#     norms (the logged %.9g values of fp32 sums) and exported weights (cmp of the safetensors);
+#   - every run's losses are within 1e-5 relative of stage 0 on 1 rank, and its exported weights
+#     within 1e-4 (relative norm per tensor): the reduction order differs between stages and world
+#     sizes, and Adam's m/sqrt(v) turns a rounding-level change of a near-zero gradient into a
+#     change of up to lr in the update, so weights drift further apart than losses.
+# Every trainer is a debug build (make DEBUG=1, and ZR_DEBUG_MEM=1): arenas get guard bytes that
+# are checked at exit, memory starts as NaN and released gather slots are poisoned with NaN, so a
+# schedule that reads a slot after its RELEASE, or a buffer before writing it, shows up as a NaN
+# loss or a failed run here.
+# Combinations zgen rejects (DeepSpeed allows NVMe optimizer offload only at stage 3, parameter
+# offload only at stage 3) are not run. Set ZT_MATRIX_WS="1 2" to run fewer world sizes.
+set -u
+cd "$(dirname "$0")/../.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMP_WAIT_POLICY=PASSIVE ZR_DEBUG_MEM=1
+PY=/usr/bin/python3
+P=0; F=0; S=0
+ok()   { echo "$1 ... ok"; P=$((P+1)); }
+fail() { echo "$1 ... FAIL${2:+ ($2)}"; F=$((F+1)); }
+if ! command -v mpirun >/dev/null || ! "$PY" -c 'import numpy' 2>/dev/null; then
+  echo "matrix ... skip (needs mpirun and $PY with numpy)"; echo "0 passed, 0 failed, 1 skipped"; exit 77
+fi
+make -s bin/zgen build/libzrt.a >/dev/null || { echo "build ... FAIL"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+"$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 2>/dev/null
+WS_LIST=${ZT_MATRIX_WS:-1 2 3 4}
+
+# global batch 12 for every ws; ws 4 runs one micro-step (stage 3 then reduce-scatters straight
+# into the gradient shard), the others accumulate 2
+gas_for() { case $1 in 1|2|3) echo 2 ;; 4) echo 1 ;; esac; }
+
+# run STAGE WS OPT PARAM [PRECISION] -> $tmp/r/<tag>/{losses.txt, w.safetensors}; returns 2 when
+# zgen rejects the combination. STEPS (default 3) may be set for one call.
+run() {
+  local stage=$1 ws=$2 opt=$3 par=$4 prec=${5:-fp32}
+  local tag="s$1_w$2_o$3_p$4_${prec}_n${STEPS:-3}"
+  local d="$tmp/r/$tag" mp=""
+  [ "$prec" != fp32 ] && mp="\"$prec\": {\"enabled\": true},"
+  mkdir -p "$d"
+  cat >"$d/spec.yaml" <<EOF
+name: mx
+model: {arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 2, n_heads: 2, d_ff: 80}
+train: {seq_len: 16, world_size: $ws, seed: 7}
+deepspeed: ds.json
+EOF
+  cat >"$d/ds.json" <<EOF
+{"train_batch_size": 12, "gradient_accumulation_steps": $(gas_for "$ws"), "gradient_clipping": 1.0, $mp
+ "zero_optimization": {"stage": $stage, "reduce_bucket_size": 2500, "sub_group_size": 3000,
+   "stage3_param_persistence_threshold": 100, "stage3_prefetch_bucket_size": 3000,
+   "offload_optimizer": {"device": "$opt", "nvme_path": "$tmp/nvme"},
+   "offload_param": {"device": "$par", "nvme_path": "$tmp/nvme"}},
+ "optimizer": {"type": "AdamW", "params": {"lr": 3e-3, "weight_decay": 0.1}}}
+EOF
+  if ! bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1; then
+    grep -q "error" "$d/gen.log" && return 2
+    cat "$d/gen.log" >&2; return 1
+  fi
+  # the kernels' objects do not depend on the plan: build them once, reuse them
+  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/gpt2_host*.o "$d/out/"
+  if ! make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1; then cat "$d/make.log" >&2; echo "$tag: build failed" >&2; return 1; fi
+  [ -d "$tmp/kobj" ] || { mkdir -p "$tmp/kobj"; cp "$d"/out/gpt2_host*.o "$tmp/kobj/"; }
+  if ! ZG_NVME_DIR="$tmp/nvme/$tag" mpirun --oversubscribe -np "$ws" "$d/out/train" --data "$tmp/corpus.bin" \
+       --steps "${STEPS:-3}" --log "$d/log.jsonl" --export "$d/w.safetensors" --threads 1 --quiet >"$d/run.log" 2>&1; then
+    tail -5 "$d/run.log" >&2; echo "$tag: run failed" >&2; return 1
+  fi
+  if [ -s "$d/log.jsonl" ]; then
+    "$PY" -c 'import json,sys; [print(repr(json.loads(l)["loss"]), repr(json.loads(l)["grad_norm"])) for l in open(sys.argv[1])]' \
+        "$d/log.jsonl" >"$d/losses.txt"
+  fi
+  rm -rf "$d/out"
+  echo "$tag"
+}
+
+# near REF TAG: losses and weights within 1e-5 relative
+near() {
+  "$PY" - "$tmp/r/$1" "$tmp/r/$2" <<'EOF'
+import sys
+import numpy as np
+sys.path.insert(0, "tests/trainer")
+import safetensors_io
+a, b = sys.argv[1:3]
+la = [float(l.split()[0]) for l in open(a + "/losses.txt")]
+lb = [float(l.split()[0]) for l in open(b + "/losses.txt")]
+if len(la) != len(lb) or not la: sys.exit("loss count differs")
+wl = max(abs(x - y) / abs(x) for x, y in zip(la, lb))
+wa, _ = safetensors_io.load(a + "/w.safetensors"); wb, _ = safetensors_io.load(b + "/w.safetensors")
+ww, wn = max((np.linalg.norm(wa[n].astype(np.float64) - wb[n]) / max(np.linalg.norm(wa[n]), 1e-30), n)
+             for n in wa)
+print(f"losses rel {wl:.1e}, weights rel {ww:.1e} ({wn})")
+sys.exit(0 if wl <= 1e-5 and ww <= 1e-4 and all(np.isfinite(lb)) else 1)
+EOF
+}
+
+# near16 REF TAG: a 16-bit run's losses within 1e-2 relative of the fp32 reference
+near16() {
+  "$PY" - "$tmp/r/$1/losses.txt" "$tmp/r/$2/losses.txt" <<'EOF'
+import sys
+a = [float(l.split()[0]) for l in open(sys.argv[1])]
+b = [float(l.split()[0]) for l in open(sys.argv[2])]
+w = max(abs(x - y) / x for x, y in zip(a, b))
+print(f"losses rel {w:.1e}")
+sys.exit(0 if len(a) == len(b) and w < 1e-2 else 1)
+EOF
+}
+
+combos() {   # stage -> "opt:param" choices
+  case $1 in
+    0|1|2) echo "none:none cpu:none nvme:none" ;;
+    3) echo "none:none cpu:none nvme:none none:cpu cpu:cpu nvme:cpu none:nvme cpu:nvme nvme:nvme" ;;
+  esac
+}
+
+ref=$(run 0 1 none none) || { fail "reference run (stage 0, 1 rank)"; echo "$P passed, $F failed, $S skipped"; exit 1; }
+for ws in $WS_LIST; do
+  for stage in 0 1 2 3; do
+    first=""; n=0; same=1; why=""
+    for c in $(combos $stage); do
+      opt=${c%%:*}; par=${c##*:}
+      tag=$(run $stage "$ws" "$opt" "$par"); rc=$?
+      [ $rc -eq 2 ] && continue
+      [ $rc -ne 0 ] && { same=0; why="a run failed"; continue; }
+      n=$((n + 1))
+      if [ -z "$first" ]; then first=$tag; else
+        if ! cmp -s "$tmp/r/$first/losses.txt" "$tmp/r/$tag/losses.txt" ||
+           ! cmp -s "$tmp/r/$first/w.safetensors" "$tmp/r/$tag/w.safetensors"; then
+          same=0; why="$tag differs from $first"
+        fi
+      fi
+      if msg=$(near "$ref" "$tag"); then :; else same=0; why="$tag vs $ref: $msg"; fi
+      last_msg=$msg
+    done
+    if [ $n -eq 0 ]; then fail "stage $stage ws $ws" "no configuration ran"; continue; fi
+    if [ $same -eq 1 ]; then
+      ok "stage $stage ws $ws: $n offload choices bit-identical; vs stage 0 ws 1: $last_msg"
+    else
+      fail "stage $stage ws $ws" "$why"
+    fi
+  done
+done
+# the random init is the same for every world size and stage (counter-based, generated per shard)
+a=$(STEPS=0 run 0 1 none none) && b=$(STEPS=0 run 3 3 nvme nvme) && c=$(STEPS=0 run 2 4 cpu none)
+if [ -n "${c:-}" ] && cmp -s "$tmp/r/$a/w.safetensors" "$tmp/r/$b/w.safetensors" &&
+   cmp -s "$tmp/r/$a/w.safetensors" "$tmp/r/$c/w.safetensors"; then
+  ok "initial weights bit-identical: stage 0 ws 1, stage 3 ws 3 (NVMe), stage 2 ws 4 (CPU)"
+else
+  fail "initial weights bit-identical across stages and world sizes"
+fi
+
+# 16-bit working precision on 2 ranks: offload still never changes a bit; losses stay near fp32's
+for prec in bf16 fp16; do
+  for stage in 0 1 2 3; do
+    first=""; n=0; same=1; why=""
+    for c in $(combos $stage); do
+      tag=$(run $stage 2 "${c%%:*}" "${c##*:}" $prec); rc=$?
+      [ $rc -eq 2 ] && continue
+      [ $rc -ne 0 ] && { same=0; why="a run failed"; continue; }
+      n=$((n + 1))
+      if [ -z "$first" ]; then first=$tag
+      elif ! cmp -s "$tmp/r/$first/losses.txt" "$tmp/r/$tag/losses.txt" ||
+           ! cmp -s "$tmp/r/$first/w.safetensors" "$tmp/r/$tag/w.safetensors"; then
+        same=0; why="$tag differs from $first"
+      fi
+    done
+    if [ $same -eq 1 ] && [ $n -ge 1 ] && msg=$(near16 "$ref" "$first"); then
+      ok "$prec stage $stage ws 2: $n offload choices bit-identical; vs fp32 stage 0 ws 1: $msg"
+    else
+      fail "$prec stage $stage ws 2" "$why${msg:+; $msg}"
+    fi
+  done
+done
+echo "$P passed, $F failed, $S skipped"
+[ $F -eq 0 ]

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# t_resume.sh — checkpoints of the emitted trainer: train 6 steps straight; train 3 steps with --save,
+# then resume from the checkpoint to step 6. The losses and gradient norms of steps 3-5 (logged
+# %.9g values) and the exported weights (cmp) must be bit-identical to the uninterrupted run.
+# Plans: ZeRO-3 on 2 ranks with the optimizer on NVMe and parameters on CPU (the state comes back
+# from the swap files through the checkpoint), ZeRO-2 on 2 ranks with CPU offload and 2 micro-steps
+# of accumulation, and ZeRO-3 bf16 with parameters on NVMe (the bf16 working copy is rebuilt from
+# the fp32 master); a warmup schedule makes the restored step count matter.
+# Then a checkpoint with one byte altered in one shard, and one with a truncated shard, must be
+# refused with a message naming the shard file.
+set -u
+cd "$(dirname "$0")/../.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMP_WAIT_POLICY=PASSIVE
+PY=/usr/bin/python3
+P=0; F=0; S=0
+ok()   { echo "$1 ... ok"; P=$((P+1)); }
+fail() { echo "$1 ... FAIL${2:+ ($2)}"; F=$((F+1)); }
+if ! command -v mpirun >/dev/null; then
+  echo "resume ... skip (needs mpirun)"; echo "0 passed, 0 failed, 1 skipped"; exit 77
+fi
+make -s bin/zgen build/libzrt.a >/dev/null || { echo "build ... FAIL"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+"$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 2>/dev/null
+
+losses() { "$PY" -c 'import json,sys; [print(json.loads(l)["step"], repr(json.loads(l)["loss"]), repr(json.loads(l)["grad_norm"]), repr(json.loads(l)["lr"])) for l in open(sys.argv[1])]' "$1"; }
+
+# plan NAME STAGE GAS OPT PARAM [PRECISION] -> $tmp/NAME/out/train
+plan() {
+  local d="$tmp/$1" mp=""
+  [ -n "${6:-}" ] && mp="\"$6\": {\"enabled\": true},"
+  mkdir -p "$d"
+  cat >"$d/spec.yaml" <<EOF
+name: rs
+model: {arch: gpt2, vocab_size: 128, context: 24, d_model: 48, n_layers: 2, n_heads: 3, d_ff: 112}
+train: {seq_len: 24, world_size: 2, seed: 3}
+deepspeed: ds.json
+EOF
+  cat >"$d/ds.json" <<EOF
+{"train_batch_size": 8, "gradient_accumulation_steps": $3, "gradient_clipping": 1.0, $mp
+ "zero_optimization": {"stage": $2, "reduce_bucket_size": 4000, "sub_group_size": 5000,
+   "stage3_param_persistence_threshold": 100,
+   "offload_optimizer": {"device": "$4", "nvme_path": "$d/nvme"},
+   "offload_param": {"device": "$5", "nvme_path": "$d/nvme"}},
+ "optimizer": {"type": "AdamW", "params": {"lr": 2e-3, "weight_decay": 0.1}},
+ "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 2e-3,
+   "warmup_num_steps": 4, "warmup_type": "linear"}}}
+EOF
+  bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 && make -s -j2 -C "$d/out" >"$d/make.log" 2>&1 ||
+    { cat "$d/gen.log" "$d/make.log"; return 1; }
+}
+
+train() { local d=$1; shift; mpirun --oversubscribe -np 2 "$d/out/train" --data "$tmp/corpus.bin" --threads 1 --quiet "$@"; }
+
+resume_case() {
+  local name=$1 d="$tmp/$1"
+  plan "$@" || { fail "$name: build"; return; }
+  if ! train "$d" --steps 6 --log "$d/full.jsonl" --export "$d/full/w.safetensors" >"$d/r0.log" 2>&1 ||
+     ! train "$d" --steps 3 --save "$d/ck" --log "$d/part.jsonl" >"$d/r1.log" 2>&1 ||
+     ! train "$d" --steps 6 --resume "$d/ck" --log "$d/part.jsonl" --export "$d/res/w.safetensors" >"$d/r2.log" 2>&1; then
+    cat "$d"/r*.log; fail "$name: runs"; return
+  fi
+  losses "$d/full.jsonl" >"$d/full.txt"; losses "$d/part.jsonl" >"$d/part.txt"
+  if [ "$(wc -l <"$d/full.txt")" -eq 6 ] && cmp -s "$d/full.txt" "$d/part.txt" &&
+     cmp -s "$d/full/w.safetensors" "$d/res/w.safetensors"; then
+    ok "$name: resumed at step 3, steps 3-5 and weights bit-identical ($(tail -1 "$d/full.txt" | cut -d' ' -f2))"
+  else
+    diff "$d/full.txt" "$d/part.txt" | head; fail "$name: resume differs"
+  fi
+}
+
+resume_case z3_nvme 3 1 nvme cpu
+resume_case z2_cpu_gas2 2 2 cpu none
+resume_case z3_bf16_pnvme 3 2 cpu nvme bf16
+
+# damaged checkpoints of the first case
+d="$tmp/z3_nvme"
+shard=$(find "$d/ck" -name '*.zrs' | sort | tail -1)
+if [ -z "$shard" ]; then
+  fail "checkpoint shards present"
+else
+  cp -r "$d/ck" "$d/bad1"; cp -r "$d/ck" "$d/bad2"
+  b1=${shard/$d\/ck/$d\/bad1}; b2=${shard/$d\/ck/$d\/bad2}
+  size=$(stat -c %s "$b1")
+  printf '\x5a' | dd of="$b1" bs=1 seek=$((size / 3)) count=1 conv=notrunc 2>/dev/null
+  if ! train "$d" --steps 6 --resume "$d/bad1" >"$d/bad1.log" 2>&1 && grep -q "$(basename "$b1")" "$d/bad1.log"; then
+    grep -m1 "error" "$d/bad1.log" | sed 's/^/# /'; ok "altered shard refused, naming $(basename "$b1")"
+  else
+    cat "$d/bad1.log"; fail "altered shard refused with its name"
+  fi
+  truncate -s $((size - 100)) "$b2"
+  if ! train "$d" --steps 6 --resume "$d/bad2" >"$d/bad2.log" 2>&1 && grep -q "$(basename "$b2")" "$d/bad2.log"; then
+    grep -m1 "error" "$d/bad2.log" | sed 's/^/# /'; ok "truncated shard refused, naming $(basename "$b2")"
+  else
+    cat "$d/bad2.log"; fail "truncated shard refused with its name"
+  fi
+fi
+echo "$P passed, $F failed, $S skipped"
+[ $F -eq 0 ]
