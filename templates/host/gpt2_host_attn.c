@@ -1,0 +1,110 @@
+/*
+** gpt2_host_attn.c — causal self-attention of one GPT-2 block, forward and backward.
+**
+** One task per (sequence, head), run in parallel with OpenMP: every task has the same work and
+** writes disjoint slices (its head's columns of y / dqkv, its own att and datt planes), so no
+** synchronisation is needed and results do not depend on the thread count.
+**
+** Causality by row blocks: queries are taken ROWS at a time; block [i0, i1) only meets keys
+** [0, i1), so the score and value matmuls cover the block lower triangle (about (1 + ROWS/T)/2 of
+** the square) through single-threaded sgemm calls on strided views of qkv (head h of q, k, v sits
+** at columns h*hs of the q | k | v thirds of a 3C row; no copies). The softmax (and its backward)
+** is fused per row over j <= i only; the few entries above the diagonal inside a diagonal block are
+** set to 0 so the following matmul can take the block whole. Entries right of column i1 are never
+** written nor read.
+**
+** Threads: the tasks run on OpenMP threads and each calls a single-threaded sgemm (one pool, see
+** gpt2_host.h), so each small matmul runs in the calling thread without a hand-off.
+*/
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "gpt2_host.h"
+#include "gpt2_host_math.h"
+
+enum { ROWS = 32 };             /* query rows per block */
+
+ZK_VECTOR_BEGIN
+
+void zk_attention_forward(int B, int T, int C, int NH, const float *qkv, float *att, float *y)
+{
+    int hs = C / NH, ld = 3 * C, solo = zk_blas_solo();
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * NH; bh++) {
+        int b = bh / NH, h = bh % NH;
+        const float *q = qkv + (size_t)b * T * ld + (size_t)h * hs, *k = q + C, *v = q + 2 * C;
+        float *p = att + (size_t)bh * T * T, *yb = y + (size_t)b * T * C + (size_t)h * hs;
+        for (int i0 = 0; i0 < T; i0 += ROWS) {
+            int i1 = i0 + ROWS < T ? i0 + ROWS : T, m = i1 - i0;
+            /* scores of the block: scale q k^T */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, scale,
+                        q + (size_t)i0 * ld, ld, k, ld, 0.0f, p + (size_t)i0 * T, T);
+            for (int i = i0; i < i1; i++) {
+                float *pi = p + (size_t)i * T, mx = -INFINITY, sum = 0.0f;
+#pragma omp simd reduction(max : mx)
+                for (int j = 0; j <= i; j++) mx = pi[j] > mx ? pi[j] : mx;
+#pragma omp simd reduction(+ : sum)
+                for (int j = 0; j <= i; j++) {
+                    pi[j] = zk_exp(pi[j] - mx);
+                    sum += pi[j];
+                }
+                float inv = 1.0f / sum;
+#pragma omp simd
+                for (int j = 0; j <= i; j++) pi[j] *= inv;
+                for (int j = i + 1; j < i1; j++) pi[j] = 0.0f;
+            }
+            /* y = p v */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f,
+                        p + (size_t)i0 * T, T, v, ld, 0.0f, yb + (size_t)i0 * C, C);
+        }
+    }
+    zk_blas_restore(solo);
+}
+
+void zk_attention_backward(int B, int T, int C, int NH, const float *qkv, const float *att,
+                           const float *dy, float *datt, float *dqkv)
+{
+    int hs = C / NH, ld = 3 * C, solo = zk_blas_solo();
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * NH; bh++) {
+        int b = bh / NH, h = bh % NH;
+        const float *q = qkv + (size_t)b * T * ld + (size_t)h * hs, *k = q + C, *v = q + 2 * C;
+        const float *p = att + (size_t)bh * T * T, *dyb = dy + (size_t)b * T * C + (size_t)h * hs;
+        float *ds = datt + (size_t)bh * T * T;
+        float *dq = dqkv + (size_t)b * T * ld + (size_t)h * hs, *dk = dq + C, *dv = dq + 2 * C;
+        for (int t = 0; t < T; t++) { /* dk and dv accumulate over query blocks */
+            memset(dk + (size_t)t * ld, 0, (size_t)hs * sizeof(float));
+            memset(dv + (size_t)t * ld, 0, (size_t)hs * sizeof(float));
+        }
+        for (int i0 = 0; i0 < T; i0 += ROWS) {
+            int i1 = i0 + ROWS < T ? i0 + ROWS : T, m = i1 - i0;
+            const float *pb = p + (size_t)i0 * T, *dyi = dyb + (size_t)i0 * C;
+            float *db = ds + (size_t)i0 * T;
+            /* y = p v:  dv += p^T dy,  dp = dy v^T */
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, m, 1.0f, pb, T, dyi, C,
+                        1.0f, dv, ld);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, 1.0f, dyi, C, v, ld,
+                        0.0f, db, T);
+            /* softmax: ds_j = p_j (dp_j - sum_k p_k dp_k), over j <= i */
+            for (int i = i0; i < i1; i++) {
+                const float *pi = p + (size_t)i * T;
+                float *di = ds + (size_t)i * T, s = 0.0f;
+#pragma omp simd reduction(+ : s)
+                for (int j = 0; j <= i; j++) s += pi[j] * di[j];
+#pragma omp simd
+                for (int j = 0; j <= i; j++) di[j] = pi[j] * (di[j] - s);
+                for (int j = i + 1; j < i1; j++) di[j] = 0.0f;
+            }
+            /* scores = scale q k^T:  dq = scale ds k,  dk += scale ds^T q */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, scale, db, T, k, ld,
+                        0.0f, dq + (size_t)i0 * ld, ld);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, m, scale, db, T,
+                        q + (size_t)i0 * ld, ld, 1.0f, dk, ld);
+        }
+    }
+    zk_blas_restore(solo);
+}
+ZK_VECTOR_END
