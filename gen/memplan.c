@@ -22,6 +22,16 @@ int64_t zg_acts_bytes(const ZgModel *m, int64_t micro_batch)
     return floats * 4;
 }
 
+int64_t zg_acts_ckpt_bytes(const ZgModel *m, int64_t micro_batch)
+{
+    int64_t B = micro_batch, T = m->seq_len, C = m->d_model, F = m->d_ff, NH = m->n_heads;
+    int64_t V = m->vocab_size, L = m->n_layers;
+    int64_t BT = B * T, BTC = BT * C, BTF = BT * F, att = B * NH * T * T;
+    int64_t layer = BTC + BT + BT + 3 * BTC + BTC + att + BTC + BTC + BT + BT + BTF + BTF + BTC;
+    int64_t floats = BTC + layer + BTC + BT + BT + BT * V + BT + L * BTC;
+    return floats * 4;
+}
+
 int64_t zg_scratch_bytes(const ZgModel *m, int64_t micro_batch)
 {
     int64_t B = micro_batch, T = m->seq_len, C = m->d_model, F = m->d_ff, NH = m->n_heads;
@@ -103,9 +113,12 @@ static void layout(ZgPlan *p)
             for (int s = 0; s < p->n_gather_slots; s++)
                 region(&lo, zg_fmt("param_buf_%d", s), ZG_MEM_SWAP_BUFFERS,
                        nv ? ZG_TIER_PINNED : ZG_TIER_DEVICE, bytes, nv);
-            if (nv)
+            if (nv && p->sg_swap != ZG_SWAP_PARAMS)
                 region(&lo, "param_wb", ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED,
                        round_up(sg_max * n16, p->nvme_align), true);
+            for (int b = 0; p->sg_swap == ZG_SWAP_PARAMS && b < p->n_sg_buffers; b++)
+                region(&lo, zg_fmt("master_buf_%d", b), ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED,
+                       round_up(sg_max * 4, p->nvme_align), true);
         }
     }
     /* gradients */
@@ -115,6 +128,9 @@ static void layout(ZgPlan *p)
         for (int b = 0; b < p->n_bucket_buffers; b++)
             region(&lo, zg_fmt("bucket_%d", b), ZG_MEM_COMM_BUCKETS, ZG_TIER_DEVICE,
                    p->bucket_buffer_numel * n16, false);
+        for (int b = 0; b < p->n_bucket_buffers; b++)
+            region(&lo, zg_fmt("bucket_recv_%d", b), ZG_MEM_COMM_BUCKETS, ZG_TIER_DEVICE,
+                   p->bucket_recv_numel * n16, false);
     }
     if (z->stage >= 2 || opt_off)
         region(&lo, "grad32", ZG_MEM_GRAD, opt_off ? opt_host : ZG_TIER_DEVICE, O * 4, false);
@@ -123,9 +139,8 @@ static void layout(ZgPlan *p)
         region(&lo, "master", ZG_MEM_MASTER, opt_tier, O * 4, false);
     region(&lo, "adam_m", ZG_MEM_ADAM_M, opt_tier, O * 4, false);
     region(&lo, "adam_v", ZG_MEM_ADAM_V, opt_tier, O * 4, false);
-    if (z->offload_optimizer.device == ZG_OFFLOAD_NVME) {
-        int nbuf = z->offload_optimizer.buffer_count > 0 ? (int)z->offload_optimizer.buffer_count : 1;
-        for (int b = 0; b < nbuf; b++)
+    if (p->sg_swap == ZG_SWAP_OPTIMIZER) {
+        for (int b = 0; b < p->n_sg_buffers; b++)
             region(&lo, zg_fmt("opt_buf_%d", b), ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED,
                    3 * round_up(sg_max * 4, p->nvme_align), true);
     }
@@ -138,7 +153,8 @@ static void layout(ZgPlan *p)
         region(&lo, "tied_grad", ZG_MEM_STAGING, ZG_TIER_DEVICE,
                p->tensors[p->tied_tensor].numel * 4, false);
     /* activations */
-    mp->acts_bytes = zg_acts_bytes(m, z->micro_batch);
+    mp->acts_bytes = p->act_ckpt ? zg_acts_ckpt_bytes(m, z->micro_batch)
+                                 : zg_acts_bytes(m, z->micro_batch);
     mp->scratch_bytes = zg_scratch_bytes(m, z->micro_batch);
     region(&lo, "acts", ZG_MEM_ACTIVATIONS, ZG_TIER_DEVICE, mp->acts_bytes, false);
     region(&lo, "scratch", ZG_MEM_ACTIVATIONS, ZG_TIER_DEVICE, mp->scratch_bytes, false);
@@ -182,13 +198,14 @@ static void cost_ops(const ZgPlan *p, const ZgOp *ops, int n, int64_t times, ZgC
         case ZG_OP_WAIT_REDUCE:
             if (opt_off) pcie = p->buckets[a].padded_numel / ws * n16;
             break;
-        case ZG_OP_SWAP_IN:
-            rd = 3 * p->subgroups[a].numel * 4;
+        case ZG_OP_SWAP_IN:     /* master, m, v; or (ZG_SWAP_PARAMS) the fp32 parameters */
+            rd = (p->sg_swap == ZG_SWAP_PARAMS ? 1 : 3) * p->subgroups[a].numel * 4;
             break;
         case ZG_OP_SWAP_OUT:
-            wr = 3 * p->subgroups[a].numel * 4;
+            wr = (p->sg_swap == ZG_SWAP_PARAMS ? 1 : 3) * p->subgroups[a].numel * 4;
             break;
         case ZG_OP_OPTIMIZER:
+            if (p->sg_swap == ZG_SWAP_PARAMS) break;          /* SWAP_OUT writes them */
             if (z->offload_param.device == ZG_OFFLOAD_NVME) wr = p->subgroups[a].numel * n16;
             else if (opt_off && z->offload_param.device == ZG_OFFLOAD_NONE)
                 pcie = p->subgroups[a].numel * n16;
@@ -224,6 +241,14 @@ static void cost(ZgPlan *p)
     double tokens = (double)z->micro_batch * (double)gas * (double)m->seq_len;
     double per_token = 6.0 * (double)p->n_params +
                        6.0 * (double)m->n_layers * (double)m->d_model * (double)m->seq_len;
+    /* activation checkpointing: one more forward of every recomputed block (2 FLOPs per
+    ** parameter and 2*C*T of attention per token, the forward third of the formula above) */
+    for (int i = 0; i < p->sched.n_last; i++) {
+        const ZgOp *o = &p->sched.last[i];
+        if (o->kind == ZG_OP_FORWARD && o->slot == ZG_RECOMPUTE)
+            per_token += 2.0 * (double)p->modules[o->arg].numel +
+                         2.0 * (double)m->d_model * (double)m->seq_len;
+    }
     c->flops = per_token * tokens;
 }
 

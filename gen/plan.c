@@ -10,6 +10,8 @@
 
 #define SLOT_ALIGN 32           /* elements: tensors in slots / persist start 64-byte aligned */
 
+bool zg_act_ckpt_requested;
+
 static int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 static int64_t ceil_div(int64_t x, int64_t a) { return (x + a - 1) / a; }
 
@@ -104,6 +106,11 @@ static void make_buckets(ZgPlan *p)
     }
     for (int k = 0; k < p->n_buckets; k++)
         p->buckets[k].buffer = stage >= 2 ? k % p->n_bucket_buffers : -1;
+    /* Stage 3 receives its reduce-scattered chunk in a buffer of its own and adds it into grad32,
+    ** except where nothing needs adding (one fp32 micro-step: straight into the zeroed grad32) or
+    ** nothing moves (one rank: its chunk is the whole bucket buffer). */
+    bool direct = z->dtype == ZG_DTYPE_FP32 && z->grad_accum <= 1;
+    p->bucket_recv_numel = stage == 3 && ws > 1 && !direct ? p->bucket_buffer_numel / ws : 0;
 }
 
 /* Stage 3: one gather group per module with non-persistent tensors. */
@@ -150,27 +157,34 @@ static void make_gathers(ZgPlan *p)
     }
 }
 
-/* Optimizer sub-groups of the rank's optimizer shard. */
+/* Optimizer sub-groups of the rank's optimizer shard, and what swaps them (ZgSgSwap). */
 static void make_subgroups(ZgPlan *p)
 {
     const ZgZero *z = p->zero;
-    bool nvme = z->offload_optimizer.device == ZG_OFFLOAD_NVME ||
-                z->offload_param.device == ZG_OFFLOAD_NVME;
+    bool opt_nvme = z->offload_optimizer.device == ZG_OFFLOAD_NVME;
+    bool par_nvme = z->offload_param.device == ZG_OFFLOAD_NVME;
     int64_t block = z->aio_block_size > 0 ? z->aio_block_size : 4096;
     p->nvme_align = lcm64(block, 4096);
-    p->sg_align = nvme ? p->nvme_align / 2 : SLOT_ALIGN;
+    p->sg_align = opt_nvme || par_nvme ? p->nvme_align / 2 : SLOT_ALIGN;
     int64_t size = round_up(z->sub_group_size > 0 ? z->sub_group_size : 1, p->sg_align);
     int64_t n = p->shard.opt_numel;
     p->n_subgroups = (int)ceil_div(n, size);
     p->subgroups = zg_xcalloc((size_t)(p->n_subgroups ? p->n_subgroups : 1), sizeof *p->subgroups);
-    bool opt_nvme = z->offload_optimizer.device == ZG_OFFLOAD_NVME;
-    int nbuf = z->offload_optimizer.buffer_count > 0 ? (int)z->offload_optimizer.buffer_count : 1;
+    /* fp32 has no separate master unless the optimizer is offloaded: with the parameters on NVMe
+    ** the master IS the NVMe shard, swapped like the optimizer's state would be */
+    p->sg_swap = opt_nvme ? ZG_SWAP_OPTIMIZER
+               : z->stage == 3 && par_nvme && z->dtype == ZG_DTYPE_FP32 &&
+                 z->offload_optimizer.device == ZG_OFFLOAD_NONE ? ZG_SWAP_PARAMS : ZG_SWAP_NONE;
+    const ZgOffloadCfg *o = opt_nvme ? &z->offload_optimizer : &z->offload_param;
+    int nbuf = o->buffer_count > 0 ? (int)o->buffer_count : 1;
+    if (p->sg_swap == ZG_SWAP_PARAMS && nbuf > p->n_subgroups) nbuf = p->n_subgroups;
+    p->n_sg_buffers = p->sg_swap == ZG_SWAP_NONE || p->n_subgroups == 0 ? 0 : nbuf;
     for (int i = 0; i < p->n_subgroups; i++) {
         ZgSubGroup *sg = &p->subgroups[i];
         sg->shard_offset = (int64_t)i * size;
         sg->numel = n - sg->shard_offset < size ? n - sg->shard_offset : size;
-        sg->nvme_offset_bytes = opt_nvme ? sg->shard_offset * 4 : -1;
-        sg->buffer = opt_nvme ? i % nbuf : -1;
+        sg->nvme_offset_bytes = p->n_sg_buffers ? sg->shard_offset * 4 : -1;
+        sg->buffer = p->n_sg_buffers ? i % p->n_sg_buffers : -1;
     }
 }
 
@@ -193,6 +207,7 @@ void zg_plan_partition(ZgPlan *p)
 
 static void build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
 {
+    p->act_ckpt = p->act_ckpt || zg_act_ckpt_requested;
     p->zero = z;
     p->model = m;
     zg_plan_partition(p);
@@ -215,9 +230,12 @@ typedef struct Alt {
     const char *what;
     ZgModel m;
     ZgZero z;
+    bool ckpt;                  /* plan it with activation checkpointing */
 } Alt;
 
 #define MAX_ALTS 24
+
+static bool cur_ckpt;            /* the refused plan's act_ckpt, inherited by every alternative */
 
 static Alt *alt(Alt *out, int *n, const ZgModel *m, const ZgZero *z, const char *what)
 {
@@ -225,6 +243,7 @@ static Alt *alt(Alt *out, int *n, const ZgModel *m, const ZgZero *z, const char 
     a->m = *m;
     a->z = *z;
     a->what = what;
+    a->ckpt = cur_ckpt;
     return a;
 }
 
@@ -233,6 +252,7 @@ static int alternatives(const ZgModel *m, const ZgZero *z, Alt *out)
 {
     int n = 0;
     Alt *a;
+
     if (z->offload_optimizer.device == ZG_OFFLOAD_NONE) {      /* stage 0 cannot offload */
         a = alt(out, &n, m, z, z->stage ? "set zero_optimization.offload_optimizer.device: cpu"
                 : "set zero_optimization.stage: 1 and offload_optimizer.device: cpu");
@@ -271,6 +291,12 @@ static int alternatives(const ZgModel *m, const ZgZero *z, Alt *out)
                 : "set zero_optimization.stage: 3 and offload_optimizer.device: nvme (with nvme_path)");
         a->z.stage = 3;
         a->z.offload_optimizer.device = ZG_OFFLOAD_NVME;
+    }
+    /* activations dominate large shapes: keep only each block's input, for one more forward */
+    if (!cur_ckpt) {
+        a = alt(out, &n, m, z, "set train.activation_checkpointing: true (in the spec; backward "
+                "recomputes each block's forward)");
+        a->ckpt = true;
     }
     /* smaller micro batches (gradient accumulation scaled to keep train_batch_size) */
     for (int64_t mb = z->micro_batch / 2; mb >= 1 && n < MAX_ALTS - 8; mb /= 2) {
@@ -331,10 +357,12 @@ static void refuse(const ZgPlan *p)
         zg_note(at, "largest on the host: %s", largest_cats(cats));
     }
     Alt *alts = zg_xcalloc(MAX_ALTS, sizeof *alts);
+    cur_ckpt = p->act_ckpt;
     int n = alternatives(m, p->zero, alts);
     for (int i = 0; i < n; i++) {
         ZgPlan q;
         memset(&q, 0, sizeof q);
+        q.act_ckpt = alts[i].ckpt;
         if (!zg_model_build(&alts[i].m, &q)) continue;
         build_nocheck(&alts[i].m, &alts[i].z, &q);
         if (!fits(&q)) continue;
@@ -350,9 +378,9 @@ static void refuse(const ZgPlan *p)
     int64_t acts = p->mem.acts_bytes + p->mem.scratch_bytes;
     if (dev_bad && acts >= m->device_memory)
         zg_note(at, "no change of stage or offload fits: the activations of one micro-batch alone "
-                "take %.2f GiB (micro batch %lld, seq_len %lld; zgen plans no activation "
-                "checkpointing): lower train.seq_len or the micro batch", gib(acts),
-                (long long)p->zero->micro_batch, (long long)m->seq_len);
+                "take %.2f GiB (micro batch %lld, seq_len %lld%s): lower train.seq_len or the "
+                "micro batch", gib(acts), (long long)p->zero->micro_batch, (long long)m->seq_len,
+                p->act_ckpt ? ", with activation checkpointing" : "");
     else
         zg_note(at, "no single change of stage, offload, micro batch or world size (up to %dx) "
                 "fits", 64);

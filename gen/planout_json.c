@@ -178,9 +178,13 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
            "shard_offset in its shard");
     jint(j, "n_bucket_buffers", p->n_bucket_buffers);
     jint(j, "bucket_buffer_numel", p->bucket_buffer_numel);
+    jint(j, "bucket_recv_numel", p->bucket_recv_numel);
     jint(j, "n_gather_slots", p->n_gather_slots);
     jint(j, "gather_slot_numel", p->gather_slot_numel);
     jint(j, "sg_align", p->sg_align);
+    jstr(j, "sg_swap", p->sg_swap == ZG_SWAP_OPTIMIZER ? "optimizer"
+                       : p->sg_swap == ZG_SWAP_PARAMS ? "params" : "none");
+    jint(j, "n_sg_buffers", p->n_sg_buffers);
     jint(j, "nvme_align", p->nvme_align);
     jopen(j, "placement", '{');
     jstr(j, "param_shard", region_tier(p, z->stage < 3 ? "params16" : "params_shard"));
@@ -298,6 +302,7 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jclose(j, '}');
     jopen(j, "memory", '{');
     jint(j, "arena_align", p->mem.arena_align);
+    jbool(j, "act_ckpt", p->act_ckpt);
     jint(j, "acts_bytes", p->mem.acts_bytes);
     jint(j, "scratch_bytes", p->mem.scratch_bytes);
     jint(j, "host_bytes_per_node", zg_mem_host_per_node(p));

@@ -23,7 +23,8 @@ static void op_line(const ZgPlan *p, FILE *f, int idx, const ZgOp *op, int last_
     const ZgZero *z = p->zero;
     int a = op->arg;
     fprintf(f, "  %4d  %-16s %4d", idx, zg_op_name(op->kind), a);
-    if (op->slot >= 0) fprintf(f, " s%-2d ", op->slot);
+    if (op->kind == ZG_OP_FORWARD && op->slot == ZG_RECOMPUTE) fputs(" rc  ", f);
+    else if (op->slot >= 0) fprintf(f, " s%-2d ", op->slot);
     else fputs("     ", f);
     switch (op->kind) {
     case ZG_OP_GATHER:
@@ -38,7 +39,11 @@ static void op_line(const ZgPlan *p, FILE *f, int idx, const ZgOp *op, int last_
         fprintf(f, "gather_slot_%d (%s) is free again\n", op->slot, mod_name(p, p->gathers[a].module));
         break;
     case ZG_OP_FORWARD:
-        fprintf(f, "forward of %s\n", mod_name(p, a));
+        if (op->slot == ZG_RECOMPUTE)
+            fprintf(f, "recompute forward of %s from its kept input (activation checkpointing)\n",
+                    mod_name(p, a));
+        else
+            fprintf(f, "forward of %s\n", mod_name(p, a));
         break;
     case ZG_OP_BACKWARD:
         fprintf(f, "backward of %s (parameter gradients into the module grad area)\n", mod_name(p, a));
@@ -59,15 +64,21 @@ static void op_line(const ZgPlan *p, FILE *f, int idx, const ZgOp *op, int last_
                 ? "; add this rank's part into grad32" : "");
         break;
     case ZG_OP_SWAP_IN:
-        fprintf(f, "start reading sub-group %d (master, m, v) from NVMe into opt_buf_%d\n", a,
-                p->subgroups[a].buffer);
+        if (p->sg_swap == ZG_SWAP_PARAMS)
+            fprintf(f, "start reading sub-group %d's fp32 params (the master) from NVMe into "
+                    "master_buf_%d\n", a, p->subgroups[a].buffer);
+        else
+            fprintf(f, "start reading sub-group %d (master, m, v) from NVMe into opt_buf_%d\n", a,
+                    p->subgroups[a].buffer);
         break;
     case ZG_OP_OPTIMIZER:
         fprintf(f, "Adam on sub-group %d (%lld elements at shard offset %lld), then its params\n",
                 a, (long long)p->subgroups[a].numel, (long long)p->subgroups[a].shard_offset);
         break;
     case ZG_OP_SWAP_OUT:
-        fprintf(f, "start writing sub-group %d (master, m, v) back to NVMe\n", a);
+        fprintf(f, p->sg_swap == ZG_SWAP_PARAMS
+                ? "start writing sub-group %d's updated fp32 params back to NVMe\n"
+                : "start writing sub-group %d (master, m, v) back to NVMe\n", a);
         break;
     case ZG_OP_ALLGATHER_PARAMS:
         fprintf(f, z->stage == 3 ? "re-gather the persistent tensors into persist\n"
@@ -115,6 +126,10 @@ static void memory_txt(const ZgPlan *p, FILE *f)
     fprintf(f, "activations: acts %lld bytes + scratch %lld bytes (fp32, micro batch %lld)\n",
             (long long)p->mem.acts_bytes, (long long)p->mem.scratch_bytes,
             (long long)p->zero->micro_batch);
+    if (p->act_ckpt)
+        fprintf(f, "activation checkpointing: acts keeps each block's input and one block's "
+                "activations (%lld bytes without: %lld); backward recomputes blocks\n",
+                (long long)p->mem.acts_bytes, (long long)zg_acts_bytes(m, p->zero->micro_batch));
 
     hr(f, "regions (one arena per tier; offsets in bytes)");
     fprintf(f, "  %-7s %16s %16s  %-14s %s\n", "tier", "offset", "bytes", "category", "name");
@@ -247,6 +262,9 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
     fprintf(f, "%d buckets of at most %lld elements; %d bucket buffer(s) of %lld elements\n",
             p->n_buckets, (long long)z->reduce_bucket_size, p->n_bucket_buffers,
             (long long)p->bucket_buffer_numel);
+    if (p->bucket_recv_numel > 0)
+        fprintf(f, "reduce-scatter receives this rank's chunk (%lld elements) in bucket_recv_<b>, "
+                "then adds it into grad32\n", (long long)p->bucket_recv_numel);
     for (int k = 0; k < p->n_buckets; k++) {
         const ZgBucket *b = &p->buckets[k];
         fprintf(f, "  bucket %3d: %-26s .. %-26s %3d tensors %12lld elements\n", k,

@@ -14,7 +14,11 @@
 **    last micro-step (all at the end of backward without overlap_comm); stages 2/3 without
 **    overlap_comm reduce synchronously right after completion (one bucket buffer: deferring to the
 **    end of backward would need a buffer per bucket, i.e. the full gradient);
-**  - optimizer: SWAP_IN of sub-group i+1 is issued before OPTIMIZER on i, SWAP_OUT after it.
+**  - activation checkpointing: a recompute FORWARD (slot ZG_RECOMPUTE) of block l right before
+**    its BACKWARD, inside the same use, so one gather serves both; none for the last block,
+**    whose activations are still in the block area when its backward comes;
+**  - optimizer: SWAP_IN of sub-group i+1 is issued before OPTIMIZER on i, SWAP_OUT after it
+**    (optimizer on NVMe; or fp32 parameters on NVMe, which are the master: ZgSgSwap).
 */
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +151,10 @@ static void micro_ops(const ZgPlan *p, OpList *l, bool reduce)
             }
             emit(l, ZG_OP_WAIT_GATHER, iv[j].group, iv[j].slot);
         }
+        const ZgModule *md = &p->modules[u[i].module];
+        if (u[i].backward && p->act_ckpt && md->kind == ZG_MOD_BLOCK &&
+            md->layer < p->model->n_layers - 1)
+            emit(l, ZG_OP_FORWARD, u[i].module, ZG_RECOMPUTE);
         emit(l, u[i].backward ? ZG_OP_BACKWARD : ZG_OP_FORWARD, u[i].module, -1);
         if (j >= 0 && u[i].last) emit(l, ZG_OP_RELEASE, iv[j].group, iv[j].slot);
         if (u[i].backward) grad_ops(p, l, &g, u[i].module, reduce);
@@ -175,7 +183,7 @@ static void micro_ops(const ZgPlan *p, OpList *l, bool reduce)
 static void step_ops(const ZgPlan *p, OpList *l)
 {
     const ZgZero *z = p->zero;
-    bool nvme = z->offload_optimizer.device == ZG_OFFLOAD_NVME;
+    bool nvme = p->sg_swap != ZG_SWAP_NONE;
     int n = p->n_subgroups;
     if (nvme && n > 0) emit(l, ZG_OP_SWAP_IN, 0, -1);
     for (int i = 0; i < n; i++) {

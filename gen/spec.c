@@ -21,7 +21,7 @@ static const char *const spec_keys[] = {
     "model.arch", "model.vocab_size", "model.context", "model.d_model", "model.n_layers",
     "model.n_heads", "model.d_ff", "model.norm_eps", "model.tie_embeddings",
     "train.seq_len", "train.world_size", "train.seed", "train.micro_batch_size",
-    "train.batch_size", "train.grad_accum", "train.lr",
+    "train.batch_size", "train.grad_accum", "train.lr", "train.activation_checkpointing",
     "hardware.device_memory", "hardware.host_memory", "hardware.gpus_per_node",
 };
 #define N_SPEC_KEYS ((int)(sizeof spec_keys / sizeof spec_keys[0]))
@@ -173,6 +173,8 @@ static void load_train(const ZgNode *sec, ZgModel *m, Seen *seen)
                 if (lr <= 0) zg_error(v->loc, "train.lr must be positive, not %g", lr);
                 else m->train_lr = lr;
             }
+        } else if (!strcmp(k, "activation_checkpointing")) {
+            zg_node_bool(v, what, &zg_act_ckpt_requested);       /* gen/zg_plan.h */
         } else unknown_key("train", k, sec->key_locs[i]);
         free(what);
     }
@@ -274,6 +276,7 @@ const ZgNode *zg_spec_load(const char *path, ZgModel *m)
 {
     zg_model_defaults(m);
     m->spec_path = path;
+    zg_act_ckpt_requested = false;
     ZgNode *root = zg_node_load_file(path);
     if (!root) return NULL;
     ZgLoc rat = {path, root->loc.line, root->loc.col};

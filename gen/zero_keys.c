@@ -235,9 +235,9 @@ const ZgKey zg_zero_keys[] = {
     IGN("activation_checkpointing", "contiguous_memory_optimization", B, "false",
         "zgen's activations already live in one planned arena"),
     IGN("activation_checkpointing", "number_checkpoints", I, NULL,
-        "zgen does not recompute activations"),
+        "zgen checkpoints every block's input when the spec sets train.activation_checkpointing: true"),
     IGN("activation_checkpointing", "synchronize_checkpoint_boundary", B, "false",
-        "zgen does not recompute activations"),
+        "zgen's recompute is a step of the static schedule"),
     IGN("activation_checkpointing", "profile", B, "false", "use the trainer's --trace"),
 };
 const int zg_zero_nkeys = (int)(sizeof zg_zero_keys / sizeof zg_zero_keys[0]);

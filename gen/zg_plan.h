@@ -140,16 +140,27 @@ typedef struct ZgGather {
     int64_t shard_numel;        /* span length in the shard (includes persistent slices between) */
 } ZgGather;
 
+/* What SWAP_IN / SWAP_OUT move for a sub-group (ZgPlan.sg_swap). */
+typedef enum {
+    ZG_SWAP_NONE,               /* the optimizer state and the master are in memory: no swap ops */
+    ZG_SWAP_OPTIMIZER,          /* optimizer on NVMe: master, m, v through "opt_buf_<b>" */
+    ZG_SWAP_PARAMS,             /* fp32, stage 3, parameters on NVMe, optimizer in memory: the fp32
+                                ** parameters ARE the master, so the sub-group's span of the NVMe
+                                ** "params_shard" goes through "master_buf_<b>" (m, v stay put) */
+} ZgSgSwap;
+
 /* Optimizer sub-group (sub_group_size): the unit of swap-in / Adam / swap-out. Sub-groups cut the
 ** rank's optimizer shard [0, opt_numel) into consecutive pieces of sub_group_size elements rounded
 ** up to a multiple of sg_align (so NVMe offsets stay aligned); the last may be shorter. */
 typedef struct ZgSubGroup {
     int64_t shard_offset;       /* start in this rank's optimizer shard (elements) */
     int64_t numel;
-    int64_t nvme_offset_bytes;  /* optimizer on NVMe: offset of this sub-group inside each of the
-                                ** NVMe regions "master", "adam_m", "adam_v" (= shard_offset*4,
-                                ** aligned to ZgPlan.nvme_align); -1 if none */
-    int buffer;                 /* optimizer on NVMe: staging buffer "opt_buf_<b>"; else -1 */
+    int64_t nvme_offset_bytes;  /* ZG_SWAP_OPTIMIZER: offset of this sub-group inside each of the
+                                ** NVMe regions "master", "adam_m", "adam_v"; ZG_SWAP_PARAMS: inside
+                                ** "params_shard" (both = shard_offset*4, aligned to
+                                ** ZgPlan.nvme_align); -1 if none */
+    int buffer;                 /* staging buffer: "opt_buf_<b>" (ZG_SWAP_OPTIMIZER) or
+                                ** "master_buf_<b>" (ZG_SWAP_PARAMS); else -1 */
 } ZgSubGroup;
 
 /* ----------------------------------------------------------------------- schedule (sched.c) */
@@ -171,14 +182,16 @@ typedef enum {
     ZG_OP_REDUCE,               /* start reduction of gradient bucket arg: stages 0-2 all-reduce
                                 ** (each rank keeps its part), stage 3 reduce-scatter */
     ZG_OP_WAIT_REDUCE,          /* wait for it; stages 2/3 accumulate the owned part into grad32 */
-    ZG_OP_SWAP_IN,              /* start read of sub-group arg's master, m, v into opt_buf */
+    ZG_OP_SWAP_IN,              /* start read of sub-group arg's master, m, v into opt_buf
+                                ** (ZG_SWAP_PARAMS: its fp32 parameters into master_buf) */
     ZG_OP_OPTIMIZER,            /* unscale/clip + Adam on sub-group arg, then its 16-bit params
                                 ** are written to their home (params16 / params_shard; param_wb
                                 ** then the swap file when params are on NVMe). Its gradient is
                                 ** grad32 when planned, else the owned part of "grads"; its master
                                 ** is "master" (opt_buf with NVMe) when planned, else the owned
                                 ** part of the fp32 working params (params16 / params_shard) */
-    ZG_OP_SWAP_OUT,             /* start write-back of sub-group arg's master, m, v */
+    ZG_OP_SWAP_OUT,             /* start write-back of sub-group arg's master, m, v (ZG_SWAP_PARAMS:
+                                ** its updated fp32 parameters) */
     ZG_OP_ALLGATHER_PARAMS,     /* stages 1-2: all-gather updated params16 partitions;
                                 ** stage 3: re-gather the persistent tensors into "persist" */
     ZG_OP_PARAM_SWAP_IN,        /* stage 3 param offload: copy group arg's shard span from its
@@ -193,8 +206,16 @@ typedef enum {
 typedef struct ZgOp {
     ZgOpKind kind;
     int arg;
-    int slot;                   /* GATHER, WAIT_GATHER, RELEASE, PARAM_SWAP_IN: gather slot; else -1 */
+    int slot;                   /* GATHER, WAIT_GATHER, RELEASE, PARAM_SWAP_IN: gather slot;
+                                ** FORWARD: ZG_RECOMPUTE for a recompute; else -1 */
 } ZgOp;
+
+/* ZgOp.slot of a FORWARD that recomputes a block in backward (activation checkpointing,
+** ZgPlan.act_ckpt): it comes right before that block's BACKWARD, inside the same gather interval
+** (the block's parameters are gathered once for recompute + backward), rebuilds the block's full
+** activations in the one block area of "acts" from its kept input, and keeps nothing else.
+** The last block has none: its activations are still in that area when its backward runs. */
+#define ZG_RECOMPUTE 1
 
 typedef struct ZgSchedule {
     ZgOp *micro;  int n_micro;  /* micro-steps 0..gas-2 (forward + backward + reductions) */
@@ -233,12 +254,18 @@ typedef enum {
 **   persist      stage 3: persistent tensors, whole, 16-bit, tensor order (persist_offset)
 **   gather_slot_<s>  stage 3: one gathered group (largest group numel), 16-bit
 **   param_buf_<s>    stage 3 + offload_param: the group span brought in by PARAM_SWAP_IN
-**   param_wb     stage 3 + offload_param nvme: pinned 16-bit write-back buffer of one sub-group
+**   param_wb     stage 3 + offload_param nvme + a separate master: pinned 16-bit write-back
+**                buffer of one sub-group
 **   grads        stages 0/1: every gradient, 16-bit, flat order
 **   bucket_<b>   stages 2/3: a gradient bucket buffer (largest bucket), 16-bit; 2 with overlap_comm
+**   bucket_recv_<b>  stage 3 (ZgPlan.bucket_recv_numel > 0): this rank's reduce-scattered chunk of
+**                bucket_<b>, 16-bit
 **   grad32       owned fp32 gradient shard (stages 2/3, or any stage with the optimizer offloaded)
 **   master, adam_m, adam_v  fp32 owned optimizer shard (opt_numel), tier from offload_optimizer
 **   opt_buf_<b>  optimizer on NVMe: pinned staging for one sub-group's master|m|v (buffer_count)
+**   master_buf_<b>  ZG_SWAP_PARAMS: pinned staging for one sub-group's fp32 parameters (= master),
+**                read by SWAP_IN, updated by OPTIMIZER, written back by SWAP_OUT (buffer_count
+**                of offload_param, at most the number of sub-groups)
 **   stage32      dtype != fp32: fp32 [params of one module | its gradients] (2 * max use_numel)
 **   grad_stage   fp32 dtype, stages 2/3: fp32 gradients of one module (max use_numel)
 **   tied_grad    stages 2/3, tied lm_head: fp32 wte gradient between lm_head and embed backward
@@ -259,7 +286,9 @@ typedef struct ZgMemPlan {
                                                 ** and every region lives for the whole run, so
                                                 ** this equals tier_bytes */
     int64_t arena_align;                        /* every region offset is a multiple */
-    int64_t acts_bytes, scratch_bytes;          /* the activation formula (docs/PLAN.md) */
+    int64_t acts_bytes, scratch_bytes;          /* the activation formula (docs/PLAN.md);
+                                                ** acts_bytes is the checkpointed one with
+                                                ** ZgPlan.act_ckpt */
 } ZgMemPlan;
 
 /* Bytes moved per rank per optimizer step and FLOPs (cost readable before launch; planout). */
@@ -284,17 +313,37 @@ typedef struct ZgPlan {
     ZgBucket *buckets; int n_buckets;       /* gradient reduce buckets, in reduction order */
     int n_bucket_buffers;                   /* stages 2/3: 2 with overlap_comm, else 1; else 0 */
     int64_t bucket_buffer_numel;            /* stages 2/3: largest bucket padded_numel */
+    int64_t bucket_recv_numel;              /* stage 3, ws > 1, unless one fp32 micro-step: one
+                                            ** rank's chunk of a bucket buffer
+                                            ** (bucket_buffer_numel / ws); REDUCE reduce-scatters
+                                            ** into "bucket_recv_<b>" and WAIT_REDUCE adds it into
+                                            ** grad32. 0 when there is none: one fp32 micro-step
+                                            ** reduce-scatters straight into the zeroed grad32, and
+                                            ** one rank reads its (only) chunk in place */
     ZgGather *gathers; int n_gathers;       /* stage 3 */
     int n_gather_slots;
     int64_t gather_slot_numel;              /* largest gather group numel */
     ZgSubGroup *subgroups; int n_subgroups; /* optimizer sub-groups of this rank's shard */
+    ZgSgSwap sg_swap;                       /* what SWAP_IN / SWAP_OUT move (none: no swap ops) */
+    int n_sg_buffers;                       /* staging buffers of sub-groups (opt_buf_<b> or
+                                            ** master_buf_<b>); 0 with ZG_SWAP_NONE */
     int64_t sg_align;                       /* elements: sub-group boundaries are multiples */
     int64_t nvme_align;                     /* bytes: lcm(aio block_size, 4096) */
     int64_t max_use_numel;                  /* largest ZgModule.use_numel */
+    bool act_ckpt;                          /* activation checkpointing: "acts" keeps each
+                                            ** block's input and one block's activations; the
+                                            ** schedule recomputes blocks (ZG_RECOMPUTE). Set by
+                                            ** zg_plan_build from zg_act_ckpt_requested unless
+                                            ** the caller set it before */
     ZgSchedule sched;
     ZgMemPlan mem;
     ZgCost cost;
 } ZgPlan;
+
+/* Activation checkpointing asked for by the spec (spec.c: `train.activation_checkpointing: true`;
+** false at the start of every zg_spec_load). Process-wide because the spec's ZgModel (gen/zg.h)
+** has no field for it yet; zg_plan_build copies it into ZgPlan.act_ckpt. */
+extern bool zg_act_ckpt_requested;
 
 /* model.c: the tensor and module tables for m->arch. false after reporting an error. */
 bool zg_model_build(const ZgModel *m, ZgPlan *p);
@@ -309,6 +358,9 @@ void zg_sched_build(ZgPlan *p);
 void zg_memplan_build(ZgPlan *p);
 /* memplan.c: the activation and scratch bytes of one micro-batch (the formula in docs/PLAN.md). */
 int64_t zg_acts_bytes(const ZgModel *m, int64_t micro_batch);
+/* memplan.c: the same with activation checkpointing (docs/PLAN.md): encoded, one block, the head's
+** activations, then each block's output (the next block's input) */
+int64_t zg_acts_ckpt_bytes(const ZgModel *m, int64_t micro_batch);
 int64_t zg_scratch_bytes(const ZgModel *m, int64_t micro_batch);
 /* memplan.c: host bytes per node (pinned + host per rank times ranks per node). */
 int64_t zg_mem_host_per_node(const ZgPlan *p);

@@ -89,7 +89,12 @@ typedef enum {
 typedef struct ZrOpRow {
     int kind;                   /* ZrOpKind */
     int arg;                    /* module, bucket, gather group or sub-group index */
-    int slot;                   /* GATHER, WAIT_GATHER, RELEASE, PARAM_SWAP_IN: gather slot; else -1 */
+    int slot;                   /* GATHER, WAIT_GATHER, RELEASE, PARAM_SWAP_IN: gather slot;
+                                ** FORWARD: ZR_RECOMPUTE for a recompute; else -1 */
 } ZrOpRow;
+
+/* ZrOpRow.slot of a FORWARD that recomputes a block right before its BACKWARD (activation
+** checkpointing; = the generator's ZG_RECOMPUTE). */
+#define ZR_RECOMPUTE 1
 
 #endif

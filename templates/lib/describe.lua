@@ -51,10 +51,19 @@ function M.gather(g)
                        g.part_numel, g.numel, g.slot)
 end
 
+-- fp32 stage 3 with the parameters on NVMe and the optimizer in memory: the NVMe parameter shard
+-- is the master, so SWAP_IN / SWAP_OUT move it through master_buf_<b> (gen/zg_plan.h, ZgSgSwap).
+local function params_are_master()
+  local z = plan.zero
+  return z.stage == 3 and z.dtype == "fp32" and z.offload_param.device == "nvme" and
+         z.offload_optimizer.device == "none"
+end
+
 function M.subgroup(sg)
   local s = "shard elements " .. shape.range(sg.shard_offset, sg.numel)
   if sg.nvme_offset_bytes >= 0 then
-    s = s .. string.format(", NVMe offset %d, staged in opt_buf_%d", sg.nvme_offset_bytes, sg.buffer)
+    s = s .. string.format(", NVMe offset %d, staged in %s_%d", sg.nvme_offset_bytes,
+                           params_are_master() and "master_buf" or "opt_buf", sg.buffer)
   end
   return s
 end
@@ -73,6 +82,8 @@ local region_meaning = {
   adam_m = "Adam first moment, owned shard",
   adam_v = "Adam second moment, owned shard",
   opt_buf = "NVMe staging of one sub-group's master|m|v",
+  master_buf = "NVMe staging of one sub-group's fp32 parameters (the master)",
+  bucket_recv = "this rank's reduce-scattered chunk of a gradient bucket",
   stage32 = "fp32 upcast: one module's parameters | its gradients",
   grad_stage = "fp32 gradients of one module",
   tied_grad = "fp32 wte gradient from lm_head to embed's backward",
@@ -126,6 +137,9 @@ function M.op(o, list)
   elseif k == "release" then
     return string.format("slot %d (%s's parameters) may be reused", o.slot, gather_owner(a))
   elseif k == "forward" then
+    if o.slot == 1 then        -- ZR_RECOMPUTE: activation checkpointing, right before its backward
+      return "recompute forward of " .. module_name(a) .. " from its kept input (activation checkpointing)"
+    end
     return "forward of " .. module_name(a)
   elseif k == "backward" then
     return "backward of " .. module_name(a)
@@ -145,6 +159,10 @@ function M.op(o, list)
     end
     return string.format("wait for bucket %d's all-reduce", a)
   elseif k == "swap_in" then
+    if params_are_master() then
+      return string.format("read sub-group %d's fp32 parameters (the master) from NVMe into master_buf_%d",
+                           a, plan.subgroups[a + 1].buffer)
+    end
     return string.format("read sub-group %d's master, m, v from %s into opt_buf_%d",
                          a, opt_where(), plan.subgroups[a + 1].buffer)
   elseif k == "optimizer" then
@@ -152,6 +170,9 @@ function M.op(o, list)
     return string.format("%s on sub-group %d: shard elements %s",
                          plan.zero.adam_w_mode and "AdamW" or "Adam", a, shape.range(sg.shard_offset, sg.numel))
   elseif k == "swap_out" then
+    if params_are_master() then
+      return string.format("write sub-group %d's updated fp32 parameters back to NVMe", a)
+    end
     return string.format("write sub-group %d's master, m, v back to %s", a, opt_where())
   elseif k == "allgather_params" then
     if plan.zero.stage == 3 then

@@ -72,6 +72,7 @@ typedef struct Trainer {
     void *param_wb;             /* stage 3 + param NVMe: write-back buffer (W) */
     void *grads;                /* stages 0/1: every gradient, flat (W) */
     void *bucket[TR_MAX_BUFS];  /* stages 2/3 bucket buffers (W) */
+    void *bucket_recv[TR_MAX_BUFS];  /* stage 3: this rank's reduce-scattered chunk (W), or NULL */
     int n_bucket_bufs;
     float *grad32;              /* owned fp32 gradient shard, or NULL */
     float *master, *adam_m, *adam_v;   /* fp32 owned optimizer shard (NULL when on NVMe/absent) */
@@ -79,10 +80,15 @@ typedef struct Trainer {
     void *opt_buf[TR_MAX_BUFS]; /* optimizer on NVMe: staging for master|m|v of one sub-group */
     int64_t opt_buf_part;       /* floats per part of an opt_buf */
     int n_opt_bufs;
+    float *master_buf[TR_MAX_BUFS];  /* fp32 stage 3, params on NVMe, optimizer in memory: one
+                                ** sub-group's fp32 parameters (= master) between SWAP_IN and
+                                ** SWAP_OUT (gen/zg_plan.h, ZG_SWAP_PARAMS) */
+    int n_master_bufs;
     float *stage32;             /* 16-bit dtypes: fp32 [params of one module | its gradients] */
     float *grad_stage;          /* fp32, stages 2/3: gradients of one module */
     float *tied_grad;           /* stages 2/3: fp32 wte gradient from lm_head until embed */
     float *acts, *scratch;
+    int64_t acts_floats;        /* floats of the "acts" region */
     int64_t max_use_numel;
 
     /* derived */
@@ -93,13 +99,21 @@ typedef struct Trainer {
     /* kernels */
     ZkDims dims;
     ZkActs acts_v;
+    /* activation checkpointing (the plan's "acts" then holds the checkpointed layout of
+    ** docs/PLAN.md): the kernels see one block area (dims1: L = 1), block l reads its input from
+    ** the kept stream, and each block's output is kept at ckpt_out + l * B*T*C */
+    int act_ckpt;
+    ZkDims dims1;
+    float *ckpt_out;
+    int area_layer;             /* the block whose activations the block area holds, -1 */
     int32_t inputs[ZG_MICRO_BATCH * ZG_SEQ_LEN], targets[ZG_MICRO_BATCH * ZG_SEQ_LEN];
 
     /* run state */
     TrReq gather_req[TR_MAX_SLOTS];          /* per gather slot */
     ZrCollReq *reduce_req[ZG_N_BUCKETS];
     ZrNvmeReq pswap_req[TR_MAX_SLOTS];
-    ZrNvmeReq opt_req[TR_MAX_BUFS][3];      /* master, m, v of the sub-group in opt_buf b */
+    ZrNvmeReq opt_req[TR_MAX_BUFS][3];      /* master, m, v of the sub-group in opt_buf b
+                                            ** (master_buf b: part 0 only) */
     ZrNvmeReq wb_req;
     int last_bwd_module;
     ZrData data, val;

@@ -141,7 +141,33 @@ static void block_views(int first, ZkBlockParams *p, ZkBlockGrads *g)
     g->fcproj_w = d[ZG_LT_MLP_C_PROJ_WEIGHT]; g->fcproj_b = d[ZG_LT_MLP_C_PROJ_BIAS];
 }
 
-static void forward(int m)
+/* ---------------------------------------------------------------------- activation checkpointing */
+/* With checkpointing the kernels run block l as "block 0 of a one-block model" whose input
+** ("encoded" of the view) is the kept residual stream entering block l, and the final norm as a
+** zero-block model reading the stream entering it; the view's other activations are the plan's. */
+static float *stream_in_ckpt(int l)
+{
+    if (l == 0) return T.acts_v.encoded;
+    return T.ckpt_out + (size_t)(l - 1) * ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL;
+}
+
+static ZkActs ckpt_view(int l)
+{
+    ZkActs v = T.acts_v;
+    v.encoded = stream_in_ckpt(l);
+    return v;
+}
+
+/* The block area must hold block l's activations before its backward: the plan's recompute (or,
+** for the last block, its forward) put them there. */
+static void check_area(int l)
+{
+    if (T.area_layer != l)
+        tr_die("backward of block %d, but the block area holds block %d (the plan lacks a recompute)",
+               l, T.area_layer);
+}
+
+static void forward(int m, int recompute)
 {
     const ZrModuleRow *mr = &zg_modules[m];
     const ZkDims *d = &T.dims;
@@ -153,10 +179,27 @@ static void forward(int m)
     case ZR_MOD_BLOCK: {
         ZkBlockParams p;
         block_views(mr->first_tensor, &p, NULL);
-        zk_block_forward(d, mr->layer, &p, &T.acts_v);
+        if (!T.act_ckpt) {
+            zk_block_forward(d, mr->layer, &p, &T.acts_v);
+            break;
+        }
+        /* the same kernel on the same input: a recompute gives the forward's bits */
+        ZkActs v = ckpt_view(mr->layer);
+        zk_block_forward(&T.dims1, 0, &p, &v);
+        T.area_layer = mr->layer;
+        if (!recompute)
+            memcpy(stream_in_ckpt(mr->layer + 1), zk_layer_acts(&T.dims1, &v, 0).residual3,
+                   (size_t)ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL * 4);
         break;
     }
     case ZR_MOD_FINAL_NORM:
+        if (T.act_ckpt) {
+            ZkDims d0 = T.dims;
+            d0.L = 0;
+            ZkActs v = ckpt_view(ZG_N_LAYERS);
+            zk_final_norm_forward(&d0, P[ZG_T_LN_F_WEIGHT], P[ZG_T_LN_F_BIAS], &v);
+            break;
+        }
         zk_final_norm_forward(d, P[ZG_T_LN_F_WEIGHT], P[ZG_T_LN_F_BIAS], &T.acts_v);
         break;
     case ZR_MOD_HEAD: {
@@ -180,6 +223,14 @@ static void backward(int m)
                          (float)(T.loss_scale / (double)ZG_TOKENS_PER_STEP));
         break;
     case ZR_MOD_FINAL_NORM:
+        if (T.act_ckpt) {
+            ZkDims d0 = T.dims;
+            d0.L = 0;
+            ZkActs v = ckpt_view(ZG_N_LAYERS);
+            zk_final_norm_backward(&d0, P[ZG_T_LN_F_WEIGHT], Gp[ZG_T_LN_F_WEIGHT],
+                                   Gp[ZG_T_LN_F_BIAS], &v);
+            break;
+        }
         zk_final_norm_backward(d, P[ZG_T_LN_F_WEIGHT], Gp[ZG_T_LN_F_WEIGHT], Gp[ZG_T_LN_F_BIAS],
                                &T.acts_v);
         break;
@@ -187,6 +238,12 @@ static void backward(int m)
         ZkBlockParams p;
         ZkBlockGrads g;
         block_views(mr->first_tensor, &p, &g);
+        if (T.act_ckpt) {
+            check_area(mr->layer);
+            ZkActs v = ckpt_view(mr->layer);
+            zk_block_backward(&T.dims1, 0, &p, &g, &v);
+            break;
+        }
         zk_block_backward(d, mr->layer, &p, &g, &T.acts_v);
         break;
     }
@@ -263,15 +320,25 @@ static void release(int g, int s)
 }
 
 /* ---------------------------------------------------------------------- gradient buckets */
-/* Stage 3 reduce-scatters into grad32 directly when nothing needs adding (see reduce). */
-#define STAGE3_DIRECT (ZG_GRAD_ACCUM == 1 && !ZG_MIXED)
-
 static void *bucket_buf(int k)
 {
     int b = zg_buckets[k].buffer;
     if (b < 0 || b >= T.n_bucket_bufs) tr_die("bucket %d names buffer %d, which the plan lacks", k, b);
     return T.bucket[b];
 }
+
+/* Stage 3 reduce-scatters into grad32 directly when nothing needs adding (see reduce). */
+#define STAGE3_DIRECT (ZG_GRAD_ACCUM == 1 && !ZG_MIXED)
+
+#if ZG_STAGE == 3
+/* Where REDUCE k leaves this rank's reduced chunk: the plan's "bucket_recv_<b>", or with one rank
+** (no receive region: nothing moves) the bucket buffer itself, whose only chunk it is. */
+static void *recv_buf(int k)
+{
+    int b = zg_buckets[k].buffer;
+    return T.bucket_recv[b] ? T.bucket_recv[b] : bucket_buf(k);
+}
+#endif
 
 static void grad_copy(int k)
 {
@@ -310,15 +377,13 @@ static void reduce(int k)
     ZR_CHECK(zr_all_reduce(T.comm, p, p, br->numel, ZG_DTYPE, &T.reduce_req[k]));
 #else
     /* Stage 3, one micro-step of fp32: the reduce-scatter lands straight in grad32, which is zero
-    ** at this point (0 + x is exact, so this equals accumulating). Otherwise the plan has no
-    ** receive buffer, so the whole rank-major bucket is all-reduced in place and chunk `rank` kept:
-    ** libzrt sums every element in rank order in fp32 either way, so the bits are the same. */
+    ** at this point (0 + x is exact, so this equals accumulating). Otherwise it lands in the plan's
+    ** receive chunk and WAIT_REDUCE adds it into grad32. libzrt sums every element in rank order
+    ** in fp32 (16-bit rounded once), the same bits an all-reduce of the bucket would give. */
     void *p = bucket_buf(k);
-    if (STAGE3_DIRECT)
-        ZR_CHECK(zr_reduce_scatter(T.comm, p, T.grad32 + zg_tensors[br->first_tensor].shard_offset,
-                                   br->padded_numel / T.ws, ZG_DTYPE, &T.reduce_req[k]));
-    else
-        ZR_CHECK(zr_all_reduce(T.comm, p, p, br->padded_numel, ZG_DTYPE, &T.reduce_req[k]));
+    void *dst = STAGE3_DIRECT ? (void *)(T.grad32 + zg_tensors[br->first_tensor].shard_offset)
+                              : recv_buf(k);
+    ZR_CHECK(zr_reduce_scatter(T.comm, p, dst, br->padded_numel / T.ws, ZG_DTYPE, &T.reduce_req[k]));
 #endif
 }
 
@@ -364,9 +429,8 @@ static void wait_reduce(int k)
     take_flat_part(bucket_buf(k), br->flat_offset, br->flat_offset + br->numel, 1);
 #else
     if (STAGE3_DIRECT) return;
-    int64_t chunk = br->padded_numel / T.ws;
-    const char *s = (const char *)bucket_buf(k) + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
-    w_into_f32(T.grad32 + zg_tensors[br->first_tensor].shard_offset, s, chunk, 1);
+    w_into_f32(T.grad32 + zg_tensors[br->first_tensor].shard_offset, recv_buf(k),
+               br->padded_numel / T.ws, 1);
 #endif
 }
 
@@ -381,7 +445,13 @@ static void run_op(const ZrOpRow *op)
     case ZR_OP_WAIT_GATHER: wait_gather(a, op->slot); break;
     case ZR_OP_RELEASE: release(a, op->slot); break;
     case ZR_OP_FORWARD:
-        forward(a);
+        if (op->slot == ZR_RECOMPUTE) {       /* activation checkpointing, before its backward */
+            if (T.forward_only) break;
+            forward(a, 1);
+            tr_span(ZR_TRACK_COMPUTE, "recompute", t0);
+            break;
+        }
+        forward(a, 0);
         tr_span(ZR_TRACK_COMPUTE, zg_modules[a].name, t0);
         break;
     case ZR_OP_BACKWARD:

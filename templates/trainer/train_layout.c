@@ -162,6 +162,8 @@ void tr_layout_init(void)
         snprintf(name, sizeof name, "bucket_%d", b);
         if (!(T.bucket[b] = region(name, NULL, NULL))) break;
         T.n_bucket_bufs = b + 1;
+        snprintf(name, sizeof name, "bucket_recv_%d", b);
+        T.bucket_recv[b] = region(name, NULL, NULL);
     }
     T.grad32 = region("grad32", NULL, NULL);
     T.master = region("master", &T.master_nvme, NULL);
@@ -172,6 +174,11 @@ void tr_layout_init(void)
         if (!(T.opt_buf[b] = region(name, NULL, &bytes))) break;
         T.n_opt_bufs = b + 1;
         T.opt_buf_part = bytes / 12;
+    }
+    for (int b = 0; b < TR_MAX_BUFS; b++) {
+        snprintf(name, sizeof name, "master_buf_%d", b);
+        if (!(T.master_buf[b] = region(name, NULL, NULL))) break;
+        T.n_master_bufs = b + 1;
     }
     T.stage32 = region("stage32", NULL, &bytes);
     if (T.stage32) T.max_use_numel = bytes / 8;
@@ -190,11 +197,27 @@ void tr_layout_init(void)
     int64_t ab, sb;
     region("acts", NULL, &ab);
     region("scratch", NULL, &sb);
-    if ((int64_t)zk_acts_floats(d) * 4 > ab || (int64_t)zk_scratch_floats(d) * 4 > sb)
+    T.acts_floats = ab / 4;
+    /* every block's activations when the region holds them; else the checkpointed layout (one
+    ** block area, then each block's output), which the plan sizes with activation checkpointing */
+    T.dims1 = *d;
+    T.dims1.L = 1;
+    int64_t btc = (int64_t)ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL;
+    int64_t one = (int64_t)zk_acts_floats(&T.dims1) + ZG_N_LAYERS * btc;
+    T.act_ckpt = ZG_N_LAYERS > 0 && (int64_t)zk_acts_floats(d) * 4 > ab;
+    T.area_layer = -1;
+    if ((T.act_ckpt ? one * 4 : (int64_t)zk_acts_floats(d) * 4) > ab ||
+        (int64_t)zk_scratch_floats(d) * 4 > sb)
         tr_die("plan regions acts/scratch (%lld/%lld bytes) are smaller than the kernels need "
-               "(%zu/%zu): regenerate with a matching zgen", (long long)ab, (long long)sb,
-               zk_acts_floats(d) * 4, zk_scratch_floats(d) * 4);
-    zk_acts_carve(d, T.acts, T.scratch, &T.acts_v);
+               "(%lld/%zu): regenerate with a matching zgen", (long long)ab, (long long)sb,
+               (long long)(T.act_ckpt ? one * 4 : (int64_t)zk_acts_floats(d) * 4),
+               zk_scratch_floats(d) * 4);
+    if (T.act_ckpt) {
+        zk_acts_carve(&T.dims1, T.acts, T.scratch, &T.acts_v);
+        T.ckpt_out = T.acts + zk_acts_floats(&T.dims1);
+    } else {
+        zk_acts_carve(d, T.acts, T.scratch, &T.acts_v);
+    }
 
     /* what each configuration needs: a plan without it cannot be run */
     if (!ZG_TIE_EMBEDDINGS)
@@ -205,9 +228,15 @@ void tr_layout_init(void)
     if (ZG_STAGE <= 1 && !T.grads) tr_die("plan lacks region grads");
     if (ZG_STAGE >= 2 && (!T.grad32 || T.n_bucket_bufs == 0))
         tr_die("plan lacks regions grad32 / bucket_0");
+    if (ZG_STAGE == 3 && ZG_WORLD_SIZE > 1 && (ZG_GRAD_ACCUM > 1 || ZG_MIXED) && !T.bucket_recv[0])
+        tr_die("plan lacks region bucket_recv_0 (stage-3 reduce-scatter receive chunk)");
     if (ZG_MIXED && !T.stage32) tr_die("plan lacks region stage32");
     if (!ZG_MIXED && ZG_STAGE >= 2 && !T.grad_stage) tr_die("plan lacks region grad_stage");
     if (ZG_N_GATHER_SLOTS > TR_MAX_SLOTS) tr_die("more gather slots than this trainer supports");
+    /* fp32 with the shard on NVMe and no separate master: the plan swaps the parameters */
+    if (!ZG_MIXED && ZG_STAGE == 3 && !T.params_shard && !T.master && T.master_nvme < 0 &&
+        T.n_master_bufs == 0)
+        tr_die("plan lacks region master_buf_0 (fp32 parameters on NVMe are the master)");
 }
 
 void tr_layout_free(void)

@@ -58,12 +58,26 @@ static void wait_buf(int b)
 static int sg_buffer(int k)
 {
     int b = zg_subgroups[k].buffer;
-    if (b < 0 || b >= T.n_opt_bufs) tr_die("sub-group %d names staging buffer %d, absent", k, b);
+    int n = T.n_master_bufs ? T.n_master_bufs : T.n_opt_bufs;
+    if (b < 0 || b >= n) tr_die("sub-group %d names staging buffer %d, absent", k, b);
     return b;
 }
 
+/* fp32, stage 3, parameters on NVMe, optimizer in memory: the NVMe shard is the master, and the
+** plan swaps a sub-group's span of it through master_buf (part 0 of opt_req). */
+static int64_t pmaster_off(int k) { return T.params_shard_nvme + zg_subgroups[k].nvme_offset_bytes; }
+
 static void swap_in(int k)
 {
+    if (T.n_master_bufs) {
+        int b = sg_buffer(k);
+        double t0 = tr_now();
+        wait_buf(b);                          /* its previous sub-group's write-back */
+        ZR_CHECK(zr_nvme_read_async(T.nvme, T.master_buf[b], zg_subgroups[k].numel * 4,
+                                    pmaster_off(k), &T.opt_req[b][0]));
+        tr_span(ZR_TRACK_IO, "swap-in", t0);
+        return;
+    }
     if (T.master_nvme < 0) return;            /* optimizer state in memory: nothing to bring in */
     int b = sg_buffer(k);
     double t0 = tr_now();
@@ -77,6 +91,12 @@ static void swap_in(int k)
 
 static void swap_out(int k)
 {
+    if (T.n_master_bufs) {
+        int b = sg_buffer(k);
+        ZR_CHECK(zr_nvme_write_async(T.nvme, T.master_buf[b], zg_subgroups[k].numel * 4,
+                                     pmaster_off(k), &T.opt_req[b][0]));
+        return;
+    }
     if (T.master_nvme < 0) return;
     int b = sg_buffer(k);
     int64_t bytes = zg_subgroups[k].numel * 4;
@@ -96,19 +116,17 @@ static void optimizer(int k, double lr)
         int b = sg_buffer(k);
         wait_buf(b);
         p = buf_part(b, 0) - s0; m = buf_part(b, 1) - s0; v = buf_part(b, 2) - s0;
-    } else if (!master_at(0)) {
+    } else if (T.n_master_bufs) {
         /* fp32 with the parameters on NVMe and no separate master: the parameters are the master;
-        ** the sub-group comes in through the write-back buffer and goes back from it */
-        if (T.wb_req.state == 1 && zr_nvme_wait(T.nvme, &T.wb_req) < 0)
-            tr_die("%s", zr_nvme_strerror(T.nvme));
-        tr_nvme_rw(0, T.param_wb, sg->numel * 4, T.params_shard_nvme + s0 * 4);
-        p = (float *)T.param_wb - s0; m = T.adam_m; v = T.adam_v;
+        ** the plan's SWAP_IN brought the sub-group into master_buf, its SWAP_OUT writes it back */
+        int b = sg_buffer(k);
+        wait_buf(b);
+        p = T.master_buf[b] - s0; m = T.adam_m; v = T.adam_v;
     } else {
         p = master_at(0); m = T.adam_m; v = T.adam_v;
     }
     /* 16-bit copy of the result: straight to its home, or to the NVMe write-back buffer */
     int separate = T.master || T.master_nvme >= 0;
-    int in_wb = !separate && ZG_STAGE == 3 && !T.params_shard;
     char *home = NULL;
     if (separate) {
         if (ZG_STAGE == 3 && !T.params_shard) {
@@ -132,7 +150,7 @@ static void optimizer(int k, double lr)
         ZR_CHECK(zr_adam_step(&c, p + lo, m + lo, v + lo, g, gdt, p16, (ZrDtype)ZG_DTYPE, hi - lo));
         if (!ZG_MIXED && home) memcpy(home + lo * 4, p + lo, (size_t)(hi - lo) * 4);
     }
-    if ((separate || in_wb) && ZG_STAGE == 3 && !T.params_shard)
+    if (separate && ZG_STAGE == 3 && !T.params_shard)
         ZR_CHECK(zr_nvme_write_async(T.nvme, T.param_wb, sg->numel * ZG_DTYPE_SIZE,
                                      T.params_shard_nvme + s0 * ZG_DTYPE_SIZE, &T.wb_req));
     tr_span(ZR_TRACK_COMPUTE, "adam", t0);
@@ -148,9 +166,10 @@ static void regather_persistent(void)
     for (int t = 0; t < ZG_N_TENSORS; t++)
         if (zg_tensors[t].persistent) numel = zg_tensors[t].persist_offset + zg_tensors[t].numel;
     if (numel == 0) return;
-    /* shard on NVMe: the last sub-group's write-back must land before its slices are read */
+    /* shard on NVMe: the sub-groups' write-backs must land before their slices are read */
     if (!T.params_shard && T.wb_req.state == 1 && zr_nvme_wait(T.nvme, &T.wb_req) < 0)
         tr_die("%s", zr_nvme_strerror(T.nvme));
+    for (int b = 0; b < T.n_master_bufs; b++) wait_buf(b);
     memset(T.persist, 0, (size_t)numel * ZG_DTYPE_SIZE);
     for (int t = 0; t < ZG_N_TENSORS; t++) {
         const ZrTensorRow *r = &zg_tensors[t];

@@ -17,7 +17,7 @@
 /* ---------------------------------------------------------------------- chunked state I/O */
 static int64_t chunk_floats(void)
 {
-    int64_t n = (int64_t)zk_acts_floats(&T.dims) / 2;
+    int64_t n = T.acts_floats / 2;
     return n > 4096 ? n / 1024 * 1024 : n;
 }
 

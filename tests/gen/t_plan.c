@@ -3,8 +3,10 @@
 ** list (gathers waited before use, released, slots never double-booked; every bucket reduced once
 ** per reducing micro-step and waited; bucket buffers never overwritten before their reduction was
 ** waited; optimizer sub-groups swapped in before and out after Adam), the memory-fit refusal and
-** its suggested change (which must itself fit), the activation formula recomputed term by term, and
-** byte-identical plan.json for identical inputs.
+** its suggested change (which must itself fit), the activation formula recomputed term by term,
+** the stage-3 reduce-scatter receive chunk, fp32 parameters on NVMe swapped as the master,
+** activation checkpointing (acts, recompute placement, same gathers, FLOPs, the refusal's
+** suggestion), and byte-identical plan.json for identical inputs.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +32,12 @@ static void config(ZgZero *z, int stage, int ws)
     z->overlap_comm = stage == 3;
 }
 
+static bool want_ckpt;           /* plan() with activation checkpointing */
+
 static ZgPlan *plan(const ZgModel *m, const ZgZero *z)
 {
     ZgPlan *p = calloc(1, sizeof *p);
+    p->act_ckpt = want_ckpt;
     if (!zg_model_build(m, p) || !zg_plan_build(m, z, p)) return NULL;
     return p;
 }
@@ -68,6 +73,7 @@ typedef struct Sim {
     int *slot_group; bool *slot_waited;
     int *reduced, *waited, *copies, *buf_owner;
     int fwd_next, bwd_next, last_bwd;
+    int recomputes;
 } Sim;
 
 static bool module_in_bucket(const ZgPlan *p, int mi, int k)
@@ -118,8 +124,15 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
         case ZG_OP_FORWARD:
         case ZG_OP_BACKWARD: {
             bool fwd = o->kind == ZG_OP_FORWARD;
-            if (fwd) ZT_CHECKM(a == s.fwd_next++, "%s op %d: forward out of order", what, i);
+            bool rc = fwd && o->slot == ZG_RECOMPUTE;
+            /* a recompute: checkpointing on, a block, right before that block's backward */
+            if (rc) ZT_CHECKM(p->act_ckpt && p->modules[a].kind == ZG_MOD_BLOCK &&
+                              s.fwd_next == M && a == s.bwd_next && i + 1 < n &&
+                              ops[i + 1].kind == ZG_OP_BACKWARD && ops[i + 1].arg == a,
+                              "%s op %d: recompute of %s out of place", what, i, p->modules[a].name);
+            else if (fwd) ZT_CHECKM(a == s.fwd_next++, "%s op %d: forward out of order", what, i);
             else ZT_CHECKM(s.fwd_next == M && a == s.bwd_next--, "%s op %d: backward order", what, i);
+            if (rc) s.recomputes++;
             int g = p->modules[a].gather_bucket;
             if (stage == 3 && g >= 0) {
                 bool live = false;
@@ -169,6 +182,9 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
         }
     }
     ZT_CHECKM(s.fwd_next == M && s.bwd_next == -1, "%s: not every module ran", what);
+    /* every block but the last is recomputed once with checkpointing, none without */
+    ZT_CHECKM(s.recomputes == (p->act_ckpt ? (int)p->model->n_layers - 1 : 0), "%s: %d recomputes",
+              what, s.recomputes);
     for (int k = 0; k < S; k++) ZT_CHECKM(s.slot_group[k] == -1, "%s: slot %d never released", what, k);
     for (int k = 0; k < K; k++) {
         ZT_CHECKM(s.reduced[k] == (reducing ? 1 : 0) && s.waited[k] == s.reduced[k],
@@ -181,7 +197,15 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
 static void sim_step(const ZgPlan *p)
 {
     const ZgSchedule *sc = &p->sched;
-    bool nvme = p->zero->offload_optimizer.device == ZG_OFFLOAD_NVME;
+    /* swaps: the optimizer on NVMe, or fp32 parameters on NVMe with the optimizer in memory (they
+    ** are the master); nothing else swaps sub-groups */
+    const ZgZero *z = p->zero;
+    bool nvme = z->offload_optimizer.device == ZG_OFFLOAD_NVME ||
+                (z->stage == 3 && z->dtype == ZG_DTYPE_FP32 &&
+                 z->offload_param.device == ZG_OFFLOAD_NVME &&
+                 z->offload_optimizer.device == ZG_OFFLOAD_NONE);
+    ZT_EQ_INT(p->sg_swap, !nvme ? ZG_SWAP_NONE : z->offload_optimizer.device == ZG_OFFLOAD_NVME
+                              ? ZG_SWAP_OPTIMIZER : ZG_SWAP_PARAMS);
     int N = p->n_subgroups;
     int *in = calloc((size_t)N, sizeof(int)), *opt = calloc((size_t)N, sizeof(int)),
         *out = calloc((size_t)N, sizeof(int));
@@ -213,6 +237,7 @@ static void sim_step(const ZgPlan *p)
 static void t_schedules(void)
 {
     int n = 0;
+    for (int ck = 0; ck <= 1; ck++)
     for (int stage = 0; stage <= 3; stage++)
         for (int ov = 0; ov <= 1; ov++)
             for (int off = 0; off <= 2; off++)
@@ -231,9 +256,12 @@ static void t_schedules(void)
                     z.offload_optimizer.device = (ZgOffload)off;
                     if (stage == 3) z.offload_param.device = (ZgOffload)(2 - off);
                     z.dtype = off == 1 ? ZG_DTYPE_BF16 : ZG_DTYPE_FP32;
+                    want_ckpt = ck;
                     ZgPlan *p = plan(&m, &z);
+                    want_ckpt = false;
                     ZT_CHECKM(p != NULL, "stage %d", stage);
                     if (!p) continue;
+                    ZT_CHECK(p->act_ckpt == (bool)ck);
                     ZT_CHECK(p->n_buckets >= 3);
                     sim_list(p, p->sched.micro, p->sched.n_micro, stage >= 2, "micro");
                     sim_list(p, p->sched.last, p->sched.n_last, true, "last");
@@ -241,7 +269,7 @@ static void t_schedules(void)
                     if (stage == 3) ZT_CHECK(p->n_gather_slots == p->sched.prefetch_depth + 1);
                     n++;
                 }
-    ZT_CHECK(n == 4 * 2 * 2 * 2 + 2 * 2);
+    ZT_CHECK(n == 2 * (4 * 2 * 2 * 2 + 2 * 2));
 }
 
 static uint64_t rng = 88172645463325252ULL;
@@ -329,6 +357,59 @@ static void t_activations(void)
     ZT_EQ_INT(zg_scratch_bytes(&m, 4), 4 * scratch);
 }
 
+/* Activation checkpointing: "acts" keeps encoded, one block's activations, the head's, and each
+** block's output; the schedule gathers exactly as without (recompute shares backward's gather);
+** FLOPs grow by the recomputed blocks' forward; a shape whose activations do not fit is told to
+** turn it on. */
+static void t_act_ckpt(void)
+{
+    ZgModel m;
+    ZgZero z;
+    shape(&m, 50257, 1024, 768, 12, 12, 2);
+    config(&z, 3, 2);
+    z.micro_batch = 4;
+    z.train_batch_size = 8;
+    ZgPlan *full = plan(&m, &z);
+    want_ckpt = true;
+    ZgPlan *p = plan(&m, &z);
+    want_ckpt = false;
+    ZT_CHECK(full && p);
+    if (!full || !p) return;
+    int64_t B = 4, T = 1024, C = 768, F = 3072, NH = 12, V = 50257, L = 12;
+    int64_t BT = B * T, BTC = BT * C;
+    int64_t layer = 8 * BTC + 4 * BT + B * NH * T * T + 2 * BT * F;   /* one block, as listed */
+    int64_t head = BTC + 2 * BT + BT * V + BT;                          /* lnf, stats, logits, losses */
+    int64_t acts = BTC + layer + head + L * BTC;                         /* encoded .. kept outputs */
+    ZT_EQ_INT(region_bytes(p, "acts", NULL), 4 * acts);
+    ZT_EQ_INT(region_bytes(full, "acts", NULL), 4 * (BTC + L * layer + head));
+    ZT_EQ_INT(region_bytes(p, "scratch", NULL), region_bytes(full, "scratch", NULL));
+    ZT_EQ_INT(full->mem.tier_bytes[ZG_TIER_DEVICE] - p->mem.tier_bytes[ZG_TIER_DEVICE],
+              4 * ((L - 1) * layer - L * BTC));
+    /* the same gathers and reductions in the same order: only recompute FORWARDs are added */
+    const ZgSchedule *a = &full->sched, *b = &p->sched;
+    ZT_EQ_INT(b->n_last, a->n_last + (int)(L - 1));
+    for (int i = 0, j = 0; i < a->n_last && j < b->n_last; i++, j++) {
+        if (b->last[j].kind == ZG_OP_FORWARD && b->last[j].slot == ZG_RECOMPUTE) j++;
+        ZT_CHECKM(a->last[i].kind == b->last[j].kind && a->last[i].arg == b->last[j].arg &&
+                  a->last[i].slot == b->last[j].slot, "op %d vs %d", i, j);
+    }
+    /* per token: + 2 x block parameters + 2 C T per recomputed block */
+    double blk = (double)p->modules[1].numel;
+    ZT_CHECK(p->cost.flops - full->cost.flops ==
+             (double)(L - 1) * (2 * blk + 2.0 * C * T) * (double)(B * T));
+    /* a device too small for the full activations: the refusal suggests checkpointing, and that
+    ** plan fits */
+    m.device_memory = p->mem.tier_bytes[ZG_TIER_DEVICE] + ((int64_t)1 << 20);
+    m.loc_device_memory = (ZgLoc){"t.yaml", 9, 3};
+    zg_diag_reset();
+    ZT_CHECK(plan(&m, &z) == NULL);
+    ZT_CHECKM(zg_diag_count_matching("activation_checkpointing: true", 9) == 1, "%s", zg_diag_log());
+    zg_diag_reset();
+    want_ckpt = true;
+    ZT_CHECK(plan(&m, &z) != NULL);
+    want_ckpt = false;
+}
+
 static void t_regions_by_config(void)
 {
     ZgModel m;
@@ -365,6 +446,75 @@ static void t_regions_by_config(void)
     ZT_EQ_INT(t1, ZG_TIER_NVME);
     ZT_EQ_INT(t2, ZG_TIER_PINNED);
     ZT_EQ_INT(t3, ZG_TIER_PINNED);
+    /* fp32 stage 3, params on NVMe, optimizer on the device: the NVMe shard is the master, swapped
+    ** per sub-group through master_buf_<b> (buffer_count of offload_param, at most one per
+    ** sub-group); no 16-bit write-back buffer; SWAP_IN/OUT move the fp32 span (4 bytes/element) */
+    config(&z, 3, 4);
+    z.offload_param.device = ZG_OFFLOAD_NVME;
+    z.offload_param.buffer_count = 2;
+    z.aio_block_size = 4096;             /* sub-groups aligned to 2048 elements */
+    z.sub_group_size = 1000;
+    p = plan(&m, &z);
+    ZT_CHECK(p != NULL);
+    if (!p) return;
+    ZT_CHECK(p->n_subgroups >= 3);
+    int64_t sg0 = p->subgroups[0].numel;
+    ZT_EQ_INT(sg0, 2048);
+    ZT_CHECK(region_bytes(p, "param_wb", NULL) == -1 && region_bytes(p, "master", NULL) == -1);
+    ZT_CHECK(region_bytes(p, "master_buf_1", &t1) >= sg0 * 4 && region_bytes(p, "master_buf_2", NULL) == -1);
+    ZT_EQ_INT(t1, ZG_TIER_PINNED);
+    ZT_EQ_INT(p->subgroups[1].nvme_offset_bytes, 4 * sg0);
+    ZT_EQ_INT(p->subgroups[2].buffer, 0);
+    int64_t rd = 0;
+    for (int i = 0; i < p->n_subgroups; i++) rd += 4 * p->subgroups[i].numel;
+    int64_t wr = rd;                     /* fp32: the write-back is the same span */
+    for (int i = 0; i < p->sched.n_last; i++)        /* gas 1: the parameter span reads */
+        if (p->sched.last[i].kind == ZG_OP_PARAM_SWAP_IN)
+            rd += 4 * p->gathers[p->sched.last[i].arg].shard_numel;
+    ZT_EQ_INT(p->cost.nvme_read_bytes, rd);
+    ZT_EQ_INT(p->cost.nvme_write_bytes, wr);
+}
+
+/* Stage 3: the reduce-scatter's receive chunk exists exactly where something must be added into
+** grad32 (accumulation or a 16-bit dtype) and something moves (more than one rank). */
+static void t_bucket_recv(void)
+{
+    struct { int ws, gas; ZgDtype dt; bool want; } c[] = {
+        {4, 2, ZG_DTYPE_FP32, true}, {4, 1, ZG_DTYPE_BF16, true}, {3, 1, ZG_DTYPE_FP16, true},
+        {4, 1, ZG_DTYPE_FP32, false}, {1, 2, ZG_DTYPE_BF16, false},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        ZgModel m;
+        ZgZero z;
+        shape(&m, 97, 16, 24, 3, 2, c[i].ws);
+        config(&z, 3, c[i].ws);
+        z.grad_accum = c[i].gas;
+        z.train_batch_size = c[i].ws * c[i].gas;
+        z.dtype = c[i].dt;
+        z.reduce_bucket_size = 1500;
+        ZgPlan *p = plan(&m, &z);
+        ZT_CHECK(p != NULL);
+        if (!p) continue;
+        ZT_CHECK(p->n_bucket_buffers == 2);
+        int64_t w = zg_dtype_size(c[i].dt);
+        /* each buffer's chunk: the largest bucket over the world size, in the working dtype */
+        int64_t largest = 0;
+        for (int k = 0; k < p->n_buckets; k++)
+            if (p->buckets[k].padded_numel > largest) largest = p->buckets[k].padded_numel;
+        for (int b = 0; b < 3; b++) {
+            int64_t want = c[i].want && b < 2 ? largest / c[i].ws * w : -1;
+            ZT_EQ_INT(region_bytes(p, zg_fmt("bucket_recv_%d", b), NULL), want);
+        }
+        ZT_EQ_INT(region_bytes(p, "bucket_0", NULL), largest * w);
+    }
+    /* stages 0-2 never have one */
+    ZgModel m;
+    ZgZero z;
+    shape(&m, 97, 16, 24, 3, 2, 4);
+    config(&z, 2, 4);
+    z.dtype = ZG_DTYPE_BF16;
+    ZgPlan *p = plan(&m, &z);
+    ZT_CHECK(p && region_bytes(p, "bucket_recv_0", NULL) == -1);
 }
 
 static void t_fit_refusal(void)
@@ -473,6 +623,8 @@ int main(void)
     ZT_RUN(t_random_schedules);
     ZT_RUN(t_activations);
     ZT_RUN(t_regions_by_config);
+    ZT_RUN(t_bucket_recv);
+    ZT_RUN(t_act_ckpt);
     ZT_RUN(t_fit_refusal);
     ZT_RUN(t_host_refusal);
     ZT_RUN(t_deterministic);

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# t_actckpt.sh — activation checkpointing (spec key train.activation_checkpointing: true): the
+# trainer recomputes each block's forward right before its backward, which is deterministic, so
+# the losses, gradient norms and exported weights are bit-identical to the run without it; and
+# the plan keeps only each block's input plus one block's activations.
+# Per configuration (tiny GPT-2, 3 layers, 3 steps, debug builds: NaN-filled arenas), it runs
+# zgen + the trainer without and with checkpointing and checks:
+#   - cmp of the logged losses/grad norms and of the exported safetensors;
+#   - plan.json: act_ckpt true, acts_bytes = the checkpointed formula (recomputed here from the
+#     shape: encoded, one block, the head's activations, L kept block outputs) and the device
+#     arena smaller by exactly the difference;
+#   - the schedule: every block but the last has one recompute FORWARD (slot 1) right before its
+#     BACKWARD; the GATHER ops (stage 3) are the same list as without (shared with backward).
+set -u
+cd "$(dirname "$0")/../.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMP_WAIT_POLICY=PASSIVE ZR_DEBUG_MEM=1
+PY=/usr/bin/python3
+P=0; F=0; S=0
+ok()   { echo "$1 ... ok"; P=$((P+1)); }
+fail() { echo "$1 ... FAIL${2:+ ($2)}"; F=$((F+1)); }
+if ! command -v mpirun >/dev/null || ! "$PY" -c 'import numpy' 2>/dev/null; then
+  echo "actckpt ... skip (needs mpirun and $PY with numpy)"; echo "0 passed, 0 failed, 1 skipped"; exit 77
+fi
+make -s bin/zgen build/libzrt.a >/dev/null || { echo "build ... FAIL"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+"$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 2>/dev/null
+
+# run TAG CKPT STAGE WS GAS PREC OPT PARAM -> $tmp/TAG/{losses.txt, w.safetensors, out/plan.json}
+run() {
+  local tag=$1 ck=$2 stage=$3 ws=$4 gas=$5 prec=$6 opt=$7 par=$8 d="$tmp/$1" mp=""
+  [ "$prec" != fp32 ] && mp="\"$prec\": {\"enabled\": true},"
+  mkdir -p "$d"
+  cat >"$d/spec.yaml" <<EOF
+name: ck
+model: {arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 3, n_heads: 2, d_ff: 80}
+train: {seq_len: 16, world_size: $ws, seed: 7, activation_checkpointing: $ck}
+deepspeed: ds.json
+EOF
+  cat >"$d/ds.json" <<EOF
+{"train_batch_size": $((ws * gas * 2)), "gradient_accumulation_steps": $gas, "gradient_clipping": 1.0, $mp
+ "zero_optimization": {"stage": $stage, "reduce_bucket_size": 2500, "sub_group_size": 3000,
+   "stage3_param_persistence_threshold": 100, "stage3_prefetch_bucket_size": 3000,
+   "offload_optimizer": {"device": "$opt", "nvme_path": "$tmp/nvme"},
+   "offload_param": {"device": "$par", "nvme_path": "$tmp/nvme"}},
+ "optimizer": {"type": "AdamW", "params": {"lr": 3e-3, "weight_decay": 0.1}}}
+EOF
+  bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log" >&2; return 1; }
+  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/gpt2_host*.o "$d/out/"
+  make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1 || { tail -20 "$d/make.log" >&2; return 1; }
+  [ -d "$tmp/kobj" ] || { mkdir -p "$tmp/kobj"; cp "$d"/out/gpt2_host*.o "$tmp/kobj/"; }
+  ZG_NVME_DIR="$tmp/nvme/$tag" mpirun --oversubscribe -np "$ws" "$d/out/train" --data "$tmp/corpus.bin" \
+      --steps 3 --log "$d/log.jsonl" --export "$d/w.safetensors" --threads 1 --quiet >"$d/run.log" 2>&1 ||
+      { tail -5 "$d/run.log" >&2; return 1; }
+  "$PY" -c 'import json,sys; [print(repr(json.loads(l)["loss"]), repr(json.loads(l)["grad_norm"])) for l in open(sys.argv[1])]' \
+      "$d/log.jsonl" >"$d/losses.txt"
+}
+
+# plan_checks OFF ON: the checkpointed plan's acts and schedule against the plain one
+plan_checks() {
+  "$PY" - "$tmp/$1/out/plan.json" "$tmp/$2/out/plan.json" <<'EOF'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+m = b["model"]
+B = b["config"]["micro_batch"]
+T, C, F, NH, V, L = m["seq_len"], m["d_model"], m["d_ff"], m["n_heads"], m["vocab_size"], m["n_layers"]
+BT, BTC = B * T, B * T * C
+layer = 8 * BTC + 4 * BT + B * NH * T * T + 2 * BT * F
+head = BTC + 2 * BT + BT * V + BT
+want_on, want_off = 4 * (BTC + layer + head + L * BTC), 4 * (BTC + L * layer + head)
+ma, mb = a["memory"], b["memory"]
+errs = []
+if not mb["act_ckpt"] or ma["act_ckpt"]: errs.append("act_ckpt flags")
+if mb["acts_bytes"] != want_on: errs.append(f"acts {mb['acts_bytes']} != {want_on}")
+if ma["acts_bytes"] != want_off: errs.append(f"acts without {ma['acts_bytes']} != {want_off}")
+# activations are the only device category that changes, by exactly the acts difference
+act = lambda p: p["tiers"]["device"]["categories"]["activations"]
+if act(a) - act(b) != want_off - want_on: errs.append("device activations category")
+others = lambda p: {k: v for k, v in p["tiers"]["device"]["categories"].items() if k != "activations"}
+if others(a) != others(b): errs.append("other device categories changed")
+sa, sb = a["schedule"]["last"], b["schedule"]["last"]
+mods = [x["name"] for x in b["modules"]]
+rc = [i for i, o in enumerate(sb) if o[0] == "FORWARD" and o[2] == 1]
+blocks = [i for i, n in enumerate(mods) if n.startswith("h.")]
+if sorted(sb[i][1] for i in rc) != blocks[:-1]: errs.append(f"recomputed {[sb[i][1] for i in rc]}")
+for i in rc:
+    if sb[i + 1][:2] != ["BACKWARD", sb[i][1]]: errs.append(f"recompute {i} not before its backward")
+if [o for o in sb if o[0] == "GATHER"] != [o for o in sa if o[0] == "GATHER"]: errs.append("gathers differ")
+if [o for o in sb if not (o[0] == "FORWARD" and o[2] == 1)] != sa: errs.append("other ops differ")
+print(f"acts {ma['acts_bytes']} -> {mb['acts_bytes']} bytes, {len(rc)} recomputes")
+if errs: sys.exit("; ".join(errs))
+EOF
+}
+
+for cfg in "0 1 2 fp32 none none" "3 2 2 bf16 cpu nvme" "2 3 1 fp16 cpu none" "3 2 1 fp32 none cpu"; do
+  set -- $cfg
+  name="stage $1 ws $2 gas $3 $4 opt $5 param $6"
+  off="s$1_w$2_g$3_$4_$5_$6_off" on="s$1_w$2_g$3_$4_$5_$6_on"
+  if ! run "$off" false "$@" || ! run "$on" true "$@"; then fail "$name" "a run failed"; continue; fi
+  if ! cmp -s "$tmp/$off/losses.txt" "$tmp/$on/losses.txt" || ! cmp -s "$tmp/$off/w.safetensors" "$tmp/$on/w.safetensors"; then
+    fail "$name: with and without checkpointing bit-identical" "$(paste -d' ' "$tmp/$off/losses.txt" "$tmp/$on/losses.txt" | head -3 | tr '\n' ';')"
+  else
+    ok "$name: losses, grad norms and weights bit-identical with and without checkpointing ($(head -1 "$tmp/$on/losses.txt"))"
+  fi
+  if msg=$(plan_checks "$off" "$on" 2>&1); then ok "$name: plan: $msg"; else fail "$name: plan" "$msg"; fi
+done
+echo "$P passed, $F failed, $S skipped"
+[ $F -eq 0 ]
