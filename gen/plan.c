@@ -10,7 +10,6 @@
 
 #define SLOT_ALIGN 32           /* elements: tensors in slots / persist start 64-byte aligned */
 
-bool zg_act_ckpt_requested;
 
 static int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 static int64_t ceil_div(int64_t x, int64_t a) { return (x + a - 1) / a; }
@@ -207,7 +206,7 @@ void zg_plan_partition(ZgPlan *p)
 
 static void build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
 {
-    p->act_ckpt = p->act_ckpt || zg_act_ckpt_requested;
+    p->act_ckpt = p->act_ckpt || m->activation_checkpointing;
     p->zero = z;
     p->model = m;
     zg_plan_partition(p);

@@ -174,7 +174,7 @@ static void load_train(const ZgNode *sec, ZgModel *m, Seen *seen)
                 else m->train_lr = lr;
             }
         } else if (!strcmp(k, "activation_checkpointing")) {
-            zg_node_bool(v, what, &zg_act_ckpt_requested);       /* gen/zg_plan.h */
+            zg_node_bool(v, what, &m->activation_checkpointing);
         } else unknown_key("train", k, sec->key_locs[i]);
         free(what);
     }
@@ -276,7 +276,6 @@ const ZgNode *zg_spec_load(const char *path, ZgModel *m)
 {
     zg_model_defaults(m);
     m->spec_path = path;
-    zg_act_ckpt_requested = false;
     ZgNode *root = zg_node_load_file(path);
     if (!root) return NULL;
     ZgLoc rat = {path, root->loc.line, root->loc.col};

@@ -98,6 +98,7 @@ typedef struct ZgModel {
     int64_t device_memory;      /* bytes per rank; 0 = not declared */
     int64_t host_memory;        /* bytes per node; 0 = not declared */
     int gpus_per_node;          /* hardware.gpus_per_node; default min(world_size, 8) */
+    bool activation_checkpointing;  /* train.activation_checkpointing: recompute blocks in backward */
     ZgLoc loc_name, loc_world_size, loc_device_memory, loc_host_memory;
     /* Added by the front end (spec.c). Optional train.* values that fill DeepSpeed "auto" keys;
     ** 0 = absent from the spec. */

@@ -333,17 +333,13 @@ typedef struct ZgPlan {
     bool act_ckpt;                          /* activation checkpointing: "acts" keeps each
                                             ** block's input and one block's activations; the
                                             ** schedule recomputes blocks (ZG_RECOMPUTE). Set by
-                                            ** zg_plan_build from zg_act_ckpt_requested unless
+                                            ** zg_plan_build from ZgModel.activation_checkpointing unless
                                             ** the caller set it before */
     ZgSchedule sched;
     ZgMemPlan mem;
     ZgCost cost;
 } ZgPlan;
 
-/* Activation checkpointing asked for by the spec (spec.c: `train.activation_checkpointing: true`;
-** false at the start of every zg_spec_load). Process-wide because the spec's ZgModel (gen/zg.h)
-** has no field for it yet; zg_plan_build copies it into ZgPlan.act_ckpt. */
-extern bool zg_act_ckpt_requested;
 
 /* model.c: the tensor and module tables for m->arch. false after reporting an error. */
 bool zg_model_build(const ZgModel *m, ZgPlan *p);
