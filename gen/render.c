@@ -2,7 +2,8 @@
 ** render.c — zg_render: every file of templates/trainer/ and templates/host/ into out/<name>/, and
 ** the CUDA backend's sources into out/<name>/cuda/ (templates/cuda/zr_simt.h, templates/cuda/kernels/
 ** as cuda/kernels/, the plan's shapes as cuda/kernels/zk_shapes.h, and cuda/zg_kernels_bin.{c,h}
-** with every kernel compiled by NVRTC for each architecture: nvrtc.c).
+** with every kernel compiled by NVRTC for each architecture: nvrtc.c; templates/cuda_trainer/ as
+** cuda/trainer/, the CUDA trainer that `make cuda` / `make cuda-emu` build).
 **
 ** `X.tpl` is rendered to `X` (tpl.c + lua.c), any other file is copied; emit.c adds the banner and
 ** writes. Each template renders in its own fresh Lua state (plan, gen, helper modules), so no
@@ -246,6 +247,28 @@ static bool ends_in(const char *s, const char *suf)
     return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
+/* templates/cuda_trainer/ (the CUDA trainer's orchestration, docs/CUDA_TRAINER.md) verbatim into
+** cuda/trainer/: outside gen.sources, so only `make cuda` / `make cuda-emu` compile it. */
+static bool cuda_trainer_add(const char *tpl_dir, CudaOut *co)
+{
+    char *dir = zg_fmt("%s/cuda_trainer", tpl_dir);
+    int n;
+    char **files = list_dir(dir, &n);
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        char *path = zg_fmt("%s/%s", dir, files[i]);
+        char *text = zg_emit_read_file(path, &len);
+        if (text) cuda_add(co, zg_fmt("cuda/trainer/%s", files[i]), text, len);
+        else { zg_error((ZgLoc){0}, "cannot read %s: %s", path, strerror(errno)); ok = false; }
+        free(path);
+        free(files[i]);
+    }
+    free(files);
+    free(dir);
+    return ok;
+}
+
 /* Reads templates/cuda, compiles the kernels; false after reporting (NVRTC errors included). */
 static bool cuda_render(const ZgPlan *p, const char *tpl_dir, CudaOut *co)
 {
@@ -258,6 +281,7 @@ static bool cuda_render(const ZgPlan *p, const char *tpl_dir, CudaOut *co)
     size_t len;
     char *text = zg_emit_read_file(simt, &len);
     if (text) cuda_add(co, zg_xstrdup("cuda/zr_simt.h"), text, len);
+    bool ok_tr = cuda_trainer_add(tpl_dir, co);
     int n;
     char **files = list_dir(kdir, &n);
     ZgCudaSrc *kern = zg_xcalloc((size_t)n + 1, sizeof *kern), *hdr = zg_xcalloc((size_t)n + 2, sizeof *hdr);
@@ -304,6 +328,7 @@ static bool cuda_render(const ZgPlan *p, const char *tpl_dir, CudaOut *co)
         char *h = zg_cuda_bin_h();
         cuda_add(co, zg_xstrdup("cuda/zg_kernels_bin.h"), h, strlen(h));
     }
+    ok = ok && ok_tr;
     for (int i = 0; i < nb; i++) { free(bins[i].cubin); free(bins[i].ptx); }
     free(bins);
     free(kern);     /* names and texts stay: zgen is short-lived, and errors may quote them */

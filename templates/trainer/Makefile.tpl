@@ -1,6 +1,6 @@
 # Builds the ${gen.name} trainer (host backend): `make` -> ./train
 #   make clean; make DEBUG=1    -O1 -g (run with ZR_DEBUG_MEM=1: arena guards, released slots poisoned)
-#   make cuda       the CUDA backend (not generated yet)
+#   make cuda       train-cuda, the CUDA backend (make cuda-emu: its CPU stand-in build)
 #   make clean
 # Overridable: ZGEN_ROOT (the zgen checkout whose runtime/ and build/libzrt.a are used), CC, OPT,
 # CWARN, EXTRA_CFLAGS, EXTRA_LDFLAGS, MPI_CFLAGS/MPI_LIBS, BLAS_LIBS, URING_LIBS.
@@ -37,7 +37,7 @@ SRCS += ${f}
 OBJS = $(SRCS:.c=.o)
 HDRS = $(wildcard *.h) $(wildcard $(ZGEN_ROOT)/runtime/*.h)
 
-.PHONY: all cuda clean zrt
+.PHONY: all cuda cuda-emu clean zrt
 all: train
 
 train: $(OBJS) $(ZRT)
@@ -52,9 +52,54 @@ $(ZRT):
 zrt:
 	$(MAKE) -C $(ZGEN_ROOT) build/libzrt.a
 
-cuda:
-	@echo "make cuda: the CUDA backend of ${gen.name} is not generated yet; 'make' builds the host backend." >&2
-	@exit 1
+# ---- the CUDA backend (docs/CUDA_TRAINER.md): the host trainer's files plus cuda/trainer/.
+#   make cuda       train-cuda: driver API (libcuda opened at run time) + cuBLAS + NCCL (CUDA_HOME;
+#                   builds and starts without a GPU)
+#   make cuda-emu   train-cuda-emu: the same orchestration on the GPU stand-in (CPU, no CUDA)
+CUDA_HOME ?= /usr/local/cuda
+CXX       ?= g++
+CZ_WRAP   = -Wl,--wrap=tr_layout_init -Wl,--wrap=tr_layout_free -Wl,--wrap=tr_params_init \
+            -Wl,--wrap=tr_ckpt_load -Wl,--wrap=tr_optim_step
+CZ_RENAME = $(if $(filter train_main.c,$<),-Dmain=tr_host_main) \
+            $(if $(filter train_exec.c,$<),-Dtr_exec_micro=tr_host_exec_micro \
+              -Dtr_eval_batch=tr_host_eval_batch -Dtr_grads_zero=tr_host_grads_zero)
+CZ_SRCS   = cuda/trainer/cuda_exec.c cuda/trainer/cuda_model.c cuda/trainer/cuda_main.c \
+            cuda/zg_kernels_bin.c
+CZ_HDRS   = $(HDRS) $(wildcard cuda/trainer/*.h cuda/*.h)
+
+# host files: train_main.c's main and train_exec.c's executor are renamed (tr_host_*), the
+# latter kept as --check's host reference
+cuda-emu.obj/host/%.o: %.c $(CZ_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CZ_RENAME) -c $< -o $@
+cuda-emu.obj/%.o: %.c $(CZ_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Icuda/trainer -c $< -o $@
+cuda-emu.obj/zr_gpu_emu.o: cuda/trainer/zr_gpu_emu.cpp $(wildcard cuda/kernels/*) cuda/zr_simt.h
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 $(OPT) -fno-math-errno -Wall -Wextra -Icuda -I$(ZGEN_ROOT)/runtime \
+	  $(MPI_CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
+train-cuda-emu: $(SRCS:%.c=cuda-emu.obj/host/%.o) $(CZ_SRCS:%.c=cuda-emu.obj/%.o) cuda-emu.obj/zr_gpu_emu.o $(ZRT)
+	$(CXX) $(OPT) -o $@ $(filter %.o,$^) $(CZ_WRAP) $(LDLIBS)
+cuda-emu: train-cuda-emu
+
+# real: libzrt rebuilt with NCCL, runtime/zr_gpu_cuda.c for the driver API and cuBLAS
+CUDA_CFLAGS = -DZR_WITH_CUDA -DZR_WITH_NCCL -I$(CUDA_HOME)/include
+CUDA_LIBS   = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lnccl -ldl
+CZ_RT_SRCS  = $(wildcard $(ZGEN_ROOT)/runtime/*.c)
+cuda.obj/host/%.o: %.c $(CZ_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CZ_RENAME) -c $< -o $@
+cuda.obj/%.o: %.c $(CZ_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Icuda/trainer -c $< -o $@
+cuda.obj/zrt/%.o: $(ZGEN_ROOT)/runtime/%.c $(wildcard $(ZGEN_ROOT)/runtime/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -c $< -o $@
+train-cuda: $(SRCS:%.c=cuda.obj/host/%.o) $(CZ_SRCS:%.c=cuda.obj/%.o) $(CZ_RT_SRCS:$(ZGEN_ROOT)/runtime/%.c=cuda.obj/zrt/%.o)
+	$(CC) $(CFLAGS) -o $@ $^ $(CZ_WRAP) $(URING_LIBS) $(MPI_LIBS) $(BLAS_LIBS) $(CUDA_LIBS) \
+	  -fopenmp -lm -lpthread $(EXTRA_LDFLAGS)
+cuda: train-cuda
 
 clean:
-	rm -f train $(OBJS)
+	rm -rf train $(OBJS) train-cuda train-cuda-emu cuda.obj cuda-emu.obj

@@ -207,7 +207,13 @@ static void check_subgroups(Case *c)
 {
     const ZgPlan *p = &c->p;
     int64_t off = 0;
-    bool nvme = c->z.offload_optimizer.device == ZG_OFFLOAD_NVME;
+    /* Sub-groups live on NVMe when the optimizer is there, or (fp32, stage 3) when the parameters,
+    ** which are then the master copy, are there and the optimizer is in memory. */
+    bool opt_nvme = c->z.offload_optimizer.device == ZG_OFFLOAD_NVME;
+    bool par_master_nvme = c->z.stage == 3 && c->z.offload_param.device == ZG_OFFLOAD_NVME &&
+                           c->z.dtype == ZG_DTYPE_FP32 && c->z.offload_optimizer.device == ZG_OFFLOAD_NONE;
+    bool nvme = opt_nvme || (par_master_nvme && p->n_subgroups > 0);
+    CHECK_CASE(p->sg_swap == (opt_nvme ? ZG_SWAP_OPTIMIZER : par_master_nvme ? ZG_SWAP_PARAMS : ZG_SWAP_NONE), c);
     for (int i = 0; i < p->n_subgroups; i++) {
         const ZgSubGroup *sg = &p->subgroups[i];
         CHECK_CASE(sg->shard_offset == off && sg->numel > 0, c);

@@ -1,0 +1,98 @@
+/*
+** zr_gpu.h — the thin GPU layer the CUDA trainer (templates/cuda_trainer/) is written against.
+**
+** Two implementations of one interface, so that the trainer's orchestration (streams, events,
+** copies, kernel launches, cuBLAS and NCCL calls) is the same code on a GPU and on this GPU-less
+** machine:
+**   runtime/zr_gpu_cuda.c                       the driver API, cuBLAS, NCCL (built with
+**                                               -DZR_WITH_CUDA; compiles to nothing otherwise)
+**   templates/cuda_trainer/zr_gpu_emu.cpp       the "GPU stand-in": streams are ordered queues run
+**                                               lazily by a deterministic scheduler, events are
+**                                               sequence marks, copies are memcpy, kernels run under
+**                                               zr_simt.h, gemms on OpenBLAS, collectives on libzrt's
+**                                               MPI collectives.
+** Conventions
+**   - Device addresses are carried as void * (a CUdeviceptr fits); host code must never dereference
+**     one (the emulation can poison the device allocation between operations to prove it:
+**     ZR_GPU_EMU_GUARD=1).
+**   - Every operation is asynchronous on the stream given; ordering between streams is only what
+**     events state (zr_gpu_record / zr_gpu_wait). The host blocks only in zr_gpu_event_sync /
+**     zr_gpu_stream_sync.
+**   - Functions return 0 or a negative errno; zr_gpu_strerror says more about the last failure.
+**   - gemm is row-major (C = alpha op(A) op(B) + beta C), as the host kernels' zk_sgemm.
+*/
+#ifndef ZR_GPU_H
+#define ZR_GPU_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {                  /* libzrt's headers are C: their declarations too */
+#endif
+#include "zr_coll.h"          /* defines: ZrComm, ZrCollOp */
+#include "zr_plan.h"          /* defines: ZrDtype */
+
+typedef struct ZrGpu ZrGpu;
+typedef struct ZrGpuStream ZrGpuStream;
+typedef struct ZrGpuEvent ZrGpuEvent;
+
+/* One embedded kernel image (the emitted cuda/zg_kernels_bin.c has the same fields in order). */
+typedef struct ZrGpuBlob {
+    const char *name;           /* kernel file, e.g. "attention" */
+    int arch;                   /* 80, 90, ... */
+    int is_ptx;
+    const unsigned char *bytes;
+    size_t size;
+} ZrGpuBlob;
+
+typedef enum { ZR_GPU_H2D, ZR_GPU_D2H, ZR_GPU_D2D } ZrGpuCopy;
+
+/* "cuda" or "emulated". */
+const char *zr_gpu_backend(void);
+/* Opens device (local_rank % devices) and loads the blobs that match it (cubin of its arch, else
+** PTX of the nearest lower arch). -ENODEV when there is no GPU (zr_gpu_strerror(NULL) says why). */
+int zr_gpu_open(ZrGpu **out, int local_rank, const ZrGpuBlob *blobs, int n_blobs);
+void zr_gpu_close(ZrGpu *g);
+const char *zr_gpu_strerror(const ZrGpu *g);
+/* A line naming the device (or the stand-in). */
+const char *zr_gpu_describe(const ZrGpu *g);
+
+/* Memory: one device allocation per trainer; host ranges registered as pinned (page-locked). */
+int zr_gpu_malloc(ZrGpu *g, void **dptr, size_t bytes);
+void zr_gpu_free(ZrGpu *g, void *dptr);
+int zr_gpu_host_register(ZrGpu *g, void *p, size_t bytes);
+void zr_gpu_host_unregister(ZrGpu *g, void *p);
+
+/* Streams and events. */
+int zr_gpu_stream_create(ZrGpu *g, ZrGpuStream **out, const char *name);
+void zr_gpu_stream_destroy(ZrGpuStream *s);
+int zr_gpu_event_create(ZrGpu *g, ZrGpuEvent **out);
+void zr_gpu_event_destroy(ZrGpuEvent *e);
+int zr_gpu_record(ZrGpuEvent *e, ZrGpuStream *s);         /* e completes when s reaches here */
+int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e);           /* s waits e's last record */
+int zr_gpu_event_sync(ZrGpuEvent *e);                     /* host waits e's last record */
+int zr_gpu_stream_sync(ZrGpuStream *s);
+
+/* Copies and fills on a stream. */
+int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void *src, size_t bytes);
+int zr_gpu_memset(ZrGpuStream *s, void *dptr, int byte, size_t bytes);
+
+/* Kernels by name; args[i] points at argument i (as cuLaunchKernel), and args ends with NULL. */
+int zr_gpu_launch(ZrGpuStream *s, const char *kernel, const unsigned grid[3], const unsigned block[3],
+                  unsigned shmem, void **args);
+
+/* fp32 gemm, row-major, on the stream (cuBLAS / OpenBLAS). */
+int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                 int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+/* Collectives on device buffers, on the stream (NCCL / libzrt's MPI collectives). zr_gpu_coll_init
+** is collective over comm's ranks and must precede the first zr_gpu_coll. Semantics and counts
+** as zr_coll.h (all_gather / reduce_scatter take count per rank). */
+int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s);
+int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64_t count,
+                ZrDtype dt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,74 @@
+/*
+** cuda_train.h — the CUDA trainer's state beside the host trainer's (train.h), and the interface
+** between its files. The CUDA trainer is the host trainer's program with two parts replaced:
+**   cuda_exec.c   the micro-step executor (replaces train_exec.c): the plan's op list on streams
+**   cuda_model.c  GPT-2 module by module on the device: zd_* kernels + gemm on the compute stream
+**   cuda_main.c   device set-up, the hand-over points with the host code (wrapped with ld --wrap:
+**                 tr_layout_init, tr_params_init, tr_ckpt_load, tr_optim_step, tr_layout_free),
+**                 and --check
+** Memory. The plan's device tier is ONE device allocation; a region at offset o of the device tier
+** is at dev_base + o. The host trainer's files keep their arena of the device tier as a host
+** "shadow" with the same offsets: it is where host code (init, checkpoints, the CPU optimizer)
+** reads and writes parameters and reduced gradients, and what crosses to and from the device is
+** always a region range at the same offset on both sides (cz_dev maps a shadow pointer).
+*/
+#ifndef CUDA_TRAIN_H
+#define CUDA_TRAIN_H
+#include "train.h"
+#include "zr_gpu.h"
+
+typedef struct CzDevActs {      /* device activations (fp32), carved from "acts" / "scratch" */
+    float *encoded, *layers, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
+    size_t layer_floats;
+    float *dresidual, *dln, *dqkv, *datty, *dbuf, *dfch, *dfch_gelu, *ones;
+    int *tokens, *targets;
+    size_t acts_floats, scratch_floats;
+} CzDevActs;
+
+typedef struct CzLayer {
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *lse, *residual2;
+    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *residual3;
+} CzLayer;
+
+typedef struct Cz {
+    ZrGpu *gpu;
+    ZrComm *gcomm;              /* the collectives' own communicator */
+    ZrGpuStream *compute, *nccl, *h2d, *d2h;
+    char *dev_base;             /* the device tier */
+    CzDevActs a;
+    ZrGpuEvent *ev_gather[TR_MAX_SLOTS], *ev_release[TR_MAX_SLOTS], *ev_pswap[TR_MAX_SLOTS];
+    ZrGpuEvent *ev_reduced[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
+    ZrGpuEvent *ev_d2h[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
+    ZrGpuEvent *ev_buf_free[TR_MAX_BUFS];
+    ZrGpuEvent *ev_compute, *ev_h2d, *ev_loss[ZG_GRAD_ACCUM];
+    int32_t tok_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
+    int32_t tgt_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
+    float loss_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
+    int loss_pending[ZG_GRAD_ACCUM];
+    int check;                  /* --check */
+} Cz;
+
+extern Cz CZ;
+
+void cz_die_gpu(const char *what, int rc) __attribute__((noreturn));
+#define CZ_CHECK(call) do { int cz_rc_ = (call); if (cz_rc_ < 0) cz_die_gpu(#call, cz_rc_); } while (0)
+
+/* cuda_exec.c */
+void *cz_dev(const void *shadow);           /* device address of a device-tier shadow pointer */
+int cz_is_dev(const void *shadow);
+void cz_regions_init(void);                 /* the shadow -> device map */
+void cz_flush(void);                        /* host waits the step's copies, finishes its adds */
+void cz_push_params(void);                  /* working copy: shadow -> device */
+
+/* cuda_model.c */
+void cz_acts_init(void);
+void cz_embed_forward(int micro, const float *wte, const float *wpe);
+void cz_block_forward(int l, const float *const *p);       /* p: the block's tensors, fp32 */
+void cz_final_norm_forward(const float *w, const float *b);
+void cz_head_forward(int micro, const float *wte, float dloss, int write_grad);
+void cz_head_backward(const float *wte, float *dwte);
+void cz_final_norm_backward(const float *w, float *dw, float *db);
+void cz_block_backward(int l, const float *const *p, float *const *g);
+void cz_embed_backward(float *dwte, float *dwpe);
+void cz_upload_batch(int micro);
+#endif
