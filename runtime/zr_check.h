@@ -24,7 +24,7 @@ static inline const char *zr_check_hint(int rc)
     switch (-rc) {
     case ENOMEM: return "lower the memory the plan needs (offload, smaller buckets), or raise the "
                         "declared budget / ulimit; the message above names the tier";
-    case ENOSPC: return "the NVMe swap directory is full: free space or point nvme_path elsewhere";
+    case ENOSPC: return "a file system is full (NVMe swap directory, --save directory or output): free space or point the path elsewhere";
     case EIO: return "an I/O or MPI error: the message above names the file or the collective";
     case EINVAL: return "a bad argument: the plan and the trainer disagree; regenerate with zgen";
     case ENOTSUP: return "this machine lacks the feature (CPU instruction set, O_DIRECT, ...)";

@@ -52,7 +52,8 @@ int zr_data_open(ZrData *d, const char *path, int seq_len)
         d->format = ZR_DATA_LLMC;
         if ((int64_t)d->map_bytes < hdr) {
             rc = zr_train_fail(-EINVAL, "data %s: llm.c magic but only %zu bytes, the header alone is "
-                               "%lld", path, d->map_bytes, (long long)hdr);
+                               "%lld (truncated? HINT: copy or regenerate it whole)", path,
+                               d->map_bytes, (long long)hdr);
             goto err;
         }
         if (head[1] != ZR_DATA_VERSION) {
@@ -64,11 +65,21 @@ int zr_data_open(ZrData *d, const char *path, int seq_len)
         avail = ((int64_t)d->map_bytes - hdr) / 2;
         if (head[2] < 0 || head[2] > avail) {
             rc = zr_train_fail(-EINVAL, "data %s: header says %d tokens but the file holds %lld "
-                               "(truncated?)", path, head[2], (long long)avail);
+                               "(truncated? HINT: copy or regenerate it whole)", path, head[2],
+                               (long long)avail);
             goto err;
         }
         d->tokens = (const uint16_t *)((const char *)d->map + hdr);
         d->ntokens = head[2];
+    } else if (d->map_bytes >= ZR_DATA_HEADER_INTS * 4 && head[1] == ZR_DATA_VERSION && head[2] > 0 &&
+               (int64_t)d->map_bytes == ZR_DATA_HEADER_INTS * 4 + 2 * (int64_t)head[2]) {
+        /* version and token count agree with the size: an llm.c file whose magic was damaged, not
+        ** raw tokens (which would otherwise be read header and all, failing later and vaguely) */
+        rc = zr_train_fail(-EINVAL, "data %s: bad magic %d (expected llm.c's %d) in a file whose "
+                           "header otherwise reads as llm.c version %d with %d tokens (HINT: the "
+                           "header is damaged: regenerate the file)", path, head[0], ZR_DATA_MAGIC,
+                           head[1], head[2]);
+        goto err;
     } else {
         d->format = ZR_DATA_RAW;
         if (d->map_bytes % 2) {
@@ -104,8 +115,9 @@ int zr_data_check_vocab(const ZrData *d, int vocab_size)
     int64_t i;
     for (i = 0; i < d->ntokens; i++)
         if (d->tokens[i] >= vocab_size)
-            return zr_train_fail(-EINVAL, "data %s: token %lld is %u, not below vocab_size %d", d->path,
-                                 (long long)i, d->tokens[i], vocab_size);
+            return zr_train_fail(-EINVAL, "data %s: token %lld is %u, not below vocab_size %d (HINT: "
+                                 "tokenize with the model's tokenizer, or raise vocab_size in the "
+                                 "spec)", d->path, (long long)i, d->tokens[i], vocab_size);
     return 0;
 }
 

@@ -114,8 +114,10 @@ int zr_nvme_open(ZrNvme **out, const char *path, int64_t size_bytes, const ZrNvm
         if (fstatvfs(f->fd, &vs) == 0)
             human(avail, sizeof avail, (int64_t)vs.f_bavail * (int64_t)vs.f_frsize);
         fprintf(stderr, "zr_nvme: cannot reserve %lld bytes (%s) for swap file %s: %s "
-                "(free on that file system: %s)\n", (long long)f->size, need, path,
-                strerror(-rc), avail);
+                "(free on that file system: %s)\n---> HINT: %s\n", (long long)f->size, need, path,
+                strerror(-rc), avail, rc == -EFBIG ? "raise the file-size limit (ulimit -f)"
+                : "free space there, or move the swap directory to a file system with room "
+                  "(nvme_path in the config; ZG_NVME_DIR for the trainer)");
         if (!(f->flags & ZR_NVME_F_KEEP)) f->flags |= ZR_NVME_F_UNLINK;
         zr_nvme_close(f);
         return rc;

@@ -386,8 +386,10 @@ int zr_st_check(const ZrSt *st, const ZrStTensor *want, int n, int allow_extra)
 #undef NOTE
     free(seen);
     if (bad)
-        return zr_train_fail(-EINVAL, "safetensors %s: %d problem%s%s", st->path, bad, bad > 1 ? "s" : "",
-                             msg);
+        return zr_train_fail(-EINVAL, "safetensors %s: %d problem%s%s (HINT: these weights are not of "
+                             "this model: use a file with the spec's tensor names and shapes, e.g. "
+                             "one written by --export of this plan)", st->path, bad,
+                             bad > 1 ? "s" : "", msg);
     return 0;
 }
 

@@ -6,6 +6,7 @@
 ** parameters are rebuilt from the master exactly as the optimizer writes them (rounding to the
 ** working dtype), so a resumed run continues bit for bit.
 */
+#include <errno.h>
 #include <string.h>
 
 #include "train.h"
@@ -18,39 +19,57 @@ static const char *const part_name[3] = {"master", "adam_m", "adam_v"};
 typedef struct SaveCtx {
     ZrCkptWriter *w;
     int part;
+    const char *dir;
 } SaveCtx;
+
+/* A failed write (disk full, file-size limit) removes this rank's partial shard, so the directory
+** keeps only whole checkpoints, and says which file and why; `latest` still names the last one. */
+static void save_check(SaveCtx *c, int rc)
+{
+    if (rc >= 0) return;
+    char why[512];
+    snprintf(why, sizeof why, "%s", zr_train_error());
+    zr_ckpt_writer_abort(c->w);
+    c->w = NULL;
+    tr_die("--save %s: checkpoint of step %lld not written: %s (%s).\n---> HINT: free space (or raise "
+           "`ulimit -f`) where --save points, or save elsewhere; the previous checkpoint in %s, if "
+           "any, is intact and --resume %s loads it", c->dir, (long long)T.step, why,
+           rc == -ENOSPC ? "ENOSPC" : rc == -EFBIG ? "EFBIG" : strerror(-rc), c->dir, c->dir);
+}
 
 static void save_sink(int part, int64_t lo, int64_t n, const float *src, void *ctx)
 {
     SaveCtx *c = ctx;
     if (part != c->part) {
-        if (c->part >= 0) ZR_CHECK(zr_ckpt_blob_end(c->w));
-        ZR_CHECK(zr_ckpt_blob_begin(c->w, part_name[part]));
+        if (c->part >= 0) save_check(c, zr_ckpt_blob_end(c->w));
+        save_check(c, zr_ckpt_blob_begin(c->w, part_name[part]));
         c->part = part;
     }
     (void)lo;
-    ZR_CHECK(zr_ckpt_blob_write(c->w, src, (size_t)n * 4));
+    save_check(c, zr_ckpt_blob_write(c->w, src, (size_t)n * 4));
 }
 
 void tr_ckpt_save(const char *dir)
 {
     double t0 = tr_now();
-    SaveCtx c = {NULL, -1};
+    SaveCtx c = {NULL, -1, dir};
     if (zr_ckpt_writer_begin(&c.w, dir, T.step, T.rank, T.ws) < 0)
         tr_die("--save %s: %s", dir, zr_train_error());
     int64_t state[2] = {T.step, T.applied};
-    ZR_CHECK(zr_ckpt_add(c.w, "state", state, sizeof state));
+    save_check(&c, zr_ckpt_add(c.w, "state", state, sizeof state));
     uint8_t sc[ZR_SCALER_STATE_BYTES];
     zr_scaler_save(&T.scaler, sc);
-    ZR_CHECK(zr_ckpt_add(c.w, "scaler", sc, sizeof sc));
+    save_check(&c, zr_ckpt_add(c.w, "scaler", sc, sizeof sc));
     tr_state_store(save_sink, &c);
-    ZR_CHECK(zr_ckpt_blob_end(c.w));
-    if (zr_ckpt_writer_commit(c.w) < 0) tr_die("--save %s: %s", dir, zr_train_error());
+    save_check(&c, zr_ckpt_blob_end(c.w));
+    ZrCkptWriter *w = c.w;
+    c.w = NULL;                                  /* commit frees the writer, on error too */
+    save_check(&c, zr_ckpt_writer_commit(w));
     ZR_CHECK(zr_barrier(T.comm, NULL));
     if (T.rank == 0) {
         char meta[256];
         snprintf(meta, sizeof meta, META, ZG_STAGE, T.ws, (long long)ZG_N_PARAMS);
-        if (zr_ckpt_finish(dir, T.step, T.ws, meta) < 0) tr_die("--save %s: %s", dir, zr_train_error());
+        save_check(&c, zr_ckpt_finish(dir, T.step, T.ws, meta));
     }
     ZR_CHECK(zr_barrier(T.comm, NULL));
     tr_span(ZR_TRACK_IO, "checkpoint", t0);
