@@ -11,18 +11,10 @@
 #     arena smaller by exactly the difference;
 #   - the schedule: every block but the last has one recompute FORWARD (slot 1) right before its
 #     BACKWARD; the GATHER ops (stage 3) are the same list as without (shared with backward).
-set -u
-cd "$(dirname "$0")/../.."
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMP_WAIT_POLICY=PASSIVE ZR_DEBUG_MEM=1
-PY=/usr/bin/python3
-P=0; F=0; S=0
-ok()   { echo "$1 ... ok"; P=$((P+1)); }
-fail() { echo "$1 ... FAIL${2:+ ($2)}"; F=$((F+1)); }
-if ! command -v mpirun >/dev/null || ! "$PY" -c 'import numpy' 2>/dev/null; then
-  echo "actckpt ... skip (needs mpirun and $PY with numpy)"; echo "0 passed, 0 failed, 1 skipped"; exit 77
-fi
-make -s bin/zgen build/libzrt.a >/dev/null || { echo "build ... FAIL"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+. "$(dirname "$0")/../lib.sh"
+export ZR_DEBUG_MEM=1
+zt_need_mpi "actckpt" numpy
+zt_build bin/zgen build/libzrt.a
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 2>/dev/null
 
@@ -104,5 +96,4 @@ for cfg in "0 1 2 fp32 none none" "3 2 2 bf16 cpu nvme" "2 3 1 fp16 cpu none" "3
   fi
   if msg=$(plan_checks "$off" "$on" 2>&1); then ok "$name: plan: $msg"; else fail "$name: plan" "$msg"; fi
 done
-echo "$P passed, $F failed, $S skipped"
-[ $F -eq 0 ]
+zt_end

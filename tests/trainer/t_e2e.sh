@@ -9,19 +9,9 @@
 #   - --export writes safetensors with the Hugging Face GPT-2 names and shapes plus config.json;
 #   - fp16 (another small plan): overflowing steps are skipped and logged, the scale follows
 #     DeepSpeed's hysteresis / window rules, and the lr schedule counts applied steps only.
-set -u
-cd "$(dirname "$0")/../.."
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMP_WAIT_POLICY=PASSIVE
-PY=/usr/bin/python3
-P=0; F=0; S=0
-ok()   { echo "$1 ... ok"; P=$((P+1)); }
-fail() { echo "$1 ... FAIL${2:+ ($2)}"; F=$((F+1)); }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name"; fi; }
-if ! command -v mpirun >/dev/null || ! "$PY" -c 'import numpy' 2>/dev/null; then
-  echo "e2e ... skip (needs mpirun and $PY with numpy)"; echo "0 passed, 0 failed, 1 skipped"; exit 77
-fi
-make -s bin/zgen build/libzrt.a >/dev/null || { echo "build ... FAIL"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+. "$(dirname "$0")/../lib.sh"
+zt_need_mpi "e2e" numpy
+zt_build bin/zgen build/libzrt.a
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 out="$tmp/tiny"
 if ! bin/zgen specs/tiny.yaml -o "$out" >"$tmp/gen.log" 2>&1 || ! make -s -j2 -C "$out" >"$tmp/make.log" 2>&1; then
@@ -150,5 +140,4 @@ EOF
 else
   cat "$f"/*.log; fail "fp16 plan builds and runs"
 fi
-echo "$P passed, $F failed, $S skipped"
-[ $F -eq 0 ]
+zt_end

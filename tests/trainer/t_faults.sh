@@ -9,19 +9,9 @@
 # the NVMe swap directory too small at start; bad --data files (missing, short, truncated, bad magic, bad version, tokens >= vocab); a
 # damaged --init-from (truncated, wrong shape, missing tensor); --resume of another world size or
 # another model. The tmpfs cases need mount (root); without it they are skipped.
-set -u
-cd "$(dirname "$0")/../.."
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMP_WAIT_POLICY=PASSIVE
-PY=/usr/bin/python3
-P=0; F=0; S=0
-ok()   { echo "$1 ... ok"; P=$((P+1)); }
-fail() { echo "$1 ... FAIL${2:+ ($2)}"; F=$((F+1)); }
-skip() { echo "$1 ... skip${2:+ ($2)}"; S=$((S+1)); }
-if ! command -v mpirun >/dev/null; then
-  echo "faults ... skip (needs mpirun)"; echo "0 passed, 0 failed, 1 skipped"; exit 77
-fi
-make -s bin/zgen build/libzrt.a >/dev/null || { echo "build ... FAIL"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+. "$(dirname "$0")/../lib.sh"
+zt_need_mpi "faults"
+zt_build bin/zgen build/libzrt.a
 tmp=$(mktemp -d)
 mnts=()
 cleanup() { for m in "${mnts[@]}"; do umount "$m" 2>/dev/null; done; rm -rf "$tmp"; }
@@ -230,5 +220,4 @@ plan fzm 2 3 nvme 60 || fail "build fzm"
 run fzm 2 "$d/rm.log" --steps 4 --resume "$d/ck2"
 expect_fail "--resume of another model: refused, saying why" "$d/rm.log" "ck2" "another plan|model|params"
 
-echo "$P passed, $F failed, $S skipped"
-[ $F -eq 0 ]
+zt_end

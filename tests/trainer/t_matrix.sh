@@ -14,18 +14,10 @@
 # loss or a failed run here.
 # Combinations zgen rejects (DeepSpeed allows NVMe optimizer offload only at stage 3, parameter
 # offload only at stage 3) are not run. Set ZT_MATRIX_WS="1 2" to run fewer world sizes.
-set -u
-cd "$(dirname "$0")/../.."
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMP_WAIT_POLICY=PASSIVE ZR_DEBUG_MEM=1
-PY=/usr/bin/python3
-P=0; F=0; S=0
-ok()   { echo "$1 ... ok"; P=$((P+1)); }
-fail() { echo "$1 ... FAIL${2:+ ($2)}"; F=$((F+1)); }
-if ! command -v mpirun >/dev/null || ! "$PY" -c 'import numpy' 2>/dev/null; then
-  echo "matrix ... skip (needs mpirun and $PY with numpy)"; echo "0 passed, 0 failed, 1 skipped"; exit 77
-fi
-make -s bin/zgen build/libzrt.a >/dev/null || { echo "build ... FAIL"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+. "$(dirname "$0")/../lib.sh"
+export ZR_DEBUG_MEM=1
+zt_need_mpi "matrix" numpy
+zt_build bin/zgen build/libzrt.a
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 2>/dev/null
 WS_LIST=${ZT_MATRIX_WS:-1 2 3 4}
@@ -173,5 +165,4 @@ for prec in bf16 fp16; do
     fi
   done
 done
-echo "$P passed, $F failed, $S skipped"
-[ $F -eq 0 ]
+zt_end

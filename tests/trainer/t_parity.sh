@@ -4,16 +4,11 @@
 #   loss within 1e-5 relative, every gradient within 1e-4 relative to its norm (||g_c-g_t||/||g_t||).
 # torch_gpt2.py compare prints one line per tensor (relative error, max |diff|). Also checks that
 # torch_gpt2.py train (the trainer-level oracle) starts from the same loss as grad.
-set -u
-cd "$(dirname "$0")/../.."
-PY=/usr/bin/python3
+. "$(dirname "$0")/../lib.sh"
 REF=tests/trainer/torch_gpt2.py
 X=bin/tests/trainer/x_parity
-P=0; F=0; S=0
-ok()   { echo "$1 ... ok"; P=$((P+1)); }
-fail() { echo "$1 ... FAIL${2:+ ($2)}"; F=$((F+1)); }
 if [ ! -x "$X" ] || ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
-  echo "parity ... skip (needs $X built and $PY with torch)"; echo "0 passed, 0 failed, 1 skipped"; exit 77
+  zt_skip_all parity "needs $X built and $PY with torch"
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
@@ -69,5 +64,4 @@ PYEOF
 else
   fail "torch_gpt2 train" "did not run"
 fi
-echo "$P passed, $F failed, $S skipped"
-[ $F -eq 0 ]
+zt_end

@@ -8,18 +8,9 @@
 # the fp32 master); a warmup schedule makes the restored step count matter.
 # Then a checkpoint with one byte altered in one shard, and one with a truncated shard, must be
 # refused with a message naming the shard file.
-set -u
-cd "$(dirname "$0")/../.."
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMP_WAIT_POLICY=PASSIVE
-PY=/usr/bin/python3
-P=0; F=0; S=0
-ok()   { echo "$1 ... ok"; P=$((P+1)); }
-fail() { echo "$1 ... FAIL${2:+ ($2)}"; F=$((F+1)); }
-if ! command -v mpirun >/dev/null; then
-  echo "resume ... skip (needs mpirun)"; echo "0 passed, 0 failed, 1 skipped"; exit 77
-fi
-make -s bin/zgen build/libzrt.a >/dev/null || { echo "build ... FAIL"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+. "$(dirname "$0")/../lib.sh"
+zt_need_mpi "resume"
+zt_build bin/zgen build/libzrt.a
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 2>/dev/null
 
@@ -95,5 +86,4 @@ else
     cat "$d/bad2.log"; fail "truncated shard refused with its name"
   fi
 fi
-echo "$P passed, $F failed, $S skipped"
-[ $F -eq 0 ]
+zt_end

@@ -8,19 +8,10 @@
 #   clipping at 1.0 within 1e-4 relative.
 # Two plans: ZeRO-0 on 1 rank (plain numerics) and ZeRO-3 on 2 ranks with 2 micro-steps of
 # accumulation (gathers, reduce-scatter, sharded Adam).
-set -u
-cd "$(dirname "$0")/../.."
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMP_WAIT_POLICY=PASSIVE
-PY=/usr/bin/python3
+. "$(dirname "$0")/../lib.sh"
 REF=tests/trainer/torch_gpt2.py
-P=0; F=0; S=0
-ok()   { echo "$1 ... ok"; P=$((P+1)); }
-fail() { echo "$1 ... FAIL${2:+ ($2)}"; F=$((F+1)); }
-if ! "$PY" -c 'import torch, numpy' 2>/dev/null || ! command -v mpirun >/dev/null; then
-  echo "train parity ... skip (needs $PY with torch, and mpirun)"; echo "0 passed, 0 failed, 1 skipped"; exit 77
-fi
-make -s bin/zgen build/libzrt.a >/dev/null || { echo "build ... FAIL"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+zt_need_mpi "train parity" torch
+zt_build bin/zgen build/libzrt.a
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 V=97 C=60 NH=3 L=2 CTX=31 FF=148 T=29 TBS=8
 
@@ -97,5 +88,4 @@ EOF
 
 case_ zero0_ws1 0 1 1
 case_ zero3_ws2_gas2 3 2 2
-echo "$P passed, $F failed, $S skipped"
-[ $F -eq 0 ]
+zt_end
