@@ -67,8 +67,9 @@ static inline int atomicCAS(int *a, int cmp, int v) { int o = *a; if (o == cmp) 
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline float __saturatef(float x) { return x < 0.f ? 0.f : x > 1.f ? 1.f : x; }
 #define __ldg(p) (*(p))
-/* Rounded-once arithmetic (never contracted into an FMA on the GPU). The host build is ISO C++
-** (-std=c++17), where GCC does not contract either, so these are plain IEEE operations. */
+/* Rounded-once arithmetic (never contracted into an FMA on the GPU). GCC contracts a*b+c into an
+** FMA in C++ when the target has one (-march=native), even with -std=c++17, so host builds of
+** kernels pass -ffp-contract=off; then these are plain IEEE operations. */
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fsub_rn(float a, float b) { return a - b; }
 static inline float __fmul_rn(float a, float b) { return a * b; }

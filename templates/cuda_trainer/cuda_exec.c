@@ -19,13 +19,33 @@
 **                              or before the shadow buffer is reused)
 ** Stage 3 always all-reduces the rank-major bucket in place and keeps chunk `rank` (the host's
 ** non-direct path: libzrt and the host give the same sums; see docs/TRAINER.md).
+** 16-bit plans (bf16, fp16) convert exactly where the host executor does, with convert.cu's kernels
+** (zr_half.h's bits): the working copy is widened into the device "stage32" before a module runs,
+** the module gradient area is the second half of "stage32", GRAD_COPY rounds it into the 16-bit
+** bucket, stages 0/1 add it into the 16-bit "grads" after each BACKWARD, and reduced 16-bit
+** gradients are widened into grad32 on the host with zr_half.h.
 */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_train.h"
+#include "zr_half.h"
 
 Cz CZ;
+
+/* ---------------------------------------------------------------------- 16-bit conversions */
+#define CZ_FMT (ZG_BF16 ? 1 : 2)      /* convert.cu's format argument */
+
+/* One convert.cu kernel over n elements on the compute stream. */
+void cz_convert(ZrGpuStream *s, const char *kernel, void *dst, const void *src, int64_t n)
+{
+    if (n <= 0) return;
+    long nn = (long)n;
+    int fmt = CZ_FMT;
+    const unsigned grid[3] = {(unsigned)((n + 255) / 256), 1, 1}, block[3] = {256, 1, 1};
+    void *args[] = {&dst, &src, &nn, &fmt, NULL};
+    CZ_CHECK(zr_gpu_launch(s, kernel, grid, block, 0, args));
+}
 
 /* ---------------------------------------------------------------------- shadow -> device */
 typedef struct { char *shadow; int64_t off, bytes; } CzMap;
@@ -78,8 +98,8 @@ static void module_tensors(int m, int *first, int *n)
     else { *first = mr->first_tensor; *n = mr->n_tensors; }
 }
 
-/* Device address of tensor t's working copy as module m sees it. */
-static const float *param_dev(int m, int t)
+/* Device address of tensor t's working copy (ZG_DTYPE) as module m sees it. */
+static const void *param_dev(int m, int t)
 {
 #if ZG_STAGE == 3
     if (zg_tensors[t].persistent) return cz_dev(tr_w_at(T.persist, zg_tensors[t].persist_offset));
@@ -176,7 +196,17 @@ static void load_params(int m)
 {
     int first, n;
     module_tensors(m, &first, &n);
+#if ZG_MIXED
+    float *stage = cz_dev(T.stage32);
+    int64_t base = zg_tensors[first].flat_offset;
+    for (int t = first; t < first + n; t++) {
+        float *dst = stage + (zg_tensors[t].flat_offset - base);
+        cz_convert(CZ.compute, "zd_16_to_f32", dst, param_dev(m, t), zg_tensors[t].numel);
+        P[t] = dst;
+    }
+#else
     for (int t = first; t < first + n; t++) P[t] = param_dev(m, t);
+#endif
 }
 
 /* The module gradient area G of gen/zg_plan.h's GRADIENT FLOW, on the device. */
@@ -187,12 +217,13 @@ static void prepare_grads(int m)
     const ZrModuleRow *mr = &zg_modules[m];
     int64_t base = zg_tensors[first].flat_offset;
     int64_t use = zg_tensors[first + n - 1].flat_offset + zg_tensors[first + n - 1].numel - base;
-#if ZG_STAGE <= 1
+#if ZG_STAGE <= 1 && !ZG_MIXED
     (void)use; (void)mr;
     for (int t = first; t < first + n; t++) Gp[t] = (float *)cz_dev(T.grads) + zg_tensors[t].flat_offset;
 #else
     int head = mr->kind == ZR_MOD_HEAD && mr->n_tensors == 0;
-    float *area = cz_dev(head && T.tied_grad ? T.tied_grad : T.grad_stage);
+    float *area = head && T.tied_grad ? (float *)cz_dev(T.tied_grad)
+                : ZG_MIXED ? (float *)cz_dev(T.stage32) + T.max_use_numel : (float *)cz_dev(T.grad_stage);
     CZ_CHECK(zr_gpu_memset(CZ.compute, area, 0, (size_t)use * 4));
     for (int t = first; t < first + n; t++) Gp[t] = area + (zg_tensors[t].flat_offset - base);
     if (mr->kind == ZR_MOD_EMBED && T.tied_grad)
@@ -231,6 +262,14 @@ static void backward(int m)
     case ZR_MOD_BLOCK: cz_block_backward(mr->layer, P + mr->first_tensor, Gp + mr->first_tensor); break;
     case ZR_MOD_EMBED: cz_embed_backward(Gp[ZG_T_WTE_WEIGHT], Gp[ZG_T_WPE_WEIGHT]); break;
     }
+#if ZG_STAGE <= 1 && ZG_MIXED
+    /* the host's finish_grads: G into the 16-bit accumulation buffer "grads" */
+    int first, n;
+    module_tensors(m, &first, &n);
+    for (int t = first; t < first + n; t++)
+        cz_convert(CZ.compute, "zd_add_f32_to_16", cz_dev(tr_w_at(T.grads, zg_tensors[t].flat_offset)), Gp[t],
+                   zg_tensors[t].numel);
+#endif
     last_bwd_module = m;
 }
 
@@ -240,6 +279,16 @@ static int bucket_bufi(int k)
     int b = zg_buckets[k].buffer;
     if (b < 0 || b >= T.n_bucket_bufs) tr_die("bucket %d names buffer %d, which the plan lacks", k, b);
     return b;
+}
+
+/* fp32 gradients into a bucket of ZG_DTYPE (the host's tr_f32_to_w), on the compute stream. */
+static void copy_w(void *dst, const float *src, int64_t n)
+{
+#if ZG_MIXED
+    cz_convert(CZ.compute, "zd_f32_to_16", dst, src, n);
+#else
+    CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, dst, src, (size_t)n * 4));
+#endif
 }
 
 static void grad_copy(int k)
@@ -258,12 +307,12 @@ static void grad_copy(int k)
             char *dst = buf + (r * chunk + zg_tensors[t].bucket_offset) * ZG_DTYPE_SIZE;
             int64_t lo = r * pt, n = numel - lo < pt ? numel - lo : pt;
             if (n < 0) n = 0;
-            if (n) CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, dst, g + lo, (size_t)n * 4));
-            if (pt > n) CZ_CHECK(zr_gpu_memset(CZ.compute, dst + n * 4, 0, (size_t)(pt - n) * 4));
+            if (n) copy_w(dst, g + lo, n);
+            if (pt > n)
+                CZ_CHECK(zr_gpu_memset(CZ.compute, dst + n * ZG_DTYPE_SIZE, 0, (size_t)(pt - n) * ZG_DTYPE_SIZE));
         }
 #else
-        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, buf + zg_tensors[t].bucket_offset * 4, g,
-                             (size_t)numel * 4));
+        copy_w(buf + zg_tensors[t].bucket_offset * ZG_DTYPE_SIZE, g, numel);
 #endif
     }
 }
@@ -290,19 +339,29 @@ static void reduce(int k)
 /* Host side of a reduced bucket: its D2H copy into the shadow is done; add it into grad32. */
 static int pend[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 
-static void add_f32(float *d, const float *s, int64_t n, int add)
+/* d (+)= widen(s) for n elements of ZG_DTYPE: the host executor's w_into_f32. */
+static void add_f32(float *d, const void *s, int64_t n, int add)
 {
-    if (!add) { memcpy(d, s, (size_t)n * 4); return; }
-    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+#if ZG_MIXED
+    const uint16_t *h = s;
+    for (int64_t i = 0; i < n; i++) {
+        float x = ZG_BF16 ? zr_bf16_to_f32(h[i]) : zr_fp16_to_f32(h[i]);
+        d[i] = add ? d[i] + x : x;
+    }
+#else
+    const float *f = s;
+    if (!add) { memcpy(d, f, (size_t)n * 4); return; }
+    for (int64_t i = 0; i < n; i++) d[i] += f[i];
+#endif
 }
 
 #if ZG_STAGE <= 2
-static void take_flat_part(const float *src, int64_t lo, int64_t hi, int add)
+static void take_flat_part(const void *src, int64_t lo, int64_t hi, int add)
 {
     int64_t slo = T.opt_flat0, shi = T.opt_flat0 + T.opt_numel;
     int64_t a = lo > slo ? lo : slo, b = hi < shi ? hi : shi;
     if (b <= a) return;
-    add_f32(T.grad32 + (a - T.opt_flat0), src + (a - lo), b - a, add);
+    add_f32(T.grad32 + (a - T.opt_flat0), (const char *)src + (a - lo) * ZG_DTYPE_SIZE, b - a, add);
 }
 #endif
 
@@ -313,14 +372,43 @@ static void finish_bucket(int k)
     CZ_CHECK(zr_gpu_event_sync(CZ.ev_d2h[k]));
     const ZrBucketRow *br = &zg_buckets[k];
 #if ZG_STAGE <= 1
-    if (T.grad32) take_flat_part((const float *)T.grads + br->flat_offset, br->flat_offset,
+    if (T.grad32) take_flat_part(tr_w_at(T.grads, br->flat_offset), br->flat_offset,
                                  br->flat_offset + br->numel, 0);
 #elif ZG_STAGE == 2
     take_flat_part(T.bucket[bucket_bufi(k)], br->flat_offset, br->flat_offset + br->numel, 1);
 #else
     int64_t chunk = br->padded_numel / T.ws;
     add_f32(T.grad32 + zg_tensors[br->first_tensor].shard_offset,
-            (const float *)T.bucket[bucket_bufi(k)] + (int64_t)T.rank * chunk, chunk, 1);
+            (const char *)T.bucket[bucket_bufi(k)] + (size_t)T.rank * chunk * ZG_DTYPE_SIZE, chunk, 1);
+#endif
+}
+
+/* The optimizer on the device reads the device's grad32, which follows the host's adds
+** (finish_bucket) with the same arithmetic, on the d2h stream right after the bucket's D2H: so the
+** device and the host hold the same fp32 gradient shard, and the host computes the norm and the
+** fp16 overflow decision from its copy exactly as the host trainer does. */
+static void dev_take(int k)
+{
+    if (!CZ.dev_opt || !T.grad32) return;
+    const ZrBucketRow *br = &zg_buckets[k];
+    float *g32 = cz_dev(T.grad32);
+#if ZG_STAGE <= 2
+    int64_t lo = br->flat_offset, hi = lo + br->numel, slo = T.opt_flat0, shi = slo + T.opt_numel;
+    int64_t a = lo > slo ? lo : slo, b = hi < shi ? hi : shi;
+    if (b <= a) return;
+#if ZG_STAGE <= 1
+    const char *src = cz_dev(tr_w_at(T.grads, a));
+    if (ZG_MIXED) cz_convert(CZ.d2h, "zd_16_to_f32", g32 + (a - slo), src, b - a);
+    else CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2D, g32 + (a - slo), src, (size_t)(b - a) * 4));
+#else
+    const char *src = (const char *)cz_dev(T.bucket[bucket_bufi(k)]) + (a - lo) * ZG_DTYPE_SIZE;
+    cz_convert(CZ.d2h, ZG_MIXED ? "zd_add_16_to_f32" : "zd_add_f32", g32 + (a - slo), src, b - a);
+#endif
+#else
+    int64_t chunk = br->padded_numel / T.ws;
+    const char *src = (const char *)cz_dev(T.bucket[bucket_bufi(k)]) + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
+    cz_convert(CZ.d2h, ZG_MIXED ? "zd_add_16_to_f32" : "zd_add_f32",
+               g32 + zg_tensors[br->first_tensor].shard_offset, src, chunk);
 #endif
 }
 
@@ -332,23 +420,24 @@ static void wait_reduce(int k)
     size_t bytes;
 #if ZG_STAGE <= 1
     host = tr_w_at(T.grads, br->flat_offset);
-    bytes = (size_t)br->numel * 4;
+    bytes = (size_t)br->numel * ZG_DTYPE_SIZE;
 #else
     int bi = bucket_bufi(k);
     for (int j = 0; j < ZG_N_BUCKETS; j++)       /* the shadow buffer is about to be refilled */
         if (pend[j] && bucket_bufi(j) == bi) finish_bucket(j);
 #if ZG_STAGE == 2
     host = T.bucket[bi];
-    bytes = (size_t)br->numel * 4;
+    bytes = (size_t)br->numel * ZG_DTYPE_SIZE;
 #else
     int64_t chunk = br->padded_numel / T.ws;
-    host = (char *)T.bucket[bi] + (size_t)T.rank * chunk * 4;
-    bytes = (size_t)chunk * 4;
+    host = (char *)T.bucket[bi] + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
+    bytes = (size_t)chunk * ZG_DTYPE_SIZE;
 #endif
 #endif
     dev = cz_dev(host);
     CZ_CHECK(zr_gpu_wait(CZ.d2h, CZ.ev_reduced[k]));
     CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, host, dev, bytes));
+    dev_take(k);
     CZ_CHECK(zr_gpu_record(CZ.ev_d2h[k], CZ.d2h));
 #if ZG_STAGE >= 2
     CZ_CHECK(zr_gpu_record(CZ.ev_buf_free[bi], CZ.d2h));
@@ -376,20 +465,48 @@ void cz_flush(void)
     CZ_CHECK(zr_gpu_stream_sync(CZ.compute));
 }
 
-/* The working copy (written by the host: init, checkpoint, optimizer) to the device. */
+/* The device-tier regions that host code writes (init, checkpoint, the host optimizer) or reads
+** (checkpoint, export): the working copy, plus the optimizer state when Adam runs on the device. */
+static int state_regions(void **regs, int64_t *bytes)
+{
+    void *all[6] = {T.params16, T.persist, T.params_shard, T.master, T.adam_m, T.adam_v};
+    const char *names[6] = {"params16", "persist", "params_shard", "master", "adam_m", "adam_v"};
+    int n = 0;
+    for (int i = 0; i < (CZ.dev_opt ? 6 : 3); i++) {
+        if (!all[i] || !cz_is_dev(all[i])) continue;
+        int64_t b = 0;
+        for (int r = 0; r < ZG_N_REGIONS; r++)
+            if (zg_regions[r].name && strcmp(zg_regions[r].name, names[i]) == 0) b = zg_regions[r].bytes;
+        regs[n] = all[i];
+        bytes[n++] = b;
+    }
+    return n;
+}
+
+/* Device state -> shadow, before host code reads it (a checkpoint or an export). */
+void cz_pull_state(void)
+{
+    void *regs[6];
+    int64_t bytes[6];
+    int n = state_regions(regs, bytes);
+    CZ_CHECK(zr_gpu_record(CZ.ev_compute, CZ.compute));
+    CZ_CHECK(zr_gpu_wait(CZ.d2h, CZ.ev_compute));
+    CZ_CHECK(zr_gpu_record(CZ.ev_opt2, CZ.nccl));
+    CZ_CHECK(zr_gpu_wait(CZ.d2h, CZ.ev_opt2));
+    for (int i = 0; i < n; i++) CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, regs[i], cz_dev(regs[i]), (size_t)bytes[i]));
+    CZ_CHECK(zr_gpu_stream_sync(CZ.d2h));
+}
+
+/* The working copy (written by the host: init, checkpoint, optimizer) to the device; with Adam on
+** the device, its state too (only init and checkpoint loads come here then). */
 void cz_push_params(void)
 {
     CZ_CHECK(zr_gpu_record(CZ.ev_compute, CZ.compute));
     CZ_CHECK(zr_gpu_wait(CZ.h2d, CZ.ev_compute));
-    void *regs[3] = {T.params16, T.persist, T.params_shard};
-    const char *names[3] = {"params16", "persist", "params_shard"};
-    for (int i = 0; i < 3; i++) {
-        if (!regs[i] || !cz_is_dev(regs[i])) continue;
-        int64_t bytes = 0;
-        for (int r = 0; r < ZG_N_REGIONS; r++)
-            if (zg_regions[r].name && strcmp(zg_regions[r].name, names[i]) == 0) bytes = zg_regions[r].bytes;
-        CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D, cz_dev(regs[i]), regs[i], (size_t)bytes));
-    }
+    void *regs[6];
+    int64_t bytes[6];
+    int n = state_regions(regs, bytes);
+    for (int i = 0; i < n; i++) CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D, cz_dev(regs[i]), regs[i], (size_t)bytes[i]));
     CZ_CHECK(zr_gpu_record(CZ.ev_h2d, CZ.h2d));
     CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_h2d));
     CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_h2d));
@@ -457,4 +574,6 @@ void tr_grads_zero(void)
         CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grads), 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE));
     }
     if (T.grad32) memset(T.grad32, 0, (size_t)T.opt_numel * 4);
+    if (T.grad32 && CZ.dev_opt)
+        CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grad32), 0, (size_t)T.opt_numel * 4));
 }

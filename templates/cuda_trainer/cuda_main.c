@@ -9,8 +9,12 @@
 **                      the pinned tier registered, the collectives' communicator
 **   tr_params_init,  + the working copy to the device
 **   tr_ckpt_load
-**   tr_optim_step    the CPU optimizer (host code) on the shard the executor brought back, then the
-**                      new working copy to the device; --check compares the first step here
+**   tr_optim_step    with the optimizer state in the device tier (offload_optimizer none): the
+**                      host trainer's norm, fp16 scaler and clipping rules on the host's gradient
+**                      shard, then zd_adamw on the device shards (the bits of zr_adam_step) and the
+**                      parameter gathers on the device; nothing is copied H2D. Otherwise the CPU
+**                      optimizer (host code) on the shard the executor brought back, then the new
+**                      working copy to the device. --check compares the first step here
 **   tr_layout_free   + the GPU closed
 ** --check: runs the first step's micro-steps on the device and then on the host reference (the
 ** host trainer's executor, train_exec.c built as tr_host_*) from the same parameters and batch,
@@ -51,10 +55,185 @@ static int local_rank(void)
     return T.rank;
 }
 
+/* ---------------------------------------------------------------------- the optimizer on the device */
+static int dev(const void *p) { return p && cz_is_dev(p); }
+
+/* Adam runs on the device when every piece of the optimizer step lives in the device tier: the
+** master (or, fp32 without one, the parameters), m, v, the working copy and the gradient shard. */
+static int dev_opt_possible(void)
+{
+    if (!ZG_ADAM_W_MODE || T.master_nvme >= 0 || T.n_master_bufs || T.n_opt_bufs) return 0;
+    if (!dev(T.adam_m) || !dev(T.adam_v) || (T.master && !dev(T.master))) return 0;
+    if (ZG_STAGE == 3 ? !dev(T.params_shard) || (T.persist && !dev(T.persist)) : !dev(T.params16)) return 0;
+    if (T.grad32 ? !dev(T.grad32) : !dev(T.grads) || (ZG_MIXED && !dev(T.stage32))) return 0;
+    return 1;
+}
+
+/* zd_adamw's constants (adamw.cu's ZdAdamK, passed by value), as runtime/zr_adam.c computes them. */
+typedef struct { float gs, b1, b2, omb1, omb2, eps, lrwd, step_size, rbc2; int decay; } CzAdamK;
+
+static CzAdamK adam_consts(float lr, float wd)
+{
+    CzAdamK k;
+    double t = (double)(T.applied + 1);
+    k.gs = T.grad_scale;
+    k.b1 = (float)ZG_BETA1;
+    k.b2 = (float)ZG_BETA2;
+    k.omb1 = 1.0f - k.b1;
+    k.omb2 = 1.0f - k.b2;
+    k.eps = (float)ZG_EPS;
+    k.lrwd = lr * wd;
+    k.step_size = (float)((double)lr / (1.0 - pow((double)k.b1, t)));
+    k.rbc2 = (float)(1.0 / sqrt(1.0 - pow((double)k.b2, t)));
+    k.decay = wd != 0.0f;
+    return k;
+}
+
+static void adamw(float *p, const float *g, float *m, float *v, int64_t n, CzAdamK k)
+{
+    long nn = (long)n;
+    float *p16 = NULL;                      /* the 16-bit copy is convert.cu's (zr_half.h's bits) */
+    const unsigned grid[3] = {(unsigned)((n + 255) / 256), 1, 1}, block[3] = {256, 1, 1};
+    void *args[] = {&p, &p16, &g, &m, &v, &nn, &k, NULL};
+    CZ_CHECK(zr_gpu_launch(CZ.compute, "zd_adamw", grid, block, 0, args));
+}
+
+/* train_optim.c's home_at / master_at, as device addresses. */
+static char *dev_home(void)
+{
+    return cz_dev(ZG_STAGE == 3 ? T.params_shard : tr_w_at(T.params16, T.opt_flat0));
+}
+
+/* One OPTIMIZER op: zr_adam_step's pieces (whole tensor pieces of the sub-group, weight decay for
+** tensors of 2+ dimensions) with zd_adamw, then the working copy rounded with convert.cu. */
+static void dev_optimizer(int k, float lr)
+{
+    const ZrSubGroupRow *sg = &zg_subgroups[k];
+    int64_t s0 = sg->shard_offset, s1 = sg->shard_offset + sg->numel;
+    char *home = dev_home();
+    float *p = T.master ? (float *)cz_dev(T.master) : (float *)home;
+    float *m = cz_dev(T.adam_m), *v = cz_dev(T.adam_v);
+    for (int t = 0; t < ZG_N_TENSORS; t++) {
+        int64_t lo = T.t[t].opt_lo > s0 ? T.t[t].opt_lo : s0;
+        int64_t hi = T.t[t].opt_hi < s1 ? T.t[t].opt_hi : s1;
+        if (hi <= lo) continue;
+        CzAdamK c = adam_consts(lr, zg_tensors[t].decay ? (float)ZG_WEIGHT_DECAY : 0.0f);
+        if (T.grad32) {
+            adamw(p + lo, (float *)cz_dev(T.grad32) + lo, m + lo, v + lo, hi - lo, c);
+        } else if (!ZG_MIXED) {
+            adamw(p + lo, (float *)cz_dev(T.grads) + T.opt_flat0 + lo, m + lo, v + lo, hi - lo, c);
+        } else {                            /* 16-bit "grads": widened piece by piece into stage32 */
+            float *g = cz_dev(T.stage32);
+            int64_t cap = 2 * T.max_use_numel;
+            for (int64_t a = lo; a < hi; a += cap) {
+                int64_t n = hi - a < cap ? hi - a : cap;
+                cz_convert(CZ.compute, "zd_16_to_f32", g, cz_dev(tr_w_at(T.grads, T.opt_flat0 + a)), n);
+                adamw(p + a, g, m + a, v + a, n, c);
+            }
+        }
+        if (!T.master) continue;
+        if (ZG_MIXED) cz_convert(CZ.compute, "zd_f32_to_16", home + lo * ZG_DTYPE_SIZE, p + lo, hi - lo);
+        else CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, home + lo * 4, p + lo, (size_t)(hi - lo) * 4));
+    }
+}
+
+/* ALLGATHER_PARAMS on the device: stages 1/2 all-gather "params16" in place; stage 3 rebuilds the
+** persistent tensors (every rank's slices into a zeroed "persist", one all-reduce: x + 0 is exact). */
+static void dev_allgather(void)
+{
+#if ZG_STAGE == 3
+    int64_t numel = 0;
+    for (int t = 0; t < ZG_N_TENSORS; t++)
+        if (zg_tensors[t].persistent) numel = zg_tensors[t].persist_offset + zg_tensors[t].numel;
+    if (numel == 0) return;
+    char *persist = cz_dev(T.persist), *shard = cz_dev(T.params_shard);
+    CZ_CHECK(zr_gpu_memset(CZ.compute, persist, 0, (size_t)numel * ZG_DTYPE_SIZE));
+    for (int t = 0; t < ZG_N_TENSORS; t++) {
+        const ZrTensorRow *r = &zg_tensors[t];
+        if (!r->persistent) continue;
+        int64_t lo = (int64_t)T.rank * r->part_numel, n = r->numel - lo;
+        if (n > r->part_numel) n = r->part_numel;
+        if (n <= 0) continue;
+        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, persist + (r->persist_offset + lo) * ZG_DTYPE_SIZE,
+                             shard + r->shard_offset * ZG_DTYPE_SIZE, (size_t)n * ZG_DTYPE_SIZE));
+    }
+    void *send = persist, *recv = persist;
+    int64_t count = numel;
+    ZrCollOp op = ZR_COLL_ALL_REDUCE;
+#elif ZG_STAGE >= 1
+    void *recv = cz_dev(T.params16), *send = cz_dev(tr_w_at(T.params16, T.opt_flat0));
+    int64_t count = ZG_PART_NUMEL;
+    ZrCollOp op = ZR_COLL_ALL_GATHER;
+#else
+    return;
+#endif
+#if ZG_STAGE >= 1
+    CZ_CHECK(zr_gpu_record(CZ.ev_opt, CZ.compute));
+    CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_opt));
+    if (T.ws > 1) CZ_CHECK(zr_gpu_coll(CZ.nccl, op, send, recv, count, ZG_DTYPE));
+    CZ_CHECK(zr_gpu_record(CZ.ev_opt2, CZ.nccl));
+    CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_opt2));
+#endif
+}
+
+/* Does host code read the state after this step (a checkpoint or the export)? */
+static int state_read_after_step(void)
+{
+    int64_t done = T.step + 1;
+    int last = done >= T.a.steps;
+    if (T.a.save && ((T.a.save_every > 0 && done % T.a.save_every == 0) || last)) return 1;
+    return T.a.export_path && last;
+}
+
+/* tr_optim_step with Adam on the device. The norm, the loss, the fp16 scaler and the clipping are
+** train_optim.c's rules on the same host data (the gradient shard the executor brought back), so
+** skipped steps and scales are the host trainer's; only Adam and the gathers move. */
+static void dev_optim_step(void)
+{
+    static float *g;
+    if (!g && !(g = malloc((size_t)(T.opt_numel > 0 ? T.opt_numel : 1) * 4))) tr_die("out of memory");
+    tr_opt_shard_grads(g);
+    double s = 0;
+    for (int t = 0; t < ZG_N_TENSORS; t++)
+        for (int64_t i = T.t[t].opt_lo; i < T.t[t].opt_hi; i++) s += (double)g[i] * g[i];
+    float local[2] = {(float)((ZG_STAGE == 0 && T.rank != 0) ? 0.0 : s), T.loss_sum}, global[2];
+    ZR_CHECK(zr_all_reduce(T.comm, local, global, 2, ZR_DT_FP32, NULL));
+    T.loss_sum = global[1];
+    int overflow = !isfinite(global[0]), skip = 0;
+    T.grad_norm = sqrt((double)global[0]) / T.loss_scale;
+#if ZG_FP16
+    ZR_CHECK(zr_scaler_update(&T.scaler, overflow, &skip));
+#else
+    (void)overflow;
+#endif
+    if (!skip) {
+        double combined = T.loss_scale;
+        if (ZG_GRADIENT_CLIPPING > 0) {
+            double c = (T.grad_norm + 1e-6) / ZG_GRADIENT_CLIPPING;
+            if (c > 1) combined *= c;
+        }
+        T.grad_scale = (float)(1.0 / combined);
+        float lr = (float)zr_lr_at(&T.lr, T.applied);
+        CZ_CHECK(zr_gpu_record(CZ.ev_opt, CZ.d2h));      /* the device grad32 is complete */
+        CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_opt));
+        for (int i = 0; i < ZG_N_STEP_OPS; i++) {
+            const ZrOpRow *op = &zg_step_ops[i];
+            if (op->kind == ZR_OP_OPTIMIZER) dev_optimizer(op->arg, lr);
+            else if (op->kind == ZR_OP_ALLGATHER_PARAMS) dev_allgather();
+            else if (op->kind != ZR_OP_SWAP_IN && op->kind != ZR_OP_SWAP_OUT)
+                tr_die("op kind %d in the optimizer step list", op->kind);
+        }
+        /* the next step's gathers (nccl) read what Adam wrote (compute) */
+        CZ_CHECK(zr_gpu_record(CZ.ev_opt, CZ.compute));
+        CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_opt));
+        T.applied++;
+    }
+    if (state_read_after_step()) cz_pull_state();
+}
+
 void __wrap_tr_layout_init(void)
 {
     __real_tr_layout_init();
-    if (ZG_MIXED) tr_die("train-cuda runs fp32 plans only (this plan is %s)", ZG_DTYPE_NAME);
     if (zr_gpu_open(&CZ.gpu, local_rank(), (const ZrGpuBlob *)zg_kernel_blobs, zg_n_kernel_blobs) < 0)
         tr_die("no GPU: %s", zr_gpu_strerror(NULL));
     CZ_CHECK(zr_gpu_stream_create(CZ.gpu, &CZ.compute, "compute"));
@@ -71,6 +250,8 @@ void __wrap_tr_layout_init(void)
     }
     for (int m = 0; m < ZG_GRAD_ACCUM; m++) CZ_CHECK(zr_gpu_event_create(CZ.gpu, &CZ.ev_loss[m]));
     CZ_CHECK(zr_gpu_event_create(CZ.gpu, &CZ.ev_compute));
+    CZ_CHECK(zr_gpu_event_create(CZ.gpu, &CZ.ev_opt));
+    CZ_CHECK(zr_gpu_event_create(CZ.gpu, &CZ.ev_opt2));
     CZ_CHECK(zr_gpu_event_create(CZ.gpu, &CZ.ev_h2d));
     void *base = NULL;
     CZ_CHECK(zr_gpu_malloc(CZ.gpu, &base, (size_t)(ZG_TIER_BYTES_DEVICE > 0 ? ZG_TIER_BYTES_DEVICE : 1)));
@@ -80,10 +261,12 @@ void __wrap_tr_layout_init(void)
                                       (size_t)zr_arena_bytes(T.arena[ZR_TIER_PINNED])));
     CZ_CHECK(zr_gpu_coll_init(CZ.gpu, T.comm, CZ.nccl));
     cz_regions_init();
+    const char *host_adam = getenv("ZR_CUDA_HOST_ADAM");      /* 1: the host optimizer regardless */
+    CZ.dev_opt = dev_opt_possible() && !(host_adam && strcmp(host_adam, "1") == 0);
     cz_acts_init();
-    if (T.rank == 0 && !T.a.quiet)
-        fprintf(stderr, "train-cuda: %s; device allocation %lld bytes (the plan's device tier)\n",
-                zr_gpu_describe(CZ.gpu), (long long)ZG_TIER_BYTES_DEVICE);
+    if (T.rank == 0 && (!T.a.quiet || getenv("ZR_CUDA_VERBOSE")))
+        fprintf(stderr, "train-cuda: %s; device allocation %lld bytes (the plan's device tier); Adam on the %s\n",
+                zr_gpu_describe(CZ.gpu), (long long)ZG_TIER_BYTES_DEVICE, CZ.dev_opt ? "device" : "host");
 }
 
 void __wrap_tr_layout_free(void)
@@ -163,6 +346,7 @@ static void check_step(void)
 void __wrap_tr_optim_step(void)
 {
     if (CZ.check) check_step();
+    if (CZ.dev_opt) { dev_optim_step(); return; }
     CZ_CHECK(zr_gpu_event_sync(CZ.ev_h2d));    /* the last push out of the shadow is done */
     __real_tr_optim_step();
     cz_push_params();

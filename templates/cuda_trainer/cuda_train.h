@@ -41,11 +41,13 @@ typedef struct Cz {
     ZrGpuEvent *ev_d2h[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
     ZrGpuEvent *ev_buf_free[TR_MAX_BUFS];
     ZrGpuEvent *ev_compute, *ev_h2d, *ev_loss[ZG_GRAD_ACCUM];
+    ZrGpuEvent *ev_opt, *ev_opt2;           /* the device optimizer's hand-overs between streams */
     int32_t tok_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
     int32_t tgt_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
     float loss_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
     int loss_pending[ZG_GRAD_ACCUM];
     int check;                  /* --check */
+    int dev_opt;                /* Adam runs on the device (optimizer state in the device tier) */
 } Cz;
 
 extern Cz CZ;
@@ -58,7 +60,11 @@ void *cz_dev(const void *shadow);           /* device address of a device-tier s
 int cz_is_dev(const void *shadow);
 void cz_regions_init(void);                 /* the shadow -> device map */
 void cz_flush(void);                        /* host waits the step's copies, finishes its adds */
-void cz_push_params(void);                  /* working copy: shadow -> device */
+void cz_push_params(void);                  /* working copy (+ device optimizer state): shadow -> device */
+void cz_pull_state(void);                   /* device optimizer state and working copy -> shadow */
+/* One convert.cu kernel (zd_f32_to_16, zd_16_to_f32, zd_add_16_to_f32, zd_add_f32_to_16,
+** zd_add_f32) over n elements of device memory, on stream s, in the plan's 16-bit format. */
+void cz_convert(ZrGpuStream *s, const char *kernel, void *dst, const void *src, int64_t n);
 
 /* cuda_model.c */
 void cz_acts_init(void);

@@ -9,16 +9,26 @@
 **   being hidden by program order; the sequence is the same on every rank, so collectives match.
 ** - Events are sequence marks: record enqueues "done = n", wait enqueues "until done >= n".
 ** - Kernels: the emitted kernel sources (cuda/kernels/) compiled here under zr_simt.h, found by
-**   name; their argument types come from the kernel's own signature.
+**   name; their argument types come from the kernel's own signature. They are compiled with fp32
+**   storage (ZK_IO 0) whatever the plan's dtype: the trainer computes in fp32 as the host trainer
+**   does and meets 16-bit data only through convert.cu (docs/CUDA_TRAINER.md, 16-bit plans).
 ** - gemm: cblas_sgemm row-major. Collectives: libzrt's MPI collectives on a communicator of their
 **   own (as NCCL has its own), blocking inside the queued operation.
 ** - ZR_GPU_EMU_GUARD=1: device memory is PROT_NONE except while a queued operation runs, so host
 **   code that dereferences a device address crashes here as it would on a GPU.
 */
+/* GCC contracts a*b+c into an FMA in C++ even with -std=c++17 when the target has FMA
+** (-march=native): the __f*_rn intrinsics must each round on their own, as on the GPU (adamw.cu's
+** bits equal zr_adam.c's only then). */
+#pragma GCC optimize("fp-contract=off")
 #define ZR_SIMT_IMPL
 #include "zr_simt.h"
+#include "kernels/zk_shapes.h"
+#undef ZK_IO
+#define ZK_IO 0
 #include "kernels/adamw.cu"
 #include "kernels/attention.cu"
+#include "kernels/convert.cu"
 #include "kernels/crossentropy.cu"
 #include "kernels/encoder.cu"
 #include "kernels/gelu.cu"
@@ -69,7 +79,8 @@ static const std::map<std::string, KCapture> &kernels()
         ZE_K(zd_layernorm_backward_dx), ZE_K(zd_layernorm_backward_dwdb),
         ZE_K(zd_attention_forward), ZE_K(zd_attention_backward_dq), ZE_K(zd_attention_backward_dkv),
         ZE_K(zd_crossentropy_fused), ZE_K(zd_adamw), ZE_K(zd_grad_unscale_norm),
-        ZE_K(zd_grad_norm_finish),
+        ZE_K(zd_grad_norm_finish), ZE_K(zd_f32_to_16), ZE_K(zd_16_to_f32), ZE_K(zd_add_16_to_f32),
+        ZE_K(zd_add_f32_to_16), ZE_K(zd_add_f32),
     };
     return t;
 }

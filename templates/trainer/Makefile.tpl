@@ -77,7 +77,7 @@ cuda-emu.obj/%.o: %.c $(CZ_HDRS)
 	$(CC) $(CFLAGS) -Icuda/trainer -c $< -o $@
 cuda-emu.obj/zr_gpu_emu.o: cuda/trainer/zr_gpu_emu.cpp $(wildcard cuda/kernels/*) cuda/zr_simt.h
 	@mkdir -p $(@D)
-	$(CXX) -std=c++17 $(OPT) -fno-math-errno -Wall -Wextra -Icuda -I$(ZGEN_ROOT)/runtime \
+	$(CXX) -std=c++17 $(OPT) -fno-math-errno -ffp-contract=off -Wall -Wextra -Icuda -I$(ZGEN_ROOT)/runtime \
 	  $(MPI_CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
 train-cuda-emu: $(SRCS:%.c=cuda-emu.obj/host/%.o) $(CZ_SRCS:%.c=cuda-emu.obj/%.o) cuda-emu.obj/zr_gpu_emu.o $(ZRT)
 	$(CXX) $(OPT) -o $@ $(filter %.o,$^) $(CZ_WRAP) $(LDLIBS)
