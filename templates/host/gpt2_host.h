@@ -112,8 +112,9 @@ int zk_threads_init(int n);
 int zk_blas_solo(void);
 void zk_blas_restore(int n);
 /* C (M,N) = alpha op(A) op(B) + beta C, row-major, op = transpose when ta/tb; cut by rows of C
-** (by columns when N > M) into about 4 parts per OpenMP thread, handed out dynamically, each a
-** single-threaded cblas_sgemm. Call it outside parallel regions. */
+** (by columns when N > M) into about 2 parts per OpenMP thread (a multiple of the thread count
+** while parts keep >= 128 rows), handed out dynamically, each a single-threaded cblas_sgemm.
+** Call it outside parallel regions. */
 void zk_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 
@@ -162,7 +163,8 @@ void zk_linear_forward(int n, int in, int out, const float *x, const float *w, c
                        const float *res, float *y, float *y_gelu);
 /* dx (n,in) = dy @ w^T (overwrite; dx may be NULL); dw (in,out) += x^T @ dy; db (out) += colsum dy
 ** (dw, db may be NULL). When gelu_x (n,in) is not NULL, also dgelu = dx * gelu'(gelu_x): the
-** gradient through a GELU whose output was this layer's input (fused, per part). */
+** gradient through a GELU whose output was this layer's input (fused, per part). The parts of
+** dx, dw and db share one parallel loop (one barrier). */
 void zk_linear_backward(int n, int in, int out, const float *x, const float *w, const float *dy,
                         float *dx, float *dw, float *db, const float *gelu_x, float *dgelu);
 /* Causal self-attention of one block: qkv (B,T,3C) -> y (B,T,C), probabilities into att. */

@@ -75,19 +75,12 @@ void zk_attention_backward(int B, int T, int C, int NH, const float *qkv, const 
         const float *p = att + (size_t)bh * T * T, *dyb = dy + (size_t)b * T * C + (size_t)h * hs;
         float *ds = datt + (size_t)bh * T * T;
         float *dq = dqkv + (size_t)b * T * ld + (size_t)h * hs, *dk = dq + C, *dv = dq + 2 * C;
-        for (int t = 0; t < T; t++) { /* dk and dv accumulate over query blocks */
-            memset(dk + (size_t)t * ld, 0, (size_t)hs * sizeof(float));
-            memset(dv + (size_t)t * ld, 0, (size_t)hs * sizeof(float));
-        }
+        /* By query blocks: dp = dy v^T, the softmax backward into ds, dq = scale ds k. */
         for (int i0 = 0; i0 < T; i0 += ROWS) {
             int i1 = i0 + ROWS < T ? i0 + ROWS : T, m = i1 - i0;
-            const float *pb = p + (size_t)i0 * T, *dyi = dyb + (size_t)i0 * C;
             float *db = ds + (size_t)i0 * T;
-            /* y = p v:  dv += p^T dy,  dp = dy v^T */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, m, 1.0f, pb, T, dyi, C,
-                        1.0f, dv, ld);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, 1.0f, dyi, C, v, ld,
-                        0.0f, db, T);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, 1.0f,
+                        dyb + (size_t)i0 * C, C, v, ld, 0.0f, db, T);
             /* softmax: ds_j = p_j (dp_j - sum_k p_k dp_k), over j <= i */
             for (int i = i0; i < i1; i++) {
                 const float *pi = p + (size_t)i * T;
@@ -98,11 +91,21 @@ void zk_attention_backward(int B, int T, int C, int NH, const float *qkv, const 
                 for (int j = 0; j <= i; j++) di[j] = pi[j] * (di[j] - s);
                 for (int j = i + 1; j < i1; j++) di[j] = 0.0f;
             }
-            /* scores = scale q k^T:  dq = scale ds k,  dk += scale ds^T q */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, scale, db, T, k, ld,
                         0.0f, dq + (size_t)i0 * ld, ld);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, m, scale, db, T,
-                        q + (size_t)i0 * ld, ld, 1.0f, dk, ld);
+        }
+        /* By key blocks [j0, j1), which only queries i >= j0 see (the diagonal block's entries
+        ** above the diagonal are 0 in p and ds): dv = p^T dy, dk = scale ds^T q over rows
+        ** [j0, T) in one sgemm each. A long inner dimension instead of ROWS-deep accumulations
+        ** per query block, and no zeroing of dk and dv. */
+        for (int j0 = 0; j0 < T; j0 += ROWS) {
+            int j1 = j0 + ROWS < T ? j0 + ROWS : T, n = j1 - j0, r = T - j0;
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, hs, r, 1.0f,
+                        p + (size_t)j0 * T + j0, T, dyb + (size_t)j0 * C, C, 0.0f,
+                        dv + (size_t)j0 * ld, ld);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, hs, r, scale,
+                        ds + (size_t)j0 * T + j0, T, q + (size_t)j0 * ld, ld, 0.0f,
+                        dk + (size_t)j0 * ld, ld);
         }
     }
     zk_blas_restore(solo);

@@ -179,37 +179,68 @@ static void epilogue(const Fuse *f, const float *C, int ldc, int r0, int r1, int
     }
 }
 
-/* zk_sgemm with a Fuse (NULL: plain). */
-static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                 const float *B, int ldb, float beta, float *C, int ldc, const Fuse *f)
+/* One matmul cut into parts (zk_sgemm with a Fuse, NULL: plain). gemm_plan fixes the parts,
+** gemm_part runs one; a caller can thus put the parts of several independent matmuls (and other
+** work) in one parallel loop, one barrier for all (zk_linear_backward). */
+typedef struct Gemm {
+    int ta, tb, M, N, K;
+    float alpha;
+    const float *A;
+    int lda;
+    const float *B;
+    int ldb;
+    float beta;
+    float *C;
+    int ldc;
+    const Fuse *f;
+    int by_rows, part, nparts;  /* set by gemm_plan */
+} Gemm;
+
+static void gemm_plan(Gemm *g)
 {
     /* Parts: about PER_THREAD per thread, handed out dynamically, so a thread that the OS
     ** preempts (a shared machine, ranks on the same cores) delays the matmul by a part rather
-    ** than by half of it; at least MIN_PART rows (each part repacks the other operand) and a
-    ** multiple of GRAIN (the kernels' register tile). Part boundaries depend only on the shape
-    ** and the thread count, never on which thread runs a part: still deterministic. */
+    ** than by half of it; MIN_PART rows or more, the last part aside (each part repacks the other
+    ** operand), and a multiple of GRAIN (the kernels' register tile). The count stays a multiple of the thread
+    ** count while it can: 384 rows in 3 parts of 128 on 2 threads left one thread idle for a
+    ** third of the matmul (the attention projection's dw); now 2 parts of 192. Part boundaries
+    ** depend only on the shape and the thread count, never on which thread runs a part: still
+    ** deterministic. */
     enum { GRAIN = 16, MIN_PART = 128, PER_THREAD = 2 };
+    g->by_rows = g->M >= g->N;
+    int len = g->by_rows ? g->M : g->N, nt = omp_get_max_threads();
+    int n = nt * PER_THREAD;
+    while (n > 1 && len < n * MIN_PART) n -= n > nt ? nt : 1;
+    int part = len > n ? (len + n - 1) / n : 1;     /* len 0: no parts, no division by 0 */
+    g->part = (part + GRAIN - 1) / GRAIN * GRAIN;
+    g->nparts = (len + g->part - 1) / g->part;
+    if (g->f && (g->f->bias || g->f->res)) g->beta = 1.0f;
+}
+
+static void gemm_part(const Gemm *g, int k)
+{
+    int len = g->by_rows ? g->M : g->N, s = k * g->part, e = s + g->part < len ? s + g->part : len;
+    int r0 = g->by_rows ? s : 0, r1 = g->by_rows ? e : g->M;
+    int c0 = g->by_rows ? 0 : s, c1 = g->by_rows ? g->N : e;
+    const float *a = g->A, *b = g->B;
+    if (g->by_rows) a += g->ta ? (size_t)s : (size_t)s * g->lda;
+    else b += g->tb ? (size_t)s * g->ldb : (size_t)s;
+    const Fuse *f = g->f;
+    if (f && (f->bias || f->res)) prologue(f, g->C, g->ldc, r0, r1, c0, c1);
+    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
+                r1 - r0, c1 - c0, g->K, g->alpha, a, g->lda, b, g->ldb, g->beta,
+                g->C + (size_t)r0 * g->ldc + c0, g->ldc);
+    if (f && f->epi != EPI_NONE) epilogue(f, g->C, g->ldc, r0, r1, c0, c1);
+}
+
+static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                 const float *B, int ldb, float beta, float *C, int ldc, const Fuse *f)
+{
+    Gemm g = {ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, f, 0, 0, 0};
+    gemm_plan(&g);
     int solo = zk_blas_solo();
-    int by_rows = M >= N;
-    int len = by_rows ? M : N, nt = omp_get_max_threads();
-    int part = (len + nt * PER_THREAD - 1) / (nt * PER_THREAD);
-    part = part < MIN_PART ? MIN_PART : (part + GRAIN - 1) / GRAIN * GRAIN;
-    int nparts = (len + part - 1) / part;
-    int pre = f && (f->bias || f->res);
-    if (pre) beta = 1.0f;
-#pragma omp parallel for schedule(dynamic, 1) if (nparts > 1)
-    for (int k = 0; k < nparts; k++) {
-        int s = k * part, e = s + part < len ? s + part : len;
-        int r0 = by_rows ? s : 0, r1 = by_rows ? e : M, c0 = by_rows ? 0 : s, c1 = by_rows ? N : e;
-        const float *a = A, *b = B;
-        if (by_rows) a += ta ? (size_t)s : (size_t)s * lda;
-        else b += tb ? (size_t)s * ldb : (size_t)s;
-        if (pre) prologue(f, C, ldc, r0, r1, c0, c1);
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    r1 - r0, c1 - c0, K, alpha, a, lda, b, ldb, beta,
-                    C + (size_t)r0 * ldc + c0, ldc);
-        if (f && f->epi != EPI_NONE) epilogue(f, C, ldc, r0, r1, c0, c1);
-    }
+#pragma omp parallel for schedule(dynamic, 1) if (g.nparts > 1)
+    for (int k = 0; k < g.nparts; k++) gemm_part(&g, k);
     zk_blas_restore(solo);
 }
 ZK_VECTOR_END
@@ -228,23 +259,37 @@ void zk_linear_forward(int n, int in, int out, const float *x, const float *w, c
     gemm(0, 0, n, out, in, 1.0f, x, in, w, out, 0.0f, y, out, &f);
 }
 
+/* Column block k of db += sum over rows of dy, rows in order (independent of the thread count). */
+static void bias_grad_block(int n, int out, const float *dy, float *db, int k)
+{
+    int c0 = k * COLS, c1 = c0 + COLS < out ? c0 + COLS : out;
+    float acc[COLS] = {0};
+    for (int r = 0; r < n; r++) {
+        const float *dyr = dy + (size_t)r * out;
+#pragma omp simd
+        for (int i = c0; i < c1; i++) acc[i - c0] += dyr[i];
+    }
+    for (int i = c0; i < c1; i++) db[i] += acc[i - c0];
+}
+
 void zk_linear_backward(int n, int in, int out, const float *x, const float *w, const float *dy,
                         float *dx, float *dw, float *db, const float *gelu_x, float *dgelu)
 {
+    /* dx, dw and db only read dy (and x, w) and write disjoint outputs: all their parts go in
+    ** one dynamic loop, so there is one barrier instead of three and the short, memory-bound
+    ** bias columns fill the compute-bound matmuls' tail. */
     Fuse f = {NULL, NULL, EPI_GELU_BACK, gelu_x, dgelu};
-    if (dx) gemm(0, 1, n, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in, gelu_x ? &f : NULL);
-    if (dw) gemm(1, 0, in, out, n, 1.0f, x, in, dy, out, 1.0f, dw, out, NULL);
-    if (!db) return;
-    int nblk = (out + COLS - 1) / COLS;
-#pragma omp parallel for schedule(static)
-    for (int k = 0; k < nblk; k++) {
-        int c0 = k * COLS, c1 = c0 + COLS < out ? c0 + COLS : out;
-        float acc[COLS] = {0};
-        for (int r = 0; r < n; r++) {
-            const float *dyr = dy + (size_t)r * out;
-#pragma omp simd
-            for (int i = c0; i < c1; i++) acc[i - c0] += dyr[i];
-        }
-        for (int i = c0; i < c1; i++) db[i] += acc[i - c0];
+    Gemm gx = {0, 1, n, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in, gelu_x ? &f : NULL, 0, 0, 0};
+    Gemm gw = {1, 0, in, out, n, 1.0f, x, in, dy, out, 1.0f, dw, out, NULL, 0, 0, 0};
+    gemm_plan(&gx);
+    gemm_plan(&gw);
+    int nx = dx ? gx.nparts : 0, nw = dw ? gw.nparts : 0, nb = db ? (out + COLS - 1) / COLS : 0;
+    int solo = zk_blas_solo();
+#pragma omp parallel for schedule(dynamic, 1) if (nx + nw + nb > 1)
+    for (int k = 0; k < nx + nw + nb; k++) {
+        if (k < nx) gemm_part(&gx, k);
+        else if (k < nx + nw) gemm_part(&gw, k - nx);
+        else bias_grad_block(n, out, dy, db, k - nx - nw);
     }
+    zk_blas_restore(solo);
 }

@@ -7,7 +7,10 @@
 **         [--export F.safetensors] [--save DIR] [--save-every K] [--resume DIR] [--trace FILE.json]
 **         [--threads N] [--dump-grads F.safetensors] [--quiet]
 ** Launch with mpirun -np <the plan's world size>; ZG_NVME_DIR overrides the swap-file directory.
+** Fault injection for tests (docs/TRAINER.md, Faults): ZG_FAULT_EXIT_RANK=r ZG_FAULT_EXIT_STEP=s
+** makes rank r raise ZG_FAULT_SIGNAL (KILL, default, or STOP: a hung rank) as step s begins.
 */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +20,20 @@
 
 Trainer T;
 
+/* One write() per message, so the ranks' reports of the same fault do not interleave. */
 void tr_die(const char *fmt, ...)
 {
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    fflush(stdout);
-    fprintf(stderr, "train (rank %d): error: ", T.rank);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    int n = snprintf(msg, sizeof msg, "train (rank %d): error: ", T.rank);
+    vsnprintf(msg + n, sizeof msg - (size_t)n - 1, fmt, ap);
     va_end(ap);
+    n = (int)strlen(msg);
+    msg[n++] = '\n';
+    fflush(stdout);
+    fflush(stderr);
+    if (write(STDERR_FILENO, msg, (size_t)n) < 0) exit(1);
     exit(1);
 }
 
@@ -74,6 +82,27 @@ static void parse_args(int argc, char **argv, TrArgs *a)
     if (!a->data) usage();
 }
 
+/* The rank dies (or freezes) with no cleanup, as on a node failure: tests check that the others
+** stop with a message and that the checkpoints saved before stay loadable. */
+static void fault_maybe(void)
+{
+    static int armed = -1, sig;
+    static long long at;
+    if (armed < 0) {
+        const char *r = getenv("ZG_FAULT_EXIT_RANK"), *s = getenv("ZG_FAULT_EXIT_STEP");
+        const char *k = getenv("ZG_FAULT_SIGNAL");
+        armed = r && s && atoi(r) == T.rank;
+        at = s ? atoll(s) : 0;
+        sig = k && strcmp(k, "STOP") == 0 ? SIGSTOP : SIGKILL;
+    }
+    if (armed && T.step == at) {
+        fprintf(stderr, "train (rank %d): ZG_FAULT_EXIT_STEP: raising SIG%s at step %lld\n", T.rank,
+                sig == SIGSTOP ? "STOP" : "KILL", at);
+        fflush(stderr);
+        raise(sig);
+    }
+}
+
 static void setup_schedules(void)
 {
     ZrLrSched *s = &T.lr;
@@ -108,6 +137,9 @@ static void mem_text(char *buf, size_t cap)
 static void setup(int argc, char **argv)
 {
     parse_args(argc, argv, &T.a);
+    /* Past `ulimit -f` a write fails with EFBIG, which the trainer reports naming the file, instead
+    ** of SIGXFSZ killing the rank with no word. */
+    signal(SIGXFSZ, SIG_IGN);
     ZR_CHECK(zr_comm_create(&T.comm));
     T.rank = zr_comm_rank(T.comm);
     T.ws = zr_comm_world(T.comm);
@@ -130,9 +162,7 @@ static void setup(int argc, char **argv)
         threads = (int)(cores / T.local_world);
         if (threads < 1) threads = 1;
     }
-    if (zk_threads_init(threads) && T.rank == 0 && !T.a.quiet)
-        fprintf(stderr, "train: note: OMP_WAIT_POLICY is not PASSIVE; spinning OpenMP threads slow "
-                "OpenBLAS down (export OMP_WAIT_POLICY=PASSIVE)\n");
+    zk_threads_init(threads);   /* one pool: OpenMP's threads, OpenBLAS single-threaded */
     if (zr_data_open(&T.data, T.a.data, ZG_SEQ_LEN) < 0 ||
         zr_data_check_vocab(&T.data, ZG_VOCAB_SIZE) < 0)
         tr_die("--data: %s", zr_train_error());
@@ -187,6 +217,7 @@ int main(int argc, char **argv)
     while (T.step < T.a.steps) {
         double t0 = zr_trace_now_us();
         zr_comm_set_step(T.comm, T.step);
+        fault_maybe();
         tr_grads_zero();
         T.loss_sum = 0;
         T.loss_scale = ZG_FP16 ? T.scaler.scale : 1.0;

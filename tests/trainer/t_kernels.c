@@ -286,8 +286,9 @@ static void t_linear(void)
     int saved = omp_get_max_threads();
     omp_set_num_threads(3); /* several parts even for these sizes */
     linear_case(13, 19, 23);   /* by columns, one part */
-    linear_case(300, 19, 23);  /* by rows, three parts, the last partial */
-    linear_case(7, 11, 290);   /* by columns, three parts */
+    linear_case(300, 19, 23);  /* by rows, two parts, the last partial */
+    linear_case(7, 11, 290);   /* by columns, two parts */
+    linear_case(1000, 19, 23); /* by rows, six parts (two per thread), the last partial */
     omp_set_num_threads(saved);
 }
 
