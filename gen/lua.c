@@ -511,7 +511,7 @@ void zg_lua_set_plan(ZgLua *z, const ZgPlan *p)
     lua_setfield(L, -2, "sched");
     push_mem(L, &p->mem); lua_setfield(L, -2, "mem");
     lua_createtable(L, 0, 5);
-    SETI("net_bytes", p->cost.net_bytes); SETI("pcie_bytes", p->cost.pcie_bytes);
+    SETI("net_bytes", p->cost.net_bytes); SETI("h2d_bytes", p->cost.h2d_bytes); SETI("d2h_bytes", p->cost.d2h_bytes);
     SETI("nvme_read_bytes", p->cost.nvme_read_bytes); SETI("nvme_write_bytes", p->cost.nvme_write_bytes);
     SETN("flops", p->cost.flops);
     lua_setfield(L, -2, "cost");

@@ -182,21 +182,22 @@ static void cost_ops(const ZgPlan *p, const ZgOp *ops, int n, int64_t times, ZgC
     bool opt_off = z->offload_optimizer.device != ZG_OFFLOAD_NONE;
     for (int i = 0; i < n; i++) {
         int a = ops[i].arg;
-        int64_t net = 0, pcie = 0, rd = 0, wr = 0;
+        int64_t net = 0, h2d = 0, d2h = 0, rd = 0, wr = 0;
         switch (ops[i].kind) {
         case ZG_OP_GATHER:
             net = (ws - 1) * p->gathers[a].part_numel * n16;
             break;
         case ZG_OP_PARAM_SWAP_IN:
+            /* NVMe -> pinned (read), then pinned -> device either way */
             if (z->offload_param.device == ZG_OFFLOAD_NVME) rd = p->gathers[a].shard_numel * n16;
-            else pcie = p->gathers[a].shard_numel * n16;
+            h2d = p->gathers[a].shard_numel * n16;
             break;
         case ZG_OP_REDUCE:
             if (z->stage == 3) net = (ws - 1) * (p->buckets[a].padded_numel / ws) * n16;
             else net = 2 * (ws - 1) * p->buckets[a].numel * n16 / ws;
             break;
         case ZG_OP_WAIT_REDUCE:
-            if (opt_off) pcie = p->buckets[a].padded_numel / ws * n16;
+            if (opt_off) d2h = p->buckets[a].padded_numel / ws * n16;
             break;
         case ZG_OP_SWAP_IN:     /* master, m, v; or (ZG_SWAP_PARAMS) the fp32 parameters */
             rd = (p->sg_swap == ZG_SWAP_PARAMS ? 1 : 3) * p->subgroups[a].numel * 4;
@@ -208,7 +209,7 @@ static void cost_ops(const ZgPlan *p, const ZgOp *ops, int n, int64_t times, ZgC
             if (p->sg_swap == ZG_SWAP_PARAMS) break;          /* SWAP_OUT writes them */
             if (z->offload_param.device == ZG_OFFLOAD_NVME) wr = p->subgroups[a].numel * n16;
             else if (opt_off && z->offload_param.device == ZG_OFFLOAD_NONE)
-                pcie = p->subgroups[a].numel * n16;
+                h2d = p->subgroups[a].numel * n16;
             break;
         case ZG_OP_ALLGATHER_PARAMS:
             if (z->stage < 3) {
@@ -222,7 +223,8 @@ static void cost_ops(const ZgPlan *p, const ZgOp *ops, int n, int64_t times, ZgC
             break;
         }
         c->net_bytes += net * times;
-        c->pcie_bytes += pcie * times;
+        c->h2d_bytes += h2d * times;
+        c->d2h_bytes += d2h * times;
         c->nvme_read_bytes += rd * times;
         c->nvme_write_bytes += wr * times;
     }

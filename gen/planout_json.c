@@ -309,7 +309,8 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jclose(j, '}');
     jopen(j, "cost_per_step_per_rank", '{');
     jint(j, "net_bytes", p->cost.net_bytes);
-    jint(j, "pcie_bytes", p->cost.pcie_bytes);
+    jint(j, "h2d_bytes", p->cost.h2d_bytes);
+    jint(j, "d2h_bytes", p->cost.d2h_bytes);
     jint(j, "nvme_read_bytes", p->cost.nvme_read_bytes);
     jint(j, "nvme_write_bytes", p->cost.nvme_write_bytes);
     jdbl(j, "flops", p->cost.flops);

@@ -294,7 +294,8 @@ typedef struct ZgMemPlan {
 /* Bytes moved per rank per optimizer step and FLOPs (cost readable before launch; planout). */
 typedef struct ZgCost {
     int64_t net_bytes;          /* collectives: bytes received per rank (ring algorithms) */
-    int64_t pcie_bytes;         /* device <-> host copies */
+    int64_t h2d_bytes;          /* host -> device copies (PCIe): offloaded params in, updated params */
+    int64_t d2h_bytes;          /* device -> host copies (PCIe): reduced gradient shards out */
     int64_t nvme_read_bytes, nvme_write_bytes;
     double flops;               /* per rank per step: (6N + 6*L*C*T) * tokens */
 } ZgCost;

@@ -473,6 +473,10 @@ static void t_regions_by_config(void)
             rd += 4 * p->gathers[p->sched.last[i].arg].shard_numel;
     ZT_EQ_INT(p->cost.nvme_read_bytes, rd);
     ZT_EQ_INT(p->cost.nvme_write_bytes, wr);
+    /* every parameter span read from NVMe then crosses PCIe to the device; with the optimizer on
+    ** the device no gradient shard goes back to the host */
+    ZT_EQ_INT(p->cost.h2d_bytes, rd - wr);
+    ZT_EQ_INT(p->cost.d2h_bytes, 0);
 }
 
 /* Stage 3: the reduce-scatter's receive chunk exists exactly where something must be added into
