@@ -339,31 +339,7 @@ static void reduce(int k)
 /* Host side of a reduced bucket: its D2H copy into the shadow is done; add it into grad32. */
 static int pend[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 
-/* d (+)= widen(s) for n elements of ZG_DTYPE: the host executor's w_into_f32. */
-static void add_f32(float *d, const void *s, int64_t n, int add)
-{
-#if ZG_MIXED
-    const uint16_t *h = s;
-    for (int64_t i = 0; i < n; i++) {
-        float x = ZG_BF16 ? zr_bf16_to_f32(h[i]) : zr_fp16_to_f32(h[i]);
-        d[i] = add ? d[i] + x : x;
-    }
-#else
-    const float *f = s;
-    if (!add) { memcpy(d, f, (size_t)n * 4); return; }
-    for (int64_t i = 0; i < n; i++) d[i] += f[i];
-#endif
-}
 
-#if ZG_STAGE <= 2
-static void take_flat_part(const void *src, int64_t lo, int64_t hi, int add)
-{
-    int64_t slo = T.opt_flat0, shi = T.opt_flat0 + T.opt_numel;
-    int64_t a = lo > slo ? lo : slo, b = hi < shi ? hi : shi;
-    if (b <= a) return;
-    add_f32(T.grad32 + (a - T.opt_flat0), (const char *)src + (a - lo) * ZG_DTYPE_SIZE, b - a, add);
-}
-#endif
 
 static void finish_bucket(int k)
 {
@@ -372,13 +348,13 @@ static void finish_bucket(int k)
     CZ_CHECK(zr_gpu_event_sync(CZ.ev_d2h[k]));
     const ZrBucketRow *br = &zg_buckets[k];
 #if ZG_STAGE <= 1
-    if (T.grad32) take_flat_part(tr_w_at(T.grads, br->flat_offset), br->flat_offset,
+    if (T.grad32) tr_take_flat_part(tr_w_at(T.grads, br->flat_offset), br->flat_offset,
                                  br->flat_offset + br->numel, 0);
 #elif ZG_STAGE == 2
-    take_flat_part(T.bucket[bucket_bufi(k)], br->flat_offset, br->flat_offset + br->numel, 1);
+    tr_take_flat_part(T.bucket[bucket_bufi(k)], br->flat_offset, br->flat_offset + br->numel, 1);
 #else
     int64_t chunk = br->padded_numel / T.ws;
-    add_f32(T.grad32 + zg_tensors[br->first_tensor].shard_offset,
+    tr_w_into_f32(T.grad32 + zg_tensors[br->first_tensor].shard_offset,
             (const char *)T.bucket[bucket_bufi(k)] + (size_t)T.rank * chunk * ZG_DTYPE_SIZE, chunk, 1);
 #endif
 }

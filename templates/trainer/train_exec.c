@@ -388,7 +388,7 @@ static void reduce(int k)
 }
 
 /* d[i] (+)= W element i of s, for n elements: the widening loop of every gradient hand-over. */
-static void w_into_f32(float *d, const void *s, int64_t n, int add)
+void tr_w_into_f32(float *d, const void *s, int64_t n, int add)
 {
 #if ZG_MIXED
     const uint16_t *h = s;
@@ -406,12 +406,12 @@ static void w_into_f32(float *d, const void *s, int64_t n, int add)
 
 #if ZG_STAGE <= 2
 /* Adds (or, stages 0/1, copies) this rank's part of reduced flat range [lo, hi) into grad32. */
-static void take_flat_part(const void *src, int64_t lo, int64_t hi, int add)
+void tr_take_flat_part(const void *src, int64_t lo, int64_t hi, int add)
 {
     int64_t slo = T.opt_flat0, shi = T.opt_flat0 + T.opt_numel;
     int64_t a = lo > slo ? lo : slo, b = hi < shi ? hi : shi;
     if (b <= a) return;
-    w_into_f32(T.grad32 + (a - T.opt_flat0), (const char *)src + (a - lo) * ZG_DTYPE_SIZE, b - a, add);
+    tr_w_into_f32(T.grad32 + (a - T.opt_flat0), (const char *)src + (a - lo) * ZG_DTYPE_SIZE, b - a, add);
 }
 #endif
 
@@ -423,13 +423,13 @@ static void wait_reduce(int k)
     T.reduce_req[k] = NULL;
     tr_span(ZR_TRACK_COMM, "reduce", t0);
 #if ZG_STAGE <= 1
-    if (T.grad32) take_flat_part(tr_w_at(T.grads, br->flat_offset), br->flat_offset,
+    if (T.grad32) tr_take_flat_part(tr_w_at(T.grads, br->flat_offset), br->flat_offset,
                                  br->flat_offset + br->numel, 0);
 #elif ZG_STAGE == 2
-    take_flat_part(bucket_buf(k), br->flat_offset, br->flat_offset + br->numel, 1);
+    tr_take_flat_part(bucket_buf(k), br->flat_offset, br->flat_offset + br->numel, 1);
 #else
     if (STAGE3_DIRECT) return;
-    w_into_f32(T.grad32 + zg_tensors[br->first_tensor].shard_offset, recv_buf(k),
+    tr_w_into_f32(T.grad32 + zg_tensors[br->first_tensor].shard_offset, recv_buf(k),
                br->padded_numel / T.ws, 1);
 #endif
 }
