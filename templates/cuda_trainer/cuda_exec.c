@@ -91,12 +91,6 @@ static void slots_init(void)
     gslot_ready = 1;
 }
 
-static void module_tensors(int m, int *first, int *n)
-{
-    const ZrModuleRow *mr = &zg_modules[m];
-    if (mr->kind == ZR_MOD_HEAD && mr->n_tensors == 0) { *first = ZG_T_WTE_WEIGHT; *n = 1; }
-    else { *first = mr->first_tensor; *n = mr->n_tensors; }
-}
 
 /* Device address of tensor t's working copy (ZG_DTYPE) as module m sees it. */
 static const void *param_dev(int m, int t)
@@ -195,7 +189,7 @@ static int last_bwd_module = -1;
 static void load_params(int m)
 {
     int first, n;
-    module_tensors(m, &first, &n);
+    tr_module_tensors(m, &first, &n);
 #if ZG_MIXED
     float *stage = cz_dev(T.stage32);
     int64_t base = zg_tensors[first].flat_offset;
@@ -213,7 +207,7 @@ static void load_params(int m)
 static void prepare_grads(int m)
 {
     int first, n;
-    module_tensors(m, &first, &n);
+    tr_module_tensors(m, &first, &n);
     const ZrModuleRow *mr = &zg_modules[m];
     int64_t base = zg_tensors[first].flat_offset;
     int64_t use = zg_tensors[first + n - 1].flat_offset + zg_tensors[first + n - 1].numel - base;
@@ -265,7 +259,7 @@ static void backward(int m)
 #if ZG_STAGE <= 1 && ZG_MIXED
     /* the host's finish_grads: G into the 16-bit accumulation buffer "grads" */
     int first, n;
-    module_tensors(m, &first, &n);
+    tr_module_tensors(m, &first, &n);
     for (int t = first; t < first + n; t++)
         cz_convert(CZ.compute, "zd_add_f32_to_16", cz_dev(tr_w_at(T.grads, zg_tensors[t].flat_offset)), Gp[t],
                    zg_tensors[t].numel);

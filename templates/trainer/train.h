@@ -145,6 +145,8 @@ void tr_f32_to_w(void *dst, const float *src, int64_t n);
 void *tr_w_at(void *base, int64_t elem);
 /* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32 */
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add);
+/* Tensors module m reads: its own, or wte for the tied head. */
+void tr_module_tensors(int m, int *first, int *n);
 #if ZG_STAGE <= 2
 /* (+)= this rank's part of the reduced flat range [lo, hi) of src into grad32 */
 void tr_take_flat_part(const void *src, int64_t lo, int64_t hi, int add);

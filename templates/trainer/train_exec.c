@@ -26,7 +26,7 @@ static void slots_init(void)
 
 /* ---------------------------------------------------------------------- parameters */
 /* Tensors a module reads: its own, or wte for the tied head. */
-static void module_tensors(int m, int *first, int *n)
+void tr_module_tensors(int m, int *first, int *n)
 {
     const ZrModuleRow *mr = &zg_modules[m];
     if (mr->kind == ZR_MOD_HEAD && mr->n_tensors == 0) { *first = ZG_T_WTE_WEIGHT; *n = 1; }
@@ -54,7 +54,7 @@ static const float *P[ZG_N_TENSORS];     /* fp32 views for the module being run 
 static void load_params(int m)
 {
     int first, n;
-    module_tensors(m, &first, &n);
+    tr_module_tensors(m, &first, &n);
     int64_t base = zg_tensors[first].flat_offset;
     for (int t = first; t < first + n; t++) {
         void *w = param_w(m, t);
@@ -75,7 +75,7 @@ static float *Gp[ZG_N_TENSORS];          /* fp32 gradient views for the module b
 static void prepare_grads(int m)
 {
     int first, n;
-    module_tensors(m, &first, &n);
+    tr_module_tensors(m, &first, &n);
     const ZrModuleRow *mr = &zg_modules[m];
     int64_t base = zg_tensors[first].flat_offset;
     int64_t use = zg_tensors[first + n - 1].flat_offset + zg_tensors[first + n - 1].numel - base;
@@ -99,7 +99,7 @@ static void finish_grads(int m)
 {
 #if ZG_STAGE <= 1 && ZG_MIXED
     int first, n;
-    module_tensors(m, &first, &n);
+    tr_module_tensors(m, &first, &n);
     for (int t = first; t < first + n; t++) {
         uint16_t *g = tr_w_at(T.grads, zg_tensors[t].flat_offset);
         const float *s = Gp[t];
