@@ -1,7 +1,9 @@
 # zgen — top-level build.
 #   make          build bin/zgen and build/libzrt.a
-#   make test     build everything and run tests/run.sh (ends with "N passed, N failed, N skipped")
-#   make demo     generate specs/tiny, build it, train on 2 ranks (ZeRO-3, NVMe + CPU offload)
+#   make test     install what is missing, build everything, run tests/run.sh
+#                 (ends with "N passed, N failed, N skipped")
+#   make demo     install what is missing, generate specs/tiny, build it, train on 2 ranks
+#                 (ZeRO-3, NVMe + CPU offload)
 #   make bench    run the benchmarks; figures go to bench/out/results.jsonl
 #   make golden   refresh golden outputs under tests/gen/golden
 # Strict warnings as Lua's makefile; -Werror always (CI and developers alike).
@@ -16,10 +18,10 @@ DEPFLAGS = -MMD -MP
 
 PKGS_GEN := yaml-0.1 lua5.4
 PKGS_RT  := liburing ompi-c
-GEN_CFLAGS := $(shell pkg-config --cflags $(PKGS_GEN))
-GEN_LIBS   := $(shell pkg-config --libs $(PKGS_GEN)) -lm
-RT_CFLAGS  := $(shell pkg-config --cflags $(PKGS_RT)) -fopenmp
-RT_LIBS    := $(shell pkg-config --libs $(PKGS_RT)) -fopenmp -lm -lpthread
+GEN_CFLAGS := $(shell pkg-config --cflags $(PKGS_GEN) 2>/dev/null)
+GEN_LIBS   := $(shell pkg-config --libs $(PKGS_GEN) 2>/dev/null) -lm
+RT_CFLAGS  := $(shell pkg-config --cflags $(PKGS_RT) 2>/dev/null) -fopenmp
+RT_LIBS    := $(shell pkg-config --libs $(PKGS_RT) 2>/dev/null) -fopenmp -lm -lpthread
 
 GEN_SRC  := $(sort $(wildcard gen/*.c))
 GEN_OBJ  := $(GEN_SRC:%.c=build/%.o)
@@ -39,7 +41,7 @@ TTR_BIN  := $(TTR_SRC:tests/%.c=bin/tests/%)
 BENCH_SRC := $(sort $(wildcard bench/b_*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=bin/bench/%)
 
-.PHONY: all test demo bench golden clean deps
+.PHONY: all test test-run demo demo-run bench golden clean deps
 all: bin/zgen build/libzrt.a
 
 deps:
@@ -91,13 +93,24 @@ bin/bench/%: bench/%.c build/libzrt.a $(GEN_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) $(GEN_CFLAGS) -Iruntime -Igen -o $@ $< build/libzrt.a $(GEN_LIB_OBJ) $(RT_LIBS) $(GEN_LIBS)
 
-test: all $(TGEN_BIN) $(TRT_BIN) $(TTR_BIN) $(TCU_BIN)
+# `make test` and `make demo` are the README's two set-up commands: each first installs what a fresh
+# machine lacks (the same idempotent script CI uses), then re-runs make, because the pkg-config flags
+# above are read when make starts and a package installed meanwhile would not be seen.
+test:
+	@bash scripts/install-deps.sh
+	@$(MAKE) --no-print-directory test-run
+
+test-run: all $(TGEN_BIN) $(TRT_BIN) $(TTR_BIN) $(TCU_BIN)
 	@bash tests/run.sh
 
 bench: all $(BENCH_BIN)
 	@bash bench/run.sh
 
-demo: all
+demo:
+	@bash scripts/install-deps.sh
+	@$(MAKE) --no-print-directory demo-run
+
+demo-run: all
 	@bash scripts/demo.sh
 
 golden: bin/zgen
