@@ -48,6 +48,7 @@ void zg_zero_defaults(ZgZero *z)
     z->eps = 1e-8;
     z->weight_decay = 0;
     z->adam_w_mode = true;
+    z->bias_correction = true;
     z->sched = ZG_SCHED_NONE;
     z->warmup_min_lr = 0;
     z->warmup_max_lr = 1e-3;
@@ -372,6 +373,7 @@ static void value(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v, 
         c->nvme_loc[w] = v->loc;
     }
     if (!parse_val(k, v, what, &x)) goto done;
+    if (!strcmp(what, "zero_optimization.sub_group_size")) c->z->loc_sub_group_size = v->loc;
     switch (k->support) {
     case ZG_KS_SUPPORTED:
         if (k->store) store(c->z, k, &x);
@@ -618,6 +620,7 @@ bool zg_zero_load_node(const ZgNode *root, const char *file, const ZgModel *m, Z
     if (!root) return false;
     z->loc_root = root->loc;
     z->loc_tb = z->loc_micro = z->loc_gas = z->loc_sched = z->loc_stage = z->loc_batch = root->loc;
+    z->loc_sub_group_size = root->loc;
     z->offload_param.loc = z->offload_param.loc_device = root->loc;
     z->offload_optimizer.loc = z->offload_optimizer.loc_device = root->loc;
     if (root->kind != ZG_NMAP) {
