@@ -7,11 +7,17 @@
 ** them: an alias makes one config value appear under two keys, which no DeepSpeed config needs and
 ** which would make "the key at this line" ambiguous. Duplicate keys are errors, as in DeepSpeed
 ** (hjson), and the second one is reported with a note pointing at the first.
-** Limits (file size, nesting depth) keep a hostile input from exhausting memory or the stack.
+** Limits (file size, nesting depth) keep a hostile input from exhausting memory or the stack, and
+** only regular files are read: a FIFO would block zgen forever, /dev/zero never ends, and a
+** directory reads as an error nobody understands. The file is opened without blocking (O_NONBLOCK
+** makes open() of a FIFO return at once) and refused by fstat before a byte is read.
 */
 #include "zg.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #define MAX_FILE_BYTES (16 << 20)
@@ -193,9 +199,28 @@ ZgNode *zg_node_load_string(const char *text, const char *name)
 ZgNode *zg_node_load_file_at(const char *path, ZgLoc from)
 {
     ZgLoc at = from.file ? from : (ZgLoc){path, 0, 0};
-    FILE *f = fopen(path, "rb");
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        zg_error(at, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st = {0};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                         : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
+                         : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+        zg_error(at, "'%s' is %s; a spec or DeepSpeed config must be a regular file", path, kind);
+        zg_note(at, "zgen reads only regular files (a pipe or device could block it or never end); "
+                "write the text to a file and give its path");
+        close(fd);
+        return NULL;
+    }
+    /* A regular file never blocks; reads go through stdio as before. */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
         zg_error(at, "cannot open '%s': %s", path, strerror(errno));
+        close(fd);
         return NULL;
     }
     /* Size first (a spec is a few KiB; do not take 16 MiB for it), then read at most the limit. */
