@@ -10,10 +10,12 @@
 ** final world size, is in check.c. Every error is reported; nothing stops at the first.
 */
 #include "zg.h"
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 typedef struct Ctx {
     const ZgModel *m;
@@ -540,6 +542,58 @@ static void walk_top(Ctx *c, const ZgNode *root)
     }
 }
 
+/* ======================================================================= nvme_path */
+static const char *file_kind(mode_t m)
+{
+    return S_ISREG(m) ? "a regular file" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "not a directory";
+}
+
+static bool under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == 0);
+}
+
+/* What can be judged about nvme_path on the machine that generates: an absolute path that no
+** trainer could put its swap files in. A path that does not exist yet is fine (the trainer creates
+** it, mkdir -p, and checks at start-up that it is a writable directory taking O_DIRECT); a relative
+** path is resolved against the trainer's working directory, so it is left to the trainer. */
+static void check_nvme_path(const char *path, ZgLoc at, const char *what)
+{
+    if (path[0] != '/') return;
+    if (under(path, "/proc") || under(path, "/sys") || (under(path, "/dev") && !under(path, "/dev/shm"))) {
+        zg_error(at, "%s '%s' is on %s, not on a file system that can hold swap files", what, path,
+                 under(path, "/dev") ? "/dev (device nodes)" : "a kernel pseudo file system");
+        zg_note(at, "give a directory on the NVMe drive's mounted file system, e.g. /local_nvme/zgen "
+                "(DeepSpeed takes a directory too, never a device)");
+        return;
+    }
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOTDIR) {
+            zg_error(at, "%s '%s': a component of the path is not a directory", what, path);
+            zg_note(at, "nvme_path names a directory in which the trainer creates one swap file per rank");
+        }
+        return;                 /* absent (created by the trainer) or not ours to judge */
+    }
+    if (S_ISLNK(st.st_mode)) {
+        struct stat t;
+        if (stat(path, &t) != 0) {
+            zg_error(at, "%s '%s' is a dangling symbolic link (%s)", what, path, strerror(errno));
+            zg_note(at, "point the link at an existing directory or give the directory itself; the trainer "
+                    "cannot create a directory through a dangling link");
+            return;
+        }
+        st = t;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        zg_error(at, "%s '%s' is %s, not a directory", what, path, file_kind(st.st_mode));
+        zg_note(at, "nvme_path names a directory in which the trainer creates one swap file per rank "
+                "(DeepSpeed takes a directory too)");
+    }
+}
+
 /* ======================================================================= rules between keys */
 static void semantic(Ctx *c)
 {
@@ -583,6 +637,11 @@ static void semantic(Ctx *c)
         if (o[w]->device == ZG_OFFLOAD_NVME && !c->nvme_set[w]) {
             zg_error(o[w]->loc_device, "%s device nvme needs nvme_path", sec[w]);
             zg_note(o[w]->loc_device, "add \"nvme_path\": \"/path/on/nvme\" to zero_optimization.%s", sec[w]);
+        }
+        if (o[w]->device == ZG_OFFLOAD_NVME && o[w]->nvme_path) {
+            char *what = zg_fmt("zero_optimization.%s.nvme_path", sec[w]);
+            check_nvme_path(o[w]->nvme_path, c->nvme_loc[w], what);
+            free(what);
         }
         if (o[w]->device != ZG_OFFLOAD_NVME && c->nvme_set[w]) {
             zg_warn(c->nvme_loc[w], "%s.nvme_path is ignored: device is not nvme", sec[w]);
