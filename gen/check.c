@@ -27,7 +27,8 @@ static void overflow(ZgLoc at, int64_t mb, int64_t gas, int64_t ws)
             "int: at most %d sequences per optimizer step", ZG_MAX_TRAIN_BATCH);
 }
 
-static void batch(const ZgModel *m, ZgZero *z)
+/* false after reporting an error (the later checks then have no batch to work with) */
+static bool batch(const ZgModel *m, ZgZero *z)
 {
     int64_t ws = m->world_size;
     bool tb = z->tb_given, mb = z->micro_given, gas = z->gas_given;
@@ -41,7 +42,7 @@ static void batch(const ZgModel *m, ZgZero *z)
     } else if (mb && gas) {
         if (!mul3(z->micro_batch, z->grad_accum, ws, &z->train_batch_size)) {
             overflow(z->loc_micro, z->micro_batch, z->grad_accum, ws);
-            return;
+            return false;
         }
     } else if (tb) {
         z->grad_accum = 1;
@@ -50,28 +51,28 @@ static void batch(const ZgModel *m, ZgZero *z)
         z->grad_accum = 1;
         if (!mul3(z->micro_batch, 1, ws, &z->train_batch_size)) {
             overflow(z->loc_micro, z->micro_batch, 1, ws);
-            return;
+            return false;
         }
     } else if (gas) {
         zg_error(z->loc_gas, "gradient_accumulation_steps alone does not fix the batch size");
         zg_note(z->loc_gas, "add train_micro_batch_size_per_gpu (or train.micro_batch_size in the spec with \"auto\")");
-        return;
+        return false;
     } else {
         zg_error(z->loc_root, "the config sets neither train_batch_size nor train_micro_batch_size_per_gpu");
         zg_note(z->loc_root, "add train_micro_batch_size_per_gpu (DeepSpeed needs one of them too)");
-        return;
+        return false;
     }
     ZgLoc at = tb ? z->loc_tb : mb ? z->loc_micro : z->loc_gas;
     if (z->micro_batch < 1 || z->grad_accum < 1) {
         zg_error(at, "train_batch_size %lld is too small for world size %lld: %s", ll(z->train_batch_size), ll(ws),
                  z->micro_batch < 1 ? "less than one sample per rank" : "less than one accumulation step");
         zg_note(at, "train_batch_size must be at least train_micro_batch_size_per_gpu x world size");
-        return;
+        return false;
     }
     int64_t prod;
     if (!mul3(z->micro_batch, z->grad_accum, ws, &prod)) {
         overflow(at, z->micro_batch, z->grad_accum, ws);
-        return;
+        return false;
     }
     if (z->train_batch_size != prod) {
         zg_error(at, "train_batch_size %lld != train_micro_batch_size_per_gpu %lld x gradient_accumulation_steps %lld x world size %lld = %lld",
@@ -86,14 +87,16 @@ static void batch(const ZgModel *m, ZgZero *z)
             zg_note(at, "%lld is not divisible by world size %lld", ll(z->train_batch_size), ll(ws));
         else
             zg_note(at, "DeepSpeed asserts train_batch_size = micro x accumulation x data-parallel world size");
-        return;
+        return false;
     }
     if (z->train_batch_size > ZG_MAX_TRAIN_BATCH) {
         zg_error(at, "train_batch_size %lld exceeds %d, the most sequences per step zgen plans",
                  ll(z->train_batch_size), ZG_MAX_TRAIN_BATCH);
         zg_note(at, "DeepSpeed accepts it, but the emitted trainer holds the batch sizes in an int; "
                 "lower train_micro_batch_size_per_gpu or gradient_accumulation_steps");
+        return false;
     }
+    return true;
 }
 
 /* An upper bound of one micro-batch's activations and backward scratch in bytes (every term of
@@ -117,7 +120,7 @@ void zg_check(const ZgModel *m, ZgZero *z)
         zg_error(m->loc_world_size, "world size must be at least 1");
         return;
     }
-    if (!z->batch_unresolved) batch(m, z);
+    if (!z->batch_unresolved && !batch(m, z)) return;
     if (z->micro_batch > 0 && m->seq_len > 0 && z->micro_batch > ((int64_t)1 << 40) / m->seq_len) {
         zg_error(z->loc_micro, "micro-batch %lld x seq_len %lld tokens is beyond what zgen plans",
                  ll(z->micro_batch), ll(m->seq_len));

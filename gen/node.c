@@ -15,6 +15,7 @@
 #include "zg.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -343,7 +344,8 @@ bool zg_node_num(const ZgNode *v, const char *what, double lo, double hi, double
         return false;
     }
     if (x < lo || x > hi) {
-        zg_error(v->loc, "%s must be in [%g, %g], not %g", what, lo, hi, x);
+        if (hi == INFINITY) zg_error(v->loc, "%s must be at least %g, not %g", what, lo, x);
+        else zg_error(v->loc, "%s must be in [%g, %g], not %g", what, lo, hi, x);
         return false;
     }
     *out = x;

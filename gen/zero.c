@@ -21,7 +21,8 @@ typedef struct Ctx {
     const ZgModel *m;
     ZgZero *z;
     bool fp16, bf16, overlap_set, sum_op, lr_given;
-    ZgLoc fp16_loc, bf16_loc, sum_loc, ratio_loc, agb_loc, oo_bc_loc;
+    ZgLoc fp16_loc, bf16_loc, sum_loc, ratio_loc, agb_loc;
+    ZgLoc bc_loc[2];            /* buffer_count of offload_param [0] / offload_optimizer [1] */
     ZgLoc nvme_loc[2];          /* nvme_path of offload_param [0] / offload_optimizer [1] */
     bool nvme_set[2];
     const char *comm;           /* communication_data_type, NULL = default */
@@ -113,13 +114,13 @@ static bool parse_val(const ZgKey *k, const ZgNode *v, const char *what, Val *ou
         int64_t lo = INT64_MIN, hi = INT64_MAX;
         if (k->min != 0 || k->max != 0) {
             lo = (int64_t)k->min;
-            hi = k->max >= 9.2e18 ? INT64_MAX : (int64_t)k->max;
+            hi = k->max >= 1e18 ? INT64_MAX : (int64_t)k->max;     /* BIG: no upper bound */
         }
         return zg_node_int(v, what, lo, hi, &out->i);
     }
     case ZG_KT_NUM: {
         double lo = -INFINITY, hi = INFINITY;
-        if (k->min != 0 || k->max != 0) lo = k->min, hi = k->max;
+        if (k->min != 0 || k->max != 0) lo = k->min, hi = k->max >= 1e18 ? INFINITY : k->max;
         return zg_node_num(v, what, lo, hi, &out->d);
     }
     case ZG_KT_STR:
@@ -238,12 +239,10 @@ static void special(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v
             o->loc_device = v->loc;
         } else if (!strcmp(n, "nvme_path")) o->nvme_path = x->s, c->nvme_set[w] = true, c->nvme_loc[w] = v->loc;
         else if (!strcmp(n, "buffer_count")) {
+            /* DeepSpeed's model takes any count >= 0; the buffers exist only with device nvme, so
+            ** the minimum is checked in semantic() once the device is known. */
             o->buffer_count = x->i;
-            if (x->i < 4) {
-                zg_error(v->loc, "offload_optimizer.buffer_count must be at least 4, not %lld",
-                         (long long)x->i);
-                zg_note(v->loc, "Adam swaps 4 tensors per sub-group (params, grads, m, v); DeepSpeed asserts it too");
-            }
+            c->bc_loc[w] = v->loc;
         } else if (!strcmp(n, "ratio")) o->ratio = x->d, c->ratio_loc = v->loc;
         else zg_unreachable();
     } else if (!strcmp(section, "fp16") || !strcmp(section, "bf16")) {
@@ -251,8 +250,15 @@ static void special(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v
         else c->bf16 = x->b, c->bf16_loc = v->loc;
     } else if (!strcmp(section, "optimizer.params")) {
         if (!strcmp(n, "lr")) z->lr = x->d, c->lr_given = true;
-        else if (!strcmp(n, "betas")) z->beta1 = x->pair[0], z->beta2 = x->pair[1];
-        else if (!strcmp(n, "adam_w_mode")) z->adam_w_mode = x->b;
+        else if (!strcmp(n, "betas")) {
+            z->beta1 = x->pair[0], z->beta2 = x->pair[1];
+            if (x->pair[0] >= 1 || x->pair[1] >= 1) {
+                zg_error(v->loc, "optimizer.params.betas must be below 1, not [%g, %g]", x->pair[0], x->pair[1]);
+                zg_note(v->loc, "Adam's moments never forget with a beta of 1 and bias correction divides by "
+                        "1 - beta^t; DeepSpeed builds the optimizer with them and torch's Adam refuses them too");
+            }
+        } else if (!strcmp(n, "adam_w_mode")) z->adam_w_mode = x->b;
+        else if (!strcmp(n, "bias_correction")) z->bias_correction = x->b;
         else if (!strcmp(n, "max_grad_norm")) {
             zg_error(kat, "optimizer.params.max_grad_norm is not accepted (DeepSpeed rejects it too)");
             zg_note(kat, "set the top-level \"gradient_clipping\": %s instead", val_text(v));
@@ -280,6 +286,11 @@ static void special(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v
         else if (!strcmp(n, "warmup_min_ratio")) z->warmup_min_ratio = x->d;
         else if (!strcmp(n, "cos_min_ratio")) z->cos_min_ratio = x->d;
         else zg_unreachable();
+    } else if (!strcmp(section, "compile")) {
+        if (!strcmp(n, "deepcompile") && x->b)
+            zg_warn(kat, "compile.deepcompile has nothing to turn on in zgen: the gathers, releases, prefetches "
+                    "and reductions DeepCompile schedules from a traced graph are planned ahead of time "
+                    "(plan.txt)");
     } else if (!strcmp(section, "optimizer") || !strcmp(section, "scheduler")) {
         /* type: read before the walk (read_types) */
     } else {
@@ -648,6 +659,19 @@ static void semantic(Ctx *c)
             o[w]->nvme_path = NULL;
         }
     }
+    /* Swap buffers exist only with device nvme: there zgen needs them, whatever DeepSpeed's model takes. */
+    if (oo->device == ZG_OFFLOAD_NVME && oo->buffer_count < 4) {
+        zg_error(c->bc_loc[1], "offload_optimizer.buffer_count must be at least 4 with device nvme, not %lld",
+                 (long long)oo->buffer_count);
+        zg_note(c->bc_loc[1], "DeepSpeed's config model accepts it, but its docs ask for one buffer per Adam state "
+                "(param, grad, m, v), and zgen's sub-group pipeline needs 4 to overlap reads, the step and writes");
+    }
+    if (op->device == ZG_OFFLOAD_NVME && op->buffer_count < 1) {
+        zg_error(c->bc_loc[0], "offload_param.buffer_count must be at least 1 with device nvme, not %lld",
+                 (long long)op->buffer_count);
+        zg_note(c->bc_loc[0], "DeepSpeed's config model accepts 0, but parameters read from NVMe need a pinned "
+                "buffer to land in");
+    }
     if (oo->ratio < 1.0) {
         if (z->stage != 3)
             zg_error(c->ratio_loc, "offload_optimizer.ratio %g < 1 needs ZeRO stage 3 (DeepSpeed's rule)", oo->ratio);
@@ -686,7 +710,7 @@ bool zg_zero_load_node(const ZgNode *root, const char *file, const ZgModel *m, Z
         zg_error(root->loc, "a DeepSpeed config is a mapping of keys, not %s", zg_node_kind_name(root));
         return false;
     }
-    Ctx c = {.m = m, .z = z};
+    Ctx c = {.m = m, .z = z, .bc_loc = {root->loc, root->loc}};
     walk_top(&c, root);
     semantic(&c);
     return zg_error_count() == before;
