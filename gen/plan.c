@@ -185,7 +185,9 @@ static void make_subgroups(ZgPlan *p)
                : z->stage == 3 && par_nvme && z->dtype == ZG_DTYPE_FP32 &&
                  z->offload_optimizer.device == ZG_OFFLOAD_NONE ? ZG_SWAP_PARAMS : ZG_SWAP_NONE;
     const ZgOffloadCfg *o = opt_nvme ? &z->offload_optimizer : &z->offload_param;
-    int nbuf = o->buffer_count > 0 ? (int)o->buffer_count : 1;
+    /* zero.c bounds buffer_count with device nvme; without NVMe it is not used (no swap) */
+    int nbuf = o->buffer_count < 1 ? 1 : o->buffer_count > ZG_MAX_TABLE_ROWS ? ZG_MAX_TABLE_ROWS
+             : (int)o->buffer_count;
     if (p->sg_swap == ZG_SWAP_PARAMS && nbuf > p->n_subgroups) nbuf = p->n_subgroups;
     p->n_sg_buffers = p->sg_swap == ZG_SWAP_NONE || p->n_subgroups == 0 ? 0 : nbuf;
     for (int i = 0; i < p->n_subgroups; i++) {

@@ -672,6 +672,16 @@ static void semantic(Ctx *c)
         zg_note(c->bc_loc[0], "DeepSpeed's config model accepts 0, but parameters read from NVMe need a pinned "
                 "buffer to land in");
     }
+    for (int w = 0; w < 2; w++) {
+        ZgOffloadCfg *ow = w ? oo : op;
+        if (ow->buffer_count > ZG_MAX_TABLE_ROWS) {     /* emitted whatever the device */
+            zg_error(c->bc_loc[w], "%s.buffer_count %lld: zgen plans one pinned staging region per buffer and "
+                     "emits at most %d table rows", w ? "offload_optimizer" : "offload_param",
+                     (long long)ow->buffer_count, ZG_MAX_TABLE_ROWS);
+            zg_note(c->bc_loc[w], "DeepSpeed's config model accepts it; a few buffers overlap the reads and "
+                    "writes as well as many (DeepSpeed's defaults: 5 for parameters, 4 for the optimizer)");
+        }
+    }
     if (oo->ratio < 1.0) {
         if (z->stage != 3)
             zg_error(c->ratio_loc, "offload_optimizer.ratio %g < 1 needs ZeRO stage 3 (DeepSpeed's rule)", oo->ratio);
