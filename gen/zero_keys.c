@@ -136,6 +136,11 @@ const ZgKey zg_zero_keys[] = {
         "zgen gathers parameters with all-gather; remove it"),
     ALI(ZO, "use_all_reduce_for_fetch_params", B, "stage3_use_all_reduce_for_fetch_params"),
     UNS(ZO, "stage3_allgather_sequential", B, "false", "zgen's gathers are planned; remove it"),
+    ACC(ZO, "stage3_partition_stream_chunk_size", I, "0",
+        "zgen initialises every parameter shard on its own rank; no full parameter is ever materialised"),
+    ALI(ZO, "partition_stream_chunk_size", I, "stage3_partition_stream_chunk_size"),
+    UNS(ZO, "zenflow", ANY, NULL, "ZenFlow (stall-free offload with selective updates) is not implemented by zgen; remove it"),
+    ACC(ZO, "leaf_module", ANY, NULL, "zgen already gathers per module (the GPT-2 block) from its plan"),
     ACC(ZO, "ignore_unused_parameters", B, "true", "every GPT-2 parameter is used"),
     IGN(ZO, "round_robin_gradients", B, "false", "zgen's gradient copy order is planned"),
     UNS(ZO, "legacy_stage1", B, "false", "zgen implements the current stage 1 only"),
@@ -173,6 +178,7 @@ const ZgKey zg_zero_keys[] = {
     ACC(OO, "fast_init", B, "false", "zgen lays out the swap files at generation time"),
     SPC(OO, "ratio", N, "1.0", 0, 1, NULL),
     UNS(OO, "super_offload", B, "false", "SuperOffload (GH200) is not implemented by zgen"),
+    ACC(OO, "convert_grad_on_cpu", B, "true", "a SuperOffload detail; zgen converts gradients where plan.txt says"),
     IGN(OO, "cpuadam_cores_perc", N, "0.8", "zgen's CPU Adam uses the rank's share of the cores"),
 
     /* ---- aio (loose) */

@@ -158,6 +158,20 @@ static void t_compile_section(void)
     ZT_CHECK(zg_diag_count_matching("did you mean 'deepcompile'", 1) == 1);
 }
 
+/* Keys of DeepSpeed's current ZeRO models beyond REFERENCE.md's snapshot are recognised. */
+static void t_current_keys(void)
+{
+    ZgModel m = model(2);
+    ZgZero z;
+    ZT_EQ_INT(load("{\"train_micro_batch_size_per_gpu\": 1, \"zero_optimization\": {\"stage\": 3, "
+                   "\"stage3_partition_stream_chunk_size\": 1000, \"leaf_module\": {\"classes\": []}, "
+                   "\"zenflow\": null, \"offload_optimizer\": {\"device\": \"cpu\", \"convert_grad_on_cpu\": false}}}",
+                   &m, &z), 0);
+    ZT_EQ_INT(load("{\"train_micro_batch_size_per_gpu\": 1, \"zero_optimization\": {\"stage\": 3, "
+                   "\"zenflow\": {\"topk_ratio\": 0.1}}}", &m, &z), 1);
+    ZT_CHECK(zg_diag_count_matching("ZenFlow", 1) == 1);
+}
+
 static void t_bias_correction(void)
 {
     ZgModel m = model(2);
@@ -192,6 +206,7 @@ int main(void)
     ZT_RUN(t_zero_and_max_accepted);
     ZT_RUN(t_zero_meanings);
     ZT_RUN(t_compile_section);
+    ZT_RUN(t_current_keys);
     ZT_RUN(t_bias_correction);
     ZT_RUN(t_batch_edges);
     return zt_end();
