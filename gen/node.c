@@ -23,6 +23,11 @@
 
 #define MAX_FILE_BYTES (16 << 20)
 #define MAX_DEPTH 64
+/* Values in one document and keys in one mapping: a DeepSpeed config has a few hundred values and
+** its largest section about 60 keys. The bounds keep the duplicate-key check (linear per key) and
+** the key walk of zero.c bounded on hostile input (a 16 MiB file of distinct keys). */
+#define MAX_NODES (1 << 17)
+#define MAX_MAP_KEYS 1024
 
 typedef struct Parser {
     yaml_parser_t yp;
@@ -30,6 +35,7 @@ typedef struct Parser {
     bool have_ev;
     const char *file;
     bool failed;
+    long nodes;                 /* values built so far (MAX_NODES) */
 } Parser;
 
 static ZgLoc mark_loc(const Parser *p, yaml_mark_t m)
@@ -89,6 +95,12 @@ static ZgNode *parse_map(Parser *p, ZgLoc at, int depth)
             return NULL;
         }
         if (!refuse_anchor(p, p->ev.data.scalar.anchor, kat)) return NULL;
+        if (n->n >= MAX_MAP_KEYS) {
+            zg_error(kat, "more than %d keys in one mapping; no spec or DeepSpeed config has that many",
+                     MAX_MAP_KEYS);
+            p->failed = true;
+            return NULL;
+        }
         char *key = zg_xstrdup((const char *)p->ev.data.scalar.value);
         if (n->n == cap) {
             cap = cap ? 2 * cap : 8;
@@ -137,6 +149,11 @@ static ZgNode *parse_node(Parser *p, int depth)
     ZgLoc at = mark_loc(p, p->ev.start_mark);
     if (depth > MAX_DEPTH) {
         zg_error(at, "nesting deeper than %d levels", MAX_DEPTH);
+        p->failed = true;
+        return NULL;
+    }
+    if (++p->nodes > MAX_NODES) {
+        zg_error(at, "more than %d values in one file; no spec or DeepSpeed config has that many", MAX_NODES);
         p->failed = true;
         return NULL;
     }

@@ -29,6 +29,7 @@ typedef struct Ctx {
     ZgLoc comm_loc;
     const char *sched;          /* scheduler type */
     bool total_given;
+    bool stopped;               /* MAX_REPORTED errors: the walk stopped */
 } Ctx;
 
 void zg_zero_defaults(ZgZero *z)
@@ -419,9 +420,19 @@ static void old_offload(Ctx *c, const char *name, const ZgNode *v, ZgLoc kat)
     if (!strcmp(name, "cpu_offload_use_pin_memory")) z->offload_param.pin_memory = z->offload_optimizer.pin_memory = on;
 }
 
+/* Errors one config may report: past this, each further one (an unknown key costs a "did you mean"
+** search of the whole key table) only buries the first ones, and a hostile file has thousands. */
+#define MAX_REPORTED 100
+
 static void walk(Ctx *c, const ZgNode *map, const char *section)
 {
     for (int i = 0; i < map->n; i++) {
+        if (zg_error_count() >= MAX_REPORTED) {
+            if (!c->stopped)
+                zg_note(map->key_locs[i], "stopping after %d errors; fix these first", MAX_REPORTED);
+            c->stopped = true;
+            return;
+        }
         const char *name = map->keys[i];
         const ZgNode *v = map->vals[i];
         ZgLoc kat = map->key_locs[i];

@@ -7,6 +7,7 @@
 set -u
 cd "${ZT_ROOT:-$(dirname "$0")/../..}"
 ZGEN=$PWD/bin/zgen
+PY=/usr/bin/python3
 P=0; F=0
 ok()  { echo "$1 ... ok"; P=$((P+1)); }
 bad() { echo "$1 ... FAIL"; echo "  $2"; F=$((F+1)); }
@@ -41,6 +42,14 @@ refused n_layers_65536 "zgen emits at most 65536" $B/spec_deep.yaml
 refused gas_figures "do not fit in 64 bits" $B/spec_gas_figures.yaml
 refused batch_1e18 "does not fit in 64 bits" $B/base.yaml -c $B/batch_1e18.json
 refused train_batch_1e18 "exceeds 2147483647" $B/base.yaml -c $B/batch_tb_1e18.json
+
+# a 16 MiB-class file of distinct keys: the duplicate check and the key walk stay bounded
+"$PY" -c 'import sys; n = 200000; sys.stdout.write("{\"zero_optimization\": {" + ", ".join("\"k%d\": %d" % (i, i) for i in range(n)) + "}}\n")' > "$tmp/keys.json"
+"$PY" -c 'import sys; sys.stdout.write("{\"train_micro_batch_size_per_gpu\": 1, \"aio\": [" + ",".join(["{\"a\": 1}"] * 150000) + "]}\n")' > "$tmp/values.json"
+"$PY" -c 'import sys; sys.stdout.write("{" + ", ".join("\"zero_k%d\": 1" % i for i in range(1000)) + "}\n")' > "$tmp/errors.json"
+refused keys_200000 "more than 1024 keys in one mapping" $B/base.yaml -c "$tmp/keys.json"
+refused values_300000 "more than 131072 values" $B/base.yaml -c "$tmp/values.json"
+refused errors_1000 "stopping after 100 errors" $B/base.yaml -c "$tmp/errors.json"
 
 # only regular files are read: a FIFO, a directory and /dev/zero are refused without blocking
 mkfifo "$tmp/fifo.yaml"
