@@ -160,6 +160,33 @@ static bool parse_val(const ZgKey *k, const ZgNode *v, const char *what, Val *ou
     return false;
 }
 
+/* Keys whose range in zgen is narrower than in DeepSpeed's config model, and why: said after the
+** range error, so the user knows DeepSpeed would take the value (docs/CONFIG.md "Value ranges"). */
+static const struct { const char *key, *why; } stricter[] = {
+    {"gradient_clipping", "DeepSpeed accepts a negative value and clips only above 0; zgen asks for 0 to "
+     "mean off"},
+    {"fp16.initial_scale_power", "DeepSpeed accepts any integer; zgen keeps the starting scale 2^power a "
+     "finite fp32 number no larger than 2^62 (fp16 overflows at 65504, so a larger start only skips steps)"},
+    {"fp16.loss_scale_window", "DeepSpeed's model accepts it, but its scaler divides by the window; zgen "
+     "needs at least 1 clean step between raises"},
+    {"fp16.hysteresis", "DeepSpeed's model accepts it; zgen counts overflows down from it and needs at "
+     "least 1 (1 = lower the scale at the first overflow)"},
+    {"aio.block_size", "DeepSpeed accepts any integer; zgen aligns every NVMe transfer to it, and O_DIRECT "
+     "needs whole 512-byte sectors"},
+    {"aio.queue_depth", "DeepSpeed accepts any integer; zgen sizes its io_uring submission queue with it"},
+    {"aio.intra_op_parallelism", "DeepSpeed accepts any integer; zgen splits each transfer that many ways "
+     "and needs at least 1"},
+    {"optimizer.params.lr", "torch's Adam, which DeepSpeed builds, refuses a negative lr too"},
+    {"optimizer.params.eps", "torch's Adam, which DeepSpeed builds, refuses a negative eps too"},
+    {"optimizer.params.weight_decay", "torch's Adam, which DeepSpeed builds, refuses a negative weight_decay too"},
+};
+
+static void why_stricter(const char *what, ZgLoc at)
+{
+    for (size_t i = 0; i < sizeof stricter / sizeof *stricter; i++)
+        if (!strcmp(stricter[i].key, what)) zg_note(at, "%s", stricter[i].why);
+}
+
 /* Does the value differ from the key's DeepSpeed default? (def NULL = None: any value differs) */
 static bool differs(const ZgKey *k, const Val *v)
 {
@@ -386,7 +413,11 @@ static void value(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v, 
         c->nvme_set[w] = true;
         c->nvme_loc[w] = v->loc;
     }
-    if (!parse_val(k, v, what, &x)) goto done;
+    if (!parse_val(k, v, what, &x)) {
+        double d;
+        if (v->kind == ZG_NSCALAR && zg_parse_double(v->scalar, &d)) why_stricter(what, v->loc);
+        goto done;
+    }
     if (!strcmp(what, "zero_optimization.sub_group_size")) c->z->loc_sub_group_size = v->loc;
     switch (k->support) {
     case ZG_KS_SUPPORTED:
