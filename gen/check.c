@@ -4,12 +4,31 @@
 **
 ** Runs after zero.c and after any --world-size override, which is why the batch derivation lives
 ** here and not in zero.c. Errors show the arithmetic, so the user sees which number to change.
+** Every product of user-given numbers is checked (DeepSpeed's config model takes 1e18 for each batch
+** key; their product must not overflow here), and the batch and one micro-batch's activations are
+** bounded (zg.h "bounds") before the planner forms its own products from them.
 */
 #include "zg.h"
 
 static long long ll(int64_t x) { return (long long)x; }
 
-static void batch(const ZgModel *m, ZgZero *z)
+/* a * b * c; false when it does not fit in int64 */
+static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out)
+{
+    int64_t ab;
+    return !__builtin_mul_overflow(a, b, &ab) && !__builtin_mul_overflow(ab, c, out);
+}
+
+static void overflow(ZgLoc at, int64_t mb, int64_t gas, int64_t ws)
+{
+    zg_error(at, "train_micro_batch_size_per_gpu %lld x gradient_accumulation_steps %lld x world size %lld "
+             "does not fit in 64 bits", ll(mb), ll(gas), ll(ws));
+    zg_note(at, "DeepSpeed's config model accepts each number, but the trainer holds train_batch_size in an "
+            "int: at most %d sequences per optimizer step", ZG_MAX_TRAIN_BATCH);
+}
+
+/* false after reporting an error (the later checks then have no batch to work with) */
+static bool batch(const ZgModel *m, ZgZero *z)
 {
     int64_t ws = m->world_size;
     bool tb = z->tb_given, mb = z->micro_given, gas = z->gas_given;
@@ -21,33 +40,43 @@ static void batch(const ZgModel *m, ZgZero *z)
     } else if (tb && gas) {
         z->micro_batch = z->train_batch_size / ws / z->grad_accum;
     } else if (mb && gas) {
-        z->train_batch_size = z->micro_batch * z->grad_accum * ws;
+        if (!mul3(z->micro_batch, z->grad_accum, ws, &z->train_batch_size)) {
+            overflow(z->loc_micro, z->micro_batch, z->grad_accum, ws);
+            return false;
+        }
     } else if (tb) {
         z->grad_accum = 1;
         z->micro_batch = z->train_batch_size / ws;
     } else if (mb) {
         z->grad_accum = 1;
-        z->train_batch_size = z->micro_batch * ws;
+        if (!mul3(z->micro_batch, 1, ws, &z->train_batch_size)) {
+            overflow(z->loc_micro, z->micro_batch, 1, ws);
+            return false;
+        }
     } else if (gas) {
         zg_error(z->loc_gas, "gradient_accumulation_steps alone does not fix the batch size");
         zg_note(z->loc_gas, "add train_micro_batch_size_per_gpu (or train.micro_batch_size in the spec with \"auto\")");
-        return;
+        return false;
     } else {
         zg_error(z->loc_root, "the config sets neither train_batch_size nor train_micro_batch_size_per_gpu");
         zg_note(z->loc_root, "add train_micro_batch_size_per_gpu (DeepSpeed needs one of them too)");
-        return;
+        return false;
     }
     ZgLoc at = tb ? z->loc_tb : mb ? z->loc_micro : z->loc_gas;
     if (z->micro_batch < 1 || z->grad_accum < 1) {
         zg_error(at, "train_batch_size %lld is too small for world size %lld: %s", ll(z->train_batch_size), ll(ws),
                  z->micro_batch < 1 ? "less than one sample per rank" : "less than one accumulation step");
         zg_note(at, "train_batch_size must be at least train_micro_batch_size_per_gpu x world size");
-        return;
+        return false;
     }
-    if (z->train_batch_size != z->micro_batch * z->grad_accum * ws) {
+    int64_t prod;
+    if (!mul3(z->micro_batch, z->grad_accum, ws, &prod)) {
+        overflow(at, z->micro_batch, z->grad_accum, ws);
+        return false;
+    }
+    if (z->train_batch_size != prod) {
         zg_error(at, "train_batch_size %lld != train_micro_batch_size_per_gpu %lld x gradient_accumulation_steps %lld x world size %lld = %lld",
-                 ll(z->train_batch_size), ll(z->micro_batch), ll(z->grad_accum), ll(ws),
-                 ll(z->micro_batch * z->grad_accum * ws));
+                 ll(z->train_batch_size), ll(z->micro_batch), ll(z->grad_accum), ll(ws), ll(prod));
         if (tb && mb && !gas)
             zg_note(at, "%lld is not divisible by micro-batch %lld x world size %lld", ll(z->train_batch_size),
                     ll(z->micro_batch), ll(ws));
@@ -58,7 +87,30 @@ static void batch(const ZgModel *m, ZgZero *z)
             zg_note(at, "%lld is not divisible by world size %lld", ll(z->train_batch_size), ll(ws));
         else
             zg_note(at, "DeepSpeed asserts train_batch_size = micro x accumulation x data-parallel world size");
+        return false;
     }
+    if (z->train_batch_size > ZG_MAX_TRAIN_BATCH) {
+        zg_error(at, "train_batch_size %lld exceeds %d, the most sequences per step zgen plans",
+                 ll(z->train_batch_size), ZG_MAX_TRAIN_BATCH);
+        zg_note(at, "DeepSpeed accepts it, but the emitted trainer holds the batch sizes in an int; "
+                "lower train_micro_batch_size_per_gpu or gradient_accumulation_steps");
+        return false;
+    }
+    return true;
+}
+
+/* An upper bound of one micro-batch's activations and backward scratch in bytes (every term of
+** zg_acts_bytes + zg_scratch_bytes in memplan.c, rounded up), in double so that absurd shapes are
+** measured rather than overflowed; memplan.c forms those terms in int64 only after this holds. */
+static double acts_estimate(const ZgModel *m, double B)
+{
+    double T = (double)m->seq_len, C = (double)m->d_model, F = (double)m->d_ff, NH = (double)m->n_heads;
+    double V = (double)m->vocab_size, L = (double)m->n_layers;
+    double BT = B * T, BTC = BT * C, BTF = BT * F, att = B * NH * T * T;
+    double layer = 9 * BTC + 4 * BT + att + 2 * BTF;
+    double acts = BTC + L * layer + BTC + 3 * BT + BT * V + BT;
+    double scratch = 7 * BTC + att + 2 * BTF;
+    return 4 * (acts + scratch);
 }
 
 void zg_check(const ZgModel *m, ZgZero *z)
@@ -68,8 +120,20 @@ void zg_check(const ZgModel *m, ZgZero *z)
         zg_error(m->loc_world_size, "world size must be at least 1");
         return;
     }
-    if (!z->batch_unresolved) batch(m, z);
-    if (z->micro_batch > 0 && m->seq_len > 0 && z->micro_batch > ((int64_t)1 << 40) / m->seq_len)
+    if (!z->batch_unresolved && !batch(m, z)) return;
+    if (z->micro_batch > 0 && m->seq_len > 0 && z->micro_batch > ((int64_t)1 << 40) / m->seq_len) {
         zg_error(z->loc_micro, "micro-batch %lld x seq_len %lld tokens is beyond what zgen plans",
                  ll(z->micro_batch), ll(m->seq_len));
+        return;
+    }
+    double acts = acts_estimate(m, (double)z->micro_batch);
+    if (z->micro_batch > 0 && acts > (double)ZG_MAX_ACT_BYTES) {
+        zg_error(z->loc_micro, "one micro-batch's activations take %.3g bytes (micro-batch %lld x seq_len %lld, "
+                 "d_model %lld, n_heads %lld, vocab_size %lld); zgen plans at most %lld bytes (64 TiB) per rank",
+                 acts, ll(z->micro_batch), ll(m->seq_len), ll(m->d_model), ll(m->n_heads), ll(m->vocab_size),
+                 ll(ZG_MAX_ACT_BYTES));
+        zg_note(z->loc_micro, "lower train_micro_batch_size_per_gpu or train.seq_len (the attention scores alone "
+                "are micro-batch x n_heads x seq_len^2 floats); no device holds more, and the bound keeps every "
+                "byte count of the plan inside 64 bits");
+    }
 }

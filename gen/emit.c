@@ -4,9 +4,12 @@
 ** an editor, a concurrent zgen) never sees half a file and a failed run leaves the old file whole.
 ** The banner carries the spec path as given; anything in it that could end the comment early or
 ** break the line is replaced, since the path comes from the command line.
+** Temp files are registered while they exist (here and by planout_json.c), so that an interrupted
+** zgen (SIGINT, SIGTERM, SIGHUP) unlinks them before dying instead of leaving .NAME.tmp.* behind.
 */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,6 +90,54 @@ bool zg_emit_mkdirs(const char *dir)
     return true;
 }
 
+/* {===================================================================== temp files and signals */
+/* Fixed slots so that the handler reads them without locks or allocation (async-signal-safe): a
+** slot is in use while its first byte is not 0; zgen writes one file at a time, so a few suffice. */
+#define TMP_SLOTS 8
+#define TMP_PATH_MAX 4096
+static char tmp_paths[TMP_SLOTS][TMP_PATH_MAX];
+
+bool zg_emit_tmp_register(const char *path)
+{
+    size_t n = strlen(path);
+    if (n >= TMP_PATH_MAX) return false;
+    for (int i = 0; i < TMP_SLOTS; i++)
+        if (!tmp_paths[i][0]) {
+            memcpy(tmp_paths[i] + 1, path + 1, n);      /* body first, then the in-use byte */
+            __atomic_store_n(&tmp_paths[i][0], path[0], __ATOMIC_SEQ_CST);
+            return true;
+        }
+    return false;
+}
+
+void zg_emit_tmp_unregister(const char *path)
+{
+    for (int i = 0; i < TMP_SLOTS; i++)
+        if (tmp_paths[i][0] && !strcmp(tmp_paths[i], path)) __atomic_store_n(&tmp_paths[i][0], 0, __ATOMIC_SEQ_CST);
+}
+
+static void on_signal(int sig)
+{
+    for (int i = 0; i < TMP_SLOTS; i++)
+        if (tmp_paths[i][0]) unlink(tmp_paths[i]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void zg_emit_cleanup_on_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction sa = {0}, old;
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        /* an ignored signal (nohup) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+/* }===================================================================== */
+
 static bool write_all(int fd, const char *p, size_t n)
 {
     while (n > 0) {
@@ -110,7 +161,13 @@ bool zg_emit_file(const char *dir, const char *name, const char *spec, const cha
         head = nl ? (size_t)(nl - data) + 1 : len;
     }
     bool ok = false;
+    /* Signals that would remove the file are held until it is registered. */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
     int fd = mkstemp(tmp);
+    if (fd >= 0) zg_emit_tmp_register(tmp);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     if (fd < 0) {
         zg_error((ZgLoc){0}, "cannot create a temp file for %s: %s", path, strerror(errno));
         goto out;
@@ -136,6 +193,7 @@ bool zg_emit_file(const char *dir, const char *name, const char *spec, const cha
     }
     ok = true;
 out:
+    if (fd >= 0) zg_emit_tmp_unregister(tmp);
     free(banner);
     free(tmp);
     free(path);

@@ -352,6 +352,7 @@ static void push_zero(lua_State *L, const ZgZero *z)
     SETS("optimizer", z->optimizer); SETN("lr", z->lr); SETN("beta1", z->beta1);
     SETN("beta2", z->beta2); SETN("eps", z->eps); SETN("weight_decay", z->weight_decay);
     SETB("adam_w_mode", z->adam_w_mode);
+    SETB("bias_correction", z->bias_correction);
     SETS("sched", sched_str(z->sched)); SETN("warmup_min_lr", z->warmup_min_lr);
     SETN("warmup_max_lr", z->warmup_max_lr); SETN("warmup_min_ratio", z->warmup_min_ratio);
     SETN("cos_min_ratio", z->cos_min_ratio); SETI("warmup_num_steps", z->warmup_num_steps);

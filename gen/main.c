@@ -86,6 +86,7 @@ static int pipeline(const Opts *o)
     static ZgModel m;
     static ZgZero z;
     static ZgPlan p;
+    zg_emit_cleanup_on_signals();       /* an interrupted run leaves no temp files behind */
     const ZgNode *ds = zg_spec_load(o->spec, &m);
     /* A spec with errors still has its config checked, so one run reports both files' errors;
     ** only a spec that names no config at all stops here. */

@@ -174,6 +174,15 @@ int64_t zg_mem_host_per_node(const ZgPlan *p)
     return (p->mem.tier_bytes[ZG_TIER_PINNED] + p->mem.tier_bytes[ZG_TIER_HOST]) * rpn;
 }
 
+/* *acc += x * times, saturating at INT64_MAX: gradient_accumulation_steps multiplies a micro-step's
+** traffic, and DeepSpeed accepts any accumulation; zg_plan_build refuses a plan whose figure
+** saturated (it cannot state it) rather than print a wrapped number. */
+static void add_times(int64_t *acc, int64_t x, int64_t times)
+{
+    int64_t prod;
+    if (__builtin_mul_overflow(x, times, &prod) || __builtin_add_overflow(*acc, prod, acc)) *acc = INT64_MAX;
+}
+
 /* Bytes per rank per optimizer step, summed over the op lists (micro x (gas-1), last, step). */
 static void cost_ops(const ZgPlan *p, const ZgOp *ops, int n, int64_t times, ZgCost *c)
 {
@@ -222,11 +231,11 @@ static void cost_ops(const ZgPlan *p, const ZgOp *ops, int n, int64_t times, ZgC
         default:
             break;
         }
-        c->net_bytes += net * times;
-        c->h2d_bytes += h2d * times;
-        c->d2h_bytes += d2h * times;
-        c->nvme_read_bytes += rd * times;
-        c->nvme_write_bytes += wr * times;
+        add_times(&c->net_bytes, net, times);
+        add_times(&c->h2d_bytes, h2d, times);
+        add_times(&c->d2h_bytes, d2h, times);
+        add_times(&c->nvme_read_bytes, rd, times);
+        add_times(&c->nvme_write_bytes, wr, times);
     }
 }
 

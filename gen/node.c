@@ -7,15 +7,27 @@
 ** them: an alias makes one config value appear under two keys, which no DeepSpeed config needs and
 ** which would make "the key at this line" ambiguous. Duplicate keys are errors, as in DeepSpeed
 ** (hjson), and the second one is reported with a note pointing at the first.
-** Limits (file size, nesting depth) keep a hostile input from exhausting memory or the stack.
+** Limits (file size, nesting depth) keep a hostile input from exhausting memory or the stack, and
+** only regular files are read: a FIFO would block zgen forever, /dev/zero never ends, and a
+** directory reads as an error nobody understands. The file is opened without blocking (O_NONBLOCK
+** makes open() of a FIFO return at once) and refused by fstat before a byte is read.
 */
 #include "zg.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #define MAX_FILE_BYTES (16 << 20)
 #define MAX_DEPTH 64
+/* Values in one document and keys in one mapping: a DeepSpeed config has a few hundred values and
+** its largest section about 60 keys. The bounds keep the duplicate-key check (linear per key) and
+** the key walk of zero.c bounded on hostile input (a 16 MiB file of distinct keys). */
+#define MAX_NODES (1 << 17)
+#define MAX_MAP_KEYS 1024
 
 typedef struct Parser {
     yaml_parser_t yp;
@@ -23,6 +35,7 @@ typedef struct Parser {
     bool have_ev;
     const char *file;
     bool failed;
+    long nodes;                 /* values built so far (MAX_NODES) */
 } Parser;
 
 static ZgLoc mark_loc(const Parser *p, yaml_mark_t m)
@@ -82,6 +95,12 @@ static ZgNode *parse_map(Parser *p, ZgLoc at, int depth)
             return NULL;
         }
         if (!refuse_anchor(p, p->ev.data.scalar.anchor, kat)) return NULL;
+        if (n->n >= MAX_MAP_KEYS) {
+            zg_error(kat, "more than %d keys in one mapping; no spec or DeepSpeed config has that many",
+                     MAX_MAP_KEYS);
+            p->failed = true;
+            return NULL;
+        }
         char *key = zg_xstrdup((const char *)p->ev.data.scalar.value);
         if (n->n == cap) {
             cap = cap ? 2 * cap : 8;
@@ -130,6 +149,11 @@ static ZgNode *parse_node(Parser *p, int depth)
     ZgLoc at = mark_loc(p, p->ev.start_mark);
     if (depth > MAX_DEPTH) {
         zg_error(at, "nesting deeper than %d levels", MAX_DEPTH);
+        p->failed = true;
+        return NULL;
+    }
+    if (++p->nodes > MAX_NODES) {
+        zg_error(at, "more than %d values in one file; no spec or DeepSpeed config has that many", MAX_NODES);
         p->failed = true;
         return NULL;
     }
@@ -193,9 +217,28 @@ ZgNode *zg_node_load_string(const char *text, const char *name)
 ZgNode *zg_node_load_file_at(const char *path, ZgLoc from)
 {
     ZgLoc at = from.file ? from : (ZgLoc){path, 0, 0};
-    FILE *f = fopen(path, "rb");
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        zg_error(at, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st = {0};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                         : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
+                         : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+        zg_error(at, "'%s' is %s; a spec or DeepSpeed config must be a regular file", path, kind);
+        zg_note(at, "zgen reads only regular files (a pipe or device could block it or never end); "
+                "write the text to a file and give its path");
+        close(fd);
+        return NULL;
+    }
+    /* A regular file never blocks; reads go through stdio as before. */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
         zg_error(at, "cannot open '%s': %s", path, strerror(errno));
+        close(fd);
         return NULL;
     }
     /* Size first (a spec is a few KiB; do not take 16 MiB for it), then read at most the limit. */
@@ -318,7 +361,8 @@ bool zg_node_num(const ZgNode *v, const char *what, double lo, double hi, double
         return false;
     }
     if (x < lo || x > hi) {
-        zg_error(v->loc, "%s must be in [%g, %g], not %g", what, lo, hi, x);
+        if (hi == INFINITY) zg_error(v->loc, "%s must be at least %g, not %g", what, lo, x);
+        else zg_error(v->loc, "%s must be in [%g, %g], not %g", what, lo, hi, x);
         return false;
     }
     *out = x;

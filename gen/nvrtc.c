@@ -151,13 +151,15 @@ static void cache_put(const char *dir, const char *path, const ZgKernelBin *b)
 {
     mkdir_p(dir);
     char *tmp = zg_fmt("%s.tmp.%ld", path, (long)getpid());
+    zg_emit_tmp_register(tmp);          /* removed if zgen is interrupted while writing it */
     FILE *f = fopen(tmp, "wb");
-    if (!f) { free(tmp); return; }
+    if (!f) { zg_emit_tmp_unregister(tmp); free(tmp); return; }
     uint64_t n[2] = {b->cubin_len, b->ptx_len};
     bool ok = fwrite(cache_magic, 8, 1, f) == 1 && fwrite(n, sizeof n, 1, f) == 1
            && fwrite(b->cubin, 1, b->cubin_len, f) == b->cubin_len && fwrite(b->ptx, 1, b->ptx_len, f) == b->ptx_len;
     if (fclose(f) != 0) ok = false;
     if (!ok || rename(tmp, path) != 0) unlink(tmp);
+    zg_emit_tmp_unregister(tmp);
     free(tmp);
 }
 

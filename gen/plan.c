@@ -4,6 +4,10 @@
 ** which runs the whole middle (partition -> schedule -> memory plan) and refuses a plan that does
 ** not fit the declared hardware, saying which config change would fit (computed by planning that
 ** change too, not guessed).
+** Bounded on any input: the sub-group count is formed in int64 and checked before anything is
+** allocated for it, a plan with more table rows than ZG_MAX_TABLE_ROWS or a per-step figure that
+** does not fit in int64 is refused with the number and the bound (zg.h "bounds"), before the
+** (slow) rendering and before the fit alternatives are tried.
 */
 #include <string.h>
 #include "zg.h"
@@ -156,7 +160,12 @@ static void make_gathers(ZgPlan *p)
     }
 }
 
-/* Optimizer sub-groups of the rank's optimizer shard, and what swaps them (ZgSgSwap). */
+/* Sub-groups the last make_subgroups wanted (may exceed what it built: see there). */
+static int64_t sg_wanted;
+
+/* Optimizer sub-groups of the rank's optimizer shard, and what swaps them (ZgSgSwap). More than
+** ZG_MAX_TABLE_ROWS are not built (sub_group_size 1 on a large shard asks for billions): the plan
+** gets none and zg_plan_build refuses it from sg_wanted. */
 static void make_subgroups(ZgPlan *p)
 {
     const ZgZero *z = p->zero;
@@ -167,7 +176,8 @@ static void make_subgroups(ZgPlan *p)
     p->sg_align = opt_nvme || par_nvme ? p->nvme_align / 2 : SLOT_ALIGN;
     int64_t size = round_up(z->sub_group_size > 0 ? z->sub_group_size : 1, p->sg_align);
     int64_t n = p->shard.opt_numel;
-    p->n_subgroups = (int)ceil_div(n, size);
+    sg_wanted = ceil_div(n, size);
+    p->n_subgroups = sg_wanted <= ZG_MAX_TABLE_ROWS ? (int)sg_wanted : 0;
     p->subgroups = zg_xcalloc((size_t)(p->n_subgroups ? p->n_subgroups : 1), sizeof *p->subgroups);
     /* fp32 has no separate master unless the optimizer is offloaded: with the parameters on NVMe
     ** the master IS the NVMe shard, swapped like the optimizer's state would be */
@@ -175,7 +185,9 @@ static void make_subgroups(ZgPlan *p)
                : z->stage == 3 && par_nvme && z->dtype == ZG_DTYPE_FP32 &&
                  z->offload_optimizer.device == ZG_OFFLOAD_NONE ? ZG_SWAP_PARAMS : ZG_SWAP_NONE;
     const ZgOffloadCfg *o = opt_nvme ? &z->offload_optimizer : &z->offload_param;
-    int nbuf = o->buffer_count > 0 ? (int)o->buffer_count : 1;
+    /* zero.c bounds buffer_count with device nvme; without NVMe it is not used (no swap) */
+    int nbuf = o->buffer_count < 1 ? 1 : o->buffer_count > ZG_MAX_TABLE_ROWS ? ZG_MAX_TABLE_ROWS
+             : (int)o->buffer_count;
     if (p->sg_swap == ZG_SWAP_PARAMS && nbuf > p->n_subgroups) nbuf = p->n_subgroups;
     p->n_sg_buffers = p->sg_swap == ZG_SWAP_NONE || p->n_subgroups == 0 ? 0 : nbuf;
     for (int i = 0; i < p->n_subgroups; i++) {
@@ -215,6 +227,65 @@ static void build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
 }
 
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
+
+/* Rows a sub-group adds at most: its own, and SWAP_IN, OPTIMIZER, SWAP_OUT in the step list. */
+#define SG_ROWS 4
+
+/* Rows of every table the trainer is emitted with (zg_tables.c). Sub-groups that were not built
+** (too many) count SG_ROWS each, since their ops are missing from the schedule. */
+static int64_t table_rows(const ZgPlan *p)
+{
+    int64_t sg = p->n_subgroups == sg_wanted ? sg_wanted : SG_ROWS * sg_wanted;
+    return (int64_t)p->n_tensors + p->n_modules + p->n_buckets + p->n_gathers + sg +
+           p->mem.n_regions + p->sched.n_micro + p->sched.n_last + p->sched.n_step;
+}
+
+static bool cost_saturated(const ZgCost *c)
+{
+    return c->net_bytes == INT64_MAX || c->h2d_bytes == INT64_MAX || c->d2h_bytes == INT64_MAX ||
+           c->nvme_read_bytes == INT64_MAX || c->nvme_write_bytes == INT64_MAX;
+}
+
+/* The bounds of zg.h, checked on a built plan; false after reporting. */
+static bool within_bounds(const ZgPlan *p)
+{
+    const ZgModel *m = p->model;
+    const ZgZero *z = p->zero;
+    int64_t rows = table_rows(p);
+    if (rows > ZG_MAX_TABLE_ROWS) {
+        int64_t sg_rows = p->n_subgroups == sg_wanted ? sg_wanted : SG_ROWS * sg_wanted;
+        int64_t other = rows - sg_rows, budget = (ZG_MAX_TABLE_ROWS - other) / SG_ROWS;
+        bool sg = sg_rows > other;
+        ZgLoc at = sg ? z->loc_sub_group_size : m->loc_n_layers;
+        zg_error(at, "the plan needs %lld rows in the emitted tables (%d tensors, %lld optimizer sub-groups, "
+                 "%d schedule ops, %d buckets, %d gather groups, %d regions); zgen emits at most %d",
+                 (long long)rows, p->n_tensors, (long long)sg_wanted,
+                 p->sched.n_micro + p->sched.n_last + p->sched.n_step, p->n_buckets, p->n_gathers,
+                 p->mem.n_regions, ZG_MAX_TABLE_ROWS);
+        if (sg && budget > 0) {
+            int64_t need = (p->shard.opt_numel + budget - 1) / budget;
+            need = (need + p->sg_align - 1) / p->sg_align * p->sg_align;
+            zg_note(at, "sub_group_size %lld cuts each rank's %lld-element optimizer shard into %lld sub-groups; "
+                    "set sub_group_size to at least %lld", (long long)z->sub_group_size,
+                    (long long)p->shard.opt_numel, (long long)sg_wanted, (long long)need);
+            zg_note(at, "DeepSpeed accepts the smaller value (it steps sub-group by sub-group at run time); zgen "
+                    "writes every sub-group into its tables, and longer tables are slow to render and to compile");
+        } else {
+            zg_note(at, "model.n_layers %lld gives 12 tensors and about 10 schedule ops per layer; lower it "
+                    "(zgen's tables and rendering time grow with it)", (long long)m->n_layers);
+        }
+        return false;
+    }
+    if (cost_saturated(&p->cost)) {
+        ZgLoc at = z->loc_gas;
+        zg_error(at, "the bytes moved per optimizer step do not fit in 64 bits (%lld micro-steps of "
+                 "gradient_accumulation_steps)", (long long)z->grad_accum);
+        zg_note(at, "zgen states every figure of a plan (plan.txt) and refuses one it cannot state; DeepSpeed "
+                "accepts it: lower gradient_accumulation_steps");
+        return false;
+    }
+    return true;
+}
 
 static bool fits(const ZgPlan *p)
 {
@@ -364,7 +435,7 @@ static void refuse(const ZgPlan *p)
         q.act_ckpt = alts[i].ckpt;
         if (!zg_model_build(&alts[i].m, &q)) continue;
         build_nocheck(&alts[i].m, &alts[i].z, &q);
-        if (!fits(&q)) continue;
+        if (table_rows(&q) > ZG_MAX_TABLE_ROWS || cost_saturated(&q.cost) || !fits(&q)) continue;
         int64_t qdev = q.mem.tier_bytes[ZG_TIER_DEVICE];
         if (dev_bad)
             zg_note(at, "%s (saves %.2f GiB of device memory per rank; needs %.2f GiB)", alts[i].what,
@@ -389,6 +460,7 @@ bool zg_plan_build(const ZgModel *m, const ZgZero *z, ZgPlan *p)
 {
     if (!p->tensors && !zg_model_build(m, p)) return false;
     build_nocheck(m, z, p);
+    if (!within_bounds(p)) return false;
     if (!fits(p)) {
         refuse(p);
         return false;

@@ -345,10 +345,13 @@ static bool write_one(const ZgPlan *p, const char *dir, const char *name,
 {
     char *path = zg_fmt("%s/%s", dir, name);
     char *tmp = zg_fmt("%s/.%s.tmp.%d", dir, name, (int)getpid());
+    /* registered before it exists, so a signal during the write removes it (emit.c) */
+    zg_emit_tmp_register(tmp);
     FILE *f = fopen(tmp, "w");
     ZgLoc none = {0};
     if (!f) {
         zg_error(none, "cannot write %s: %s", tmp, strerror(errno));
+        zg_emit_tmp_unregister(tmp);
         return false;
     }
     bool ok = fn(p, f);
@@ -356,8 +359,10 @@ static bool write_one(const ZgPlan *p, const char *dir, const char *name,
     if (!ok || rename(tmp, path) != 0) {
         zg_error(none, "cannot write %s: %s", path, strerror(errno));
         unlink(tmp);
+        zg_emit_tmp_unregister(tmp);
         return false;
     }
+    zg_emit_tmp_unregister(tmp);
     return true;
 }
 

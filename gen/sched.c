@@ -58,7 +58,7 @@ static int prefetch_depth(const ZgPlan *p, int n_intervals)
     if (n_intervals <= 1 || g <= 0 || z->prefetch_bucket_size <= 0) return 0;
     int64_t d = z->prefetch_bucket_size / g;
     if (d < 1) d = 1;
-    if (z->max_live_parameters > 0) {
+    if (z->max_live_parameters >= 0) {     /* 0: nothing beyond the group in use (DeepSpeed) */
         int64_t cap = z->max_live_parameters / g - 1;
         if (cap < d) d = cap;
     }

@@ -125,7 +125,11 @@ static void load_model(const ZgNode *sec, ZgModel *m, Seen *seen)
             }
         } else if (!strcmp(k, "context")) seen->context = true, zg_node_int(v, what, 1, 1 << 20, &m->context);
         else if (!strcmp(k, "d_model")) seen->d_model = true, zg_node_int(v, what, 1, 1 << 20, &m->d_model);
-        else if (!strcmp(k, "n_layers")) seen->n_layers = true, zg_node_int(v, what, 1, 1 << 16, &m->n_layers);
+        else if (!strcmp(k, "n_layers")) {
+            seen->n_layers = true;
+            m->loc_n_layers = v->loc;
+            zg_node_int(v, what, 1, 1 << 16, &m->n_layers);
+        }
         else if (!strcmp(k, "n_heads")) {
             seen->n_heads = true;
             zg_node_int(v, what, 1, 1 << 16, &m->n_heads);
@@ -279,6 +283,7 @@ const ZgNode *zg_spec_load(const char *path, ZgModel *m)
     ZgNode *root = zg_node_load_file(path);
     if (!root) return NULL;
     ZgLoc rat = {path, root->loc.line, root->loc.col};
+    m->loc_n_layers = rat;
     if (root->kind != ZG_NMAP) {
         zg_error(root->loc, "a spec is a mapping (name, model, train, deepspeed, hardware), not %s",
                  zg_node_kind_name(root));

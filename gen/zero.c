@@ -10,22 +10,26 @@
 ** final world size, is in check.c. Every error is reported; nothing stops at the first.
 */
 #include "zg.h"
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 typedef struct Ctx {
     const ZgModel *m;
     ZgZero *z;
     bool fp16, bf16, overlap_set, sum_op, lr_given;
-    ZgLoc fp16_loc, bf16_loc, sum_loc, ratio_loc, agb_loc, oo_bc_loc;
+    ZgLoc fp16_loc, bf16_loc, sum_loc, ratio_loc, agb_loc;
+    ZgLoc bc_loc[2];            /* buffer_count of offload_param [0] / offload_optimizer [1] */
     ZgLoc nvme_loc[2];          /* nvme_path of offload_param [0] / offload_optimizer [1] */
     bool nvme_set[2];
     const char *comm;           /* communication_data_type, NULL = default */
     ZgLoc comm_loc;
     const char *sched;          /* scheduler type */
     bool total_given;
+    bool stopped;               /* MAX_REPORTED errors: the walk stopped */
 } Ctx;
 
 void zg_zero_defaults(ZgZero *z)
@@ -48,6 +52,7 @@ void zg_zero_defaults(ZgZero *z)
     z->eps = 1e-8;
     z->weight_decay = 0;
     z->adam_w_mode = true;
+    z->bias_correction = true;
     z->sched = ZG_SCHED_NONE;
     z->warmup_min_lr = 0;
     z->warmup_max_lr = 1e-3;
@@ -110,13 +115,13 @@ static bool parse_val(const ZgKey *k, const ZgNode *v, const char *what, Val *ou
         int64_t lo = INT64_MIN, hi = INT64_MAX;
         if (k->min != 0 || k->max != 0) {
             lo = (int64_t)k->min;
-            hi = k->max >= 9.2e18 ? INT64_MAX : (int64_t)k->max;
+            hi = k->max >= 1e18 ? INT64_MAX : (int64_t)k->max;     /* BIG: no upper bound */
         }
         return zg_node_int(v, what, lo, hi, &out->i);
     }
     case ZG_KT_NUM: {
         double lo = -INFINITY, hi = INFINITY;
-        if (k->min != 0 || k->max != 0) lo = k->min, hi = k->max;
+        if (k->min != 0 || k->max != 0) lo = k->min, hi = k->max >= 1e18 ? INFINITY : k->max;
         return zg_node_num(v, what, lo, hi, &out->d);
     }
     case ZG_KT_STR:
@@ -153,6 +158,33 @@ static bool parse_val(const ZgKey *k, const ZgNode *v, const char *what, Val *ou
     case ZG_KT_ANY: return true;
     }
     return false;
+}
+
+/* Keys whose range in zgen is narrower than in DeepSpeed's config model, and why: said after the
+** range error, so the user knows DeepSpeed would take the value (docs/CONFIG.md "Value ranges"). */
+static const struct { const char *key, *why; } stricter[] = {
+    {"gradient_clipping", "DeepSpeed accepts a negative value and clips only above 0; zgen asks for 0 to "
+     "mean off"},
+    {"fp16.initial_scale_power", "DeepSpeed accepts any integer; zgen keeps the starting scale 2^power a "
+     "finite fp32 number no larger than 2^62 (fp16 overflows at 65504, so a larger start only skips steps)"},
+    {"fp16.loss_scale_window", "DeepSpeed's model accepts it, but its scaler divides by the window; zgen "
+     "needs at least 1 clean step between raises"},
+    {"fp16.hysteresis", "DeepSpeed's model accepts it; zgen counts overflows down from it and needs at "
+     "least 1 (1 = lower the scale at the first overflow)"},
+    {"aio.block_size", "DeepSpeed accepts any integer; zgen aligns every NVMe transfer to it, and O_DIRECT "
+     "needs whole 512-byte sectors"},
+    {"aio.queue_depth", "DeepSpeed accepts any integer; zgen sizes its io_uring submission queue with it"},
+    {"aio.intra_op_parallelism", "DeepSpeed accepts any integer; zgen splits each transfer that many ways "
+     "and needs at least 1"},
+    {"optimizer.params.lr", "torch's Adam, which DeepSpeed builds, refuses a negative lr too"},
+    {"optimizer.params.eps", "torch's Adam, which DeepSpeed builds, refuses a negative eps too"},
+    {"optimizer.params.weight_decay", "torch's Adam, which DeepSpeed builds, refuses a negative weight_decay too"},
+};
+
+static void why_stricter(const char *what, ZgLoc at)
+{
+    for (size_t i = 0; i < sizeof stricter / sizeof *stricter; i++)
+        if (!strcmp(stricter[i].key, what)) zg_note(at, "%s", stricter[i].why);
 }
 
 /* Does the value differ from the key's DeepSpeed default? (def NULL = None: any value differs) */
@@ -235,12 +267,10 @@ static void special(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v
             o->loc_device = v->loc;
         } else if (!strcmp(n, "nvme_path")) o->nvme_path = x->s, c->nvme_set[w] = true, c->nvme_loc[w] = v->loc;
         else if (!strcmp(n, "buffer_count")) {
+            /* DeepSpeed's model takes any count >= 0; the buffers exist only with device nvme, so
+            ** the minimum is checked in semantic() once the device is known. */
             o->buffer_count = x->i;
-            if (x->i < 4) {
-                zg_error(v->loc, "offload_optimizer.buffer_count must be at least 4, not %lld",
-                         (long long)x->i);
-                zg_note(v->loc, "Adam swaps 4 tensors per sub-group (params, grads, m, v); DeepSpeed asserts it too");
-            }
+            c->bc_loc[w] = v->loc;
         } else if (!strcmp(n, "ratio")) o->ratio = x->d, c->ratio_loc = v->loc;
         else zg_unreachable();
     } else if (!strcmp(section, "fp16") || !strcmp(section, "bf16")) {
@@ -248,8 +278,15 @@ static void special(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v
         else c->bf16 = x->b, c->bf16_loc = v->loc;
     } else if (!strcmp(section, "optimizer.params")) {
         if (!strcmp(n, "lr")) z->lr = x->d, c->lr_given = true;
-        else if (!strcmp(n, "betas")) z->beta1 = x->pair[0], z->beta2 = x->pair[1];
-        else if (!strcmp(n, "adam_w_mode")) z->adam_w_mode = x->b;
+        else if (!strcmp(n, "betas")) {
+            z->beta1 = x->pair[0], z->beta2 = x->pair[1];
+            if (x->pair[0] >= 1 || x->pair[1] >= 1) {
+                zg_error(v->loc, "optimizer.params.betas must be below 1, not [%g, %g]", x->pair[0], x->pair[1]);
+                zg_note(v->loc, "Adam's moments never forget with a beta of 1 and bias correction divides by "
+                        "1 - beta^t; DeepSpeed builds the optimizer with them and torch's Adam refuses them too");
+            }
+        } else if (!strcmp(n, "adam_w_mode")) z->adam_w_mode = x->b;
+        else if (!strcmp(n, "bias_correction")) z->bias_correction = x->b;
         else if (!strcmp(n, "max_grad_norm")) {
             zg_error(kat, "optimizer.params.max_grad_norm is not accepted (DeepSpeed rejects it too)");
             zg_note(kat, "set the top-level \"gradient_clipping\": %s instead", val_text(v));
@@ -277,6 +314,11 @@ static void special(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v
         else if (!strcmp(n, "warmup_min_ratio")) z->warmup_min_ratio = x->d;
         else if (!strcmp(n, "cos_min_ratio")) z->cos_min_ratio = x->d;
         else zg_unreachable();
+    } else if (!strcmp(section, "compile")) {
+        if (!strcmp(n, "deepcompile") && x->b)
+            zg_warn(kat, "compile.deepcompile has nothing to turn on in zgen: the gathers, releases, prefetches "
+                    "and reductions DeepCompile schedules from a traced graph are planned ahead of time "
+                    "(plan.txt)");
     } else if (!strcmp(section, "optimizer") || !strcmp(section, "scheduler")) {
         /* type: read before the walk (read_types) */
     } else {
@@ -371,7 +413,12 @@ static void value(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v, 
         c->nvme_set[w] = true;
         c->nvme_loc[w] = v->loc;
     }
-    if (!parse_val(k, v, what, &x)) goto done;
+    if (!parse_val(k, v, what, &x)) {
+        double d;
+        if (v->kind == ZG_NSCALAR && zg_parse_double(v->scalar, &d)) why_stricter(what, v->loc);
+        goto done;
+    }
+    if (!strcmp(what, "zero_optimization.sub_group_size")) c->z->loc_sub_group_size = v->loc;
     switch (k->support) {
     case ZG_KS_SUPPORTED:
         if (k->store) store(c->z, k, &x);
@@ -404,9 +451,19 @@ static void old_offload(Ctx *c, const char *name, const ZgNode *v, ZgLoc kat)
     if (!strcmp(name, "cpu_offload_use_pin_memory")) z->offload_param.pin_memory = z->offload_optimizer.pin_memory = on;
 }
 
+/* Errors one config may report: past this, each further one (an unknown key costs a "did you mean"
+** search of the whole key table) only buries the first ones, and a hostile file has thousands. */
+#define MAX_REPORTED 100
+
 static void walk(Ctx *c, const ZgNode *map, const char *section)
 {
     for (int i = 0; i < map->n; i++) {
+        if (zg_error_count() >= MAX_REPORTED) {
+            if (!c->stopped)
+                zg_note(map->key_locs[i], "stopping after %d errors; fix these first", MAX_REPORTED);
+            c->stopped = true;
+            return;
+        }
         const char *name = map->keys[i];
         const ZgNode *v = map->vals[i];
         ZgLoc kat = map->key_locs[i];
@@ -538,6 +595,58 @@ static void walk_top(Ctx *c, const ZgNode *root)
     }
 }
 
+/* ======================================================================= nvme_path */
+static const char *file_kind(mode_t m)
+{
+    return S_ISREG(m) ? "a regular file" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "not a directory";
+}
+
+static bool under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == 0);
+}
+
+/* What can be judged about nvme_path on the machine that generates: an absolute path that no
+** trainer could put its swap files in. A path that does not exist yet is fine (the trainer creates
+** it, mkdir -p, and checks at start-up that it is a writable directory taking O_DIRECT); a relative
+** path is resolved against the trainer's working directory, so it is left to the trainer. */
+static void check_nvme_path(const char *path, ZgLoc at, const char *what)
+{
+    if (path[0] != '/') return;
+    if (under(path, "/proc") || under(path, "/sys") || (under(path, "/dev") && !under(path, "/dev/shm"))) {
+        zg_error(at, "%s '%s' is on %s, not on a file system that can hold swap files", what, path,
+                 under(path, "/dev") ? "/dev (device nodes)" : "a kernel pseudo file system");
+        zg_note(at, "give a directory on the NVMe drive's mounted file system, e.g. /local_nvme/zgen "
+                "(DeepSpeed takes a directory too, never a device)");
+        return;
+    }
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOTDIR) {
+            zg_error(at, "%s '%s': a component of the path is not a directory", what, path);
+            zg_note(at, "nvme_path names a directory in which the trainer creates one swap file per rank");
+        }
+        return;                 /* absent (created by the trainer) or not ours to judge */
+    }
+    if (S_ISLNK(st.st_mode)) {
+        struct stat t;
+        if (stat(path, &t) != 0) {
+            zg_error(at, "%s '%s' is a dangling symbolic link (%s)", what, path, strerror(errno));
+            zg_note(at, "point the link at an existing directory or give the directory itself; the trainer "
+                    "cannot create a directory through a dangling link");
+            return;
+        }
+        st = t;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        zg_error(at, "%s '%s' is %s, not a directory", what, path, file_kind(st.st_mode));
+        zg_note(at, "nvme_path names a directory in which the trainer creates one swap file per rank "
+                "(DeepSpeed takes a directory too)");
+    }
+}
+
 /* ======================================================================= rules between keys */
 static void semantic(Ctx *c)
 {
@@ -582,9 +691,37 @@ static void semantic(Ctx *c)
             zg_error(o[w]->loc_device, "%s device nvme needs nvme_path", sec[w]);
             zg_note(o[w]->loc_device, "add \"nvme_path\": \"/path/on/nvme\" to zero_optimization.%s", sec[w]);
         }
+        if (o[w]->device == ZG_OFFLOAD_NVME && o[w]->nvme_path) {
+            char *what = zg_fmt("zero_optimization.%s.nvme_path", sec[w]);
+            check_nvme_path(o[w]->nvme_path, c->nvme_loc[w], what);
+            free(what);
+        }
         if (o[w]->device != ZG_OFFLOAD_NVME && c->nvme_set[w]) {
             zg_warn(c->nvme_loc[w], "%s.nvme_path is ignored: device is not nvme", sec[w]);
             o[w]->nvme_path = NULL;
+        }
+    }
+    /* Swap buffers exist only with device nvme: there zgen needs them, whatever DeepSpeed's model takes. */
+    if (oo->device == ZG_OFFLOAD_NVME && oo->buffer_count < 4) {
+        zg_error(c->bc_loc[1], "offload_optimizer.buffer_count must be at least 4 with device nvme, not %lld",
+                 (long long)oo->buffer_count);
+        zg_note(c->bc_loc[1], "DeepSpeed's config model accepts it, but its docs ask for one buffer per Adam state "
+                "(param, grad, m, v), and zgen's sub-group pipeline needs 4 to overlap reads, the step and writes");
+    }
+    if (op->device == ZG_OFFLOAD_NVME && op->buffer_count < 1) {
+        zg_error(c->bc_loc[0], "offload_param.buffer_count must be at least 1 with device nvme, not %lld",
+                 (long long)op->buffer_count);
+        zg_note(c->bc_loc[0], "DeepSpeed's config model accepts 0, but parameters read from NVMe need a pinned "
+                "buffer to land in");
+    }
+    for (int w = 0; w < 2; w++) {
+        ZgOffloadCfg *ow = w ? oo : op;
+        if (ow->buffer_count > ZG_MAX_TABLE_ROWS) {     /* emitted whatever the device */
+            zg_error(c->bc_loc[w], "%s.buffer_count %lld: zgen plans one pinned staging region per buffer and "
+                     "emits at most %d table rows", w ? "offload_optimizer" : "offload_param",
+                     (long long)ow->buffer_count, ZG_MAX_TABLE_ROWS);
+            zg_note(c->bc_loc[w], "DeepSpeed's config model accepts it; a few buffers overlap the reads and "
+                    "writes as well as many (DeepSpeed's defaults: 5 for parameters, 4 for the optimizer)");
         }
     }
     if (oo->ratio < 1.0) {
@@ -618,13 +755,14 @@ bool zg_zero_load_node(const ZgNode *root, const char *file, const ZgModel *m, Z
     if (!root) return false;
     z->loc_root = root->loc;
     z->loc_tb = z->loc_micro = z->loc_gas = z->loc_sched = z->loc_stage = z->loc_batch = root->loc;
+    z->loc_sub_group_size = root->loc;
     z->offload_param.loc = z->offload_param.loc_device = root->loc;
     z->offload_optimizer.loc = z->offload_optimizer.loc_device = root->loc;
     if (root->kind != ZG_NMAP) {
         zg_error(root->loc, "a DeepSpeed config is a mapping of keys, not %s", zg_node_kind_name(root));
         return false;
     }
-    Ctx c = {.m = m, .z = z};
+    Ctx c = {.m = m, .z = z, .bc_loc = {root->loc, root->loc}};
     walk_top(&c, root);
     semantic(&c);
     return zg_error_count() == before;

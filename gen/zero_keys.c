@@ -42,6 +42,8 @@
 #define MICS "MiCS sharding is not implemented by zgen; remove it"
 #define NOFEAT "this DeepSpeed feature is not implemented by zgen; remove the section"
 #define ONE_DIV "zgen averages gradients once, in fp32, after the reduction; remove it"
+#define ACT_PLANNED "zgen's activations live in one planned arena per rank (plan.txt); nothing is freed early"
+#define SYNC_PLANNED "zgen's executor orders every collective as plan.txt lists it"
 
 const ZgKey zg_zero_keys[] = {
     /* ---- top level (loose in DeepSpeed: unknown keys would be silently ignored there) */
@@ -68,6 +70,7 @@ const ZgKey zg_zero_keys[] = {
     SEC("", "optimizer"),
     SEC("", "scheduler"),
     SEC("", "activation_checkpointing"),
+    SEC("", "compile"),
     IGN("", "tensorboard", ANY, "off", MONITOR),
     IGN("", "wandb", ANY, "off", MONITOR),
     IGN("", "csv_monitor", ANY, "off", MONITOR),
@@ -100,16 +103,16 @@ const ZgKey zg_zero_keys[] = {
     SPC(ZO, "stage", I, "0", 0, 3, NULL),
     SUP(ZO, "contiguous_gradients", B, "true", 'b', contiguous_gradients, 0, 0),
     SUP(ZO, "reduce_scatter", B, "true", 'b', reduce_scatter, 0, 0),
-    SUP(ZO, "reduce_bucket_size", I, "5e8", 'l', reduce_bucket_size, 1, BIG),
+    SUP(ZO, "reduce_bucket_size", I, "5e8", 'l', reduce_bucket_size, 0, BIG),
     ACC(ZO, "use_multi_rank_bucket_allreduce", B, "true", "zgen's reduction pattern is planned"),
     ACC(ZO, "allgather_partitions", B, "true", "DeepSpeed parses it but does not use it"),
-    SPC(ZO, "allgather_bucket_size", I, "5e8", 2, BIG, NULL),
+    SPC(ZO, "allgather_bucket_size", I, "5e8", 0, BIG, NULL),
     SPC(ZO, "overlap_comm", B, NULL, 0, 0, NULL),
     ACC(ZO, "load_from_fp32_weights", B, "true", "zgen checkpoints always hold fp32 master weights"),
     UNS(ZO, "elastic_checkpoint", B, "false", "legacy DeepSpeed checkpoints are not read by zgen"),
     SEC(ZO, "offload_param"),
     SEC(ZO, "offload_optimizer"),
-    SUP(ZO, "sub_group_size", I, "1e9", 'l', sub_group_size, 1, BIG),
+    SUP(ZO, "sub_group_size", I, "1e9", 'l', sub_group_size, 0, BIG),
     SUP(ZO, "stage3_prefetch_bucket_size", I, "5e7", 'l', prefetch_bucket_size, 0, BIG),
     ALI(ZO, "prefetch_bucket_size", I, "stage3_prefetch_bucket_size"),
     SUP(ZO, "stage3_param_persistence_threshold", I, "1e5", 'l', param_persistence_threshold, 0, BIG),
@@ -133,6 +136,11 @@ const ZgKey zg_zero_keys[] = {
         "zgen gathers parameters with all-gather; remove it"),
     ALI(ZO, "use_all_reduce_for_fetch_params", B, "stage3_use_all_reduce_for_fetch_params"),
     UNS(ZO, "stage3_allgather_sequential", B, "false", "zgen's gathers are planned; remove it"),
+    ACC(ZO, "stage3_partition_stream_chunk_size", I, "0",
+        "zgen initialises every parameter shard on its own rank; no full parameter is ever materialised"),
+    ALI(ZO, "partition_stream_chunk_size", I, "stage3_partition_stream_chunk_size"),
+    UNS(ZO, "zenflow", ANY, NULL, "ZenFlow (stall-free offload with selective updates) is not implemented by zgen; remove it"),
+    ACC(ZO, "leaf_module", ANY, NULL, "zgen already gathers per module (the GPT-2 block) from its plan"),
     ACC(ZO, "ignore_unused_parameters", B, "true", "every GPT-2 parameter is used"),
     IGN(ZO, "round_robin_gradients", B, "false", "zgen's gradient copy order is planned"),
     UNS(ZO, "legacy_stage1", B, "false", "zgen implements the current stage 1 only"),
@@ -158,18 +166,19 @@ const ZgKey zg_zero_keys[] = {
     SPC(OP, "device", S, "none", 0, 0, "none|cpu|nvme"),
     SPC(OP, "nvme_path", ZG_KT_PATH, NULL, 0, 0, NULL),
     SUP(OP, "pin_memory", B, "true", 'b', offload_param.pin_memory, 0, 0),
-    SUP(OP, "buffer_count", I, "5", 'l', offload_param.buffer_count, 1, 1e6),
-    SUP(OP, "buffer_size", I, "1e8", 'l', offload_param.buffer_size, 1, BIG),
+    SPC(OP, "buffer_count", I, "5", 0, BIG, NULL),
+    SUP(OP, "buffer_size", I, "1e8", 'l', offload_param.buffer_size, 0, BIG),
     SUP(OP, "max_in_cpu", I, "1e9", 'l', offload_param.max_in_cpu, 0, BIG),
     SPC(OO, "device", S, "none", 0, 0, "none|cpu|nvme"),
     SPC(OO, "nvme_path", ZG_KT_PATH, NULL, 0, 0, NULL),
     SUP(OO, "pin_memory", B, "true", 'b', offload_optimizer.pin_memory, 0, 0),
-    SPC(OO, "buffer_count", I, "4", 0, 1e6, NULL),
+    SPC(OO, "buffer_count", I, "4", 0, BIG, NULL),
     SUP(OO, "pipeline_read", B, "false", 'b', offload_optimizer.pipeline_read, 0, 0),
     SUP(OO, "pipeline_write", B, "false", 'b', offload_optimizer.pipeline_write, 0, 0),
     ACC(OO, "fast_init", B, "false", "zgen lays out the swap files at generation time"),
     SPC(OO, "ratio", N, "1.0", 0, 1, NULL),
     UNS(OO, "super_offload", B, "false", "SuperOffload (GH200) is not implemented by zgen"),
+    ACC(OO, "convert_grad_on_cpu", B, "true", "a SuperOffload detail; zgen converts gradients where plan.txt says"),
     IGN(OO, "cpuadam_cores_perc", N, "0.8", "zgen's CPU Adam uses the rank's share of the cores"),
 
     /* ---- aio (loose) */
@@ -202,25 +211,25 @@ const ZgKey zg_zero_keys[] = {
     SPC("optimizer", "type", S, NULL, 0, 0, NULL),
     SEC("optimizer", "params"),
     ACC("optimizer", "legacy_fusion", B, "false", "a DeepSpeed fusion detail without effect here"),
-    SPC("optimizer.params", "lr", N, "1e-3", 0, 10, NULL),
+    SPC("optimizer.params", "lr", N, "1e-3", 0, BIG, NULL),
     SPC("optimizer.params", "betas", ZG_KT_PAIR, "[0.9, 0.999]", 0, 1, NULL),
-    SUP("optimizer.params", "eps", N, "1e-8", 'd', eps, 0, 1),
-    SUP("optimizer.params", "weight_decay", N, "0", 'd', weight_decay, 0, 10),
+    SUP("optimizer.params", "eps", N, "1e-8", 'd', eps, 0, BIG),
+    SUP("optimizer.params", "weight_decay", N, "0", 'd', weight_decay, 0, BIG),
     SPC("optimizer.params", "adam_w_mode", B, "true", 0, 0, NULL),
     ACC("optimizer.params", "torch_adam", B, "false", "zgen's Adam has the same update rule"),
     ACC("optimizer.params", "fp32_optimizer_states", B, "true", "zgen keeps fp32 Adam states"),
     ACC("optimizer.params", "set_grad_none", B, "true", "a PyTorch detail without effect here"),
     UNS("optimizer.params", "amsgrad", B, "false", "zgen's Adam has no AMSGrad variant"),
-    UNS("optimizer.params", "bias_correction", B, "true", "zgen's Adam always corrects bias"),
+    SPC("optimizer.params", "bias_correction", B, "true", 0, 0, NULL),
     SPC("optimizer.params", "max_grad_norm", N, NULL, 0, 0, NULL),
     SPC("scheduler", "type", S, NULL, 0, 0, NULL),
     SEC("scheduler", "params"),
-    SPC("scheduler.params", "warmup_min_lr", N, "0", 0, 10, "WarmupLR|WarmupDecayLR"),
-    SPC("scheduler.params", "warmup_max_lr", N, "0.001", 0, 10, "WarmupLR|WarmupDecayLR"),
-    SPC("scheduler.params", "warmup_num_steps", I, "1000", 0, 1e12,
+    SPC("scheduler.params", "warmup_min_lr", N, "0", 0, BIG, "WarmupLR|WarmupDecayLR"),
+    SPC("scheduler.params", "warmup_max_lr", N, "0.001", 0, BIG, "WarmupLR|WarmupDecayLR"),
+    SPC("scheduler.params", "warmup_num_steps", I, "1000", -1e12, 1e12,
         "WarmupLR|WarmupDecayLR|WarmupCosineLR"),
     SPC("scheduler.params", "warmup_type", S, "log", 0, 0, "WarmupLR|WarmupDecayLR|WarmupCosineLR"),
-    SPC("scheduler.params", "total_num_steps", I, NULL, 1, 1e12, "WarmupDecayLR|WarmupCosineLR"),
+    SPC("scheduler.params", "total_num_steps", I, NULL, 0, 1e12, "WarmupDecayLR|WarmupCosineLR"),
     SPC("scheduler.params", "warmup_min_ratio", N, "0", 0, 1, "WarmupCosineLR"),
     SPC("scheduler.params", "cos_min_ratio", N, "1e-4", 0, 1, "WarmupCosineLR"),
     {"scheduler.params", "last_batch_iteration", I, ZG_KS_UNSUPPORTED, "-1", NULL,
@@ -239,6 +248,34 @@ const ZgKey zg_zero_keys[] = {
     IGN("activation_checkpointing", "synchronize_checkpoint_boundary", B, "false",
         "zgen's recompute is a step of the static schedule"),
     IGN("activation_checkpointing", "profile", B, "false", "use the trainer's --trace"),
+
+    /* ---- compile (strict: DeepSpeed's CompileConfig). DeepCompile traces the model and schedules
+    ** ZeRO's gathers, releases and offloads at run time; zgen's plan is that schedule, made ahead of
+    ** time, so turning DeepCompile on asks for nothing new (a note), while the keys that ask for
+    ** a placement zgen plans elsewhere say where. */
+    SPC("compile", "deepcompile", B, "false", 0, 0, NULL),
+    IGN("compile", "free_activation", B, "false", ACT_PLANNED),
+    IGN("compile", "free_activation_threshold", I, "10485760", ACT_PLANNED),
+    UNS("compile", "offload_activation", B, "false",
+        "zgen keeps one micro-batch of activations on the device; set train.activation_checkpointing: true "
+        "in the spec to shrink them"),
+    UNS("compile", "offload_opt_states", B, "false",
+        "zgen plans optimizer offload from zero_optimization.offload_optimizer: use {device: cpu} there"),
+    UNS("compile", "offload_parameters", B, "false",
+        "zgen plans parameter offload from zero_optimization.offload_param (stage 3): use {device: cpu} there"),
+    IGN("compile", "double_buffer", B, "true", "zgen's gather slots follow from stage3_prefetch_bucket_size"),
+    IGN("compile", "symmetric_memory", B, "false", "zgen's communication buffers are regions of its memory plan"),
+    IGN("compile", "debug_log", B, "false", "zgen's schedule is plan.txt (--dump=plan prints it)"),
+    IGN("compile", "sync_before_reduce", B, "false", SYNC_PLANNED),
+    IGN("compile", "sync_after_reduce", B, "false", SYNC_PLANNED),
+    IGN("compile", "sync_before_allgather", B, "false", SYNC_PLANNED),
+    IGN("compile", "sync_after_allgather", B, "false", SYNC_PLANNED),
+    ACC("compile", "keep_int_input_tensors", B, "true", "zgen traces no graph and keeps no graph inputs"),
+    ACC("compile", "keep_all_input_tensors", B, "false", "zgen traces no graph and keeps no graph inputs"),
+    UNS("compile", "passes", ANY, NULL,
+        "zgen runs its own passes (partition, schedule, memory plan) ahead of time; remove it"),
+    UNS("compile", "sp_size", I, "1", "sequence parallelism (AutoSP) is not implemented by zgen"),
+    ACC("compile", "dp_size", I, "1", "zgen's data-parallel size is the world size (train.world_size)"),
 };
 const int zg_zero_nkeys = (int)(sizeof zg_zero_keys / sizeof zg_zero_keys[0]);
 
@@ -284,7 +321,7 @@ static char *full_name(const char *section, const char *name)
 static bool strict_section(const char *section)
 {
     return !strncmp(section, "zero_optimization", 17) || !strcmp(section, "fp16") ||
-           !strcmp(section, "bf16");
+           !strcmp(section, "bf16") || !strcmp(section, "compile");
 }
 
 void zg_zero_unknown_key(const char *section, const char *key, ZgLoc at)

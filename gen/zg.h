@@ -108,6 +108,8 @@ typedef struct ZgModel {
     double train_lr;            /* train.lr */
     ZgLoc loc_deepspeed;        /* the spec's `deepspeed:` value */
     bool gpus_per_node_given;   /* hardware.gpus_per_node was in the spec */
+    /* Added by the reliability work (spec.c): where model.n_layers is, for plan-size refusals. */
+    ZgLoc loc_n_layers;
 } ZgModel;
 
 typedef struct ZgOffloadCfg {
@@ -167,6 +169,9 @@ typedef struct ZgZero {
     ZgLoc loc_root;             /* the config's top-level mapping */
     ZgLoc loc_sched;            /* scheduler section (or loc_root) */
     bool batch_unresolved;      /* an "auto" batch key had no spec value (reported); skip derivation */
+    /* Added by the reliability work (zero.c). */
+    ZgLoc loc_sub_group_size;   /* zero_optimization.sub_group_size (or the config's top level) */
+    bool bias_correction;       /* optimizer.params.bias_correction (DeepSpeed default true) */
 } ZgZero;
 
 /* ======================================================================= spec.c / zero.c / check.c */
@@ -246,6 +251,22 @@ const char *zg_suggest(const char *key, const char *const *cands, int n);
 int zg_edit_distance(const char *a, const char *b);
 /* Sizes like "80GiB", "512GB", "1.5e9" -> bytes. false if malformed. */
 bool zg_parse_size(const char *s, int64_t *out);
+
+/* ======================================================================= bounds (check.c, plan.c) */
+/* What zgen plans at most, so that every figure of a plan fits in int64 and zgen's time and memory
+** are bounded on any input (docs/CONFIG.md "Bounds"). Each refusal names the number and the bound. */
+#define ZG_MAX_TRAIN_BATCH 2147483647               /* sequences per step: an int in the trainer */
+#define ZG_MAX_ACT_BYTES ((int64_t)1 << 46)         /* activations + scratch of one micro-batch */
+#define ZG_MAX_TABLE_ROWS 65536                     /* rows of all emitted tables of one plan */
+
+/* ======================================================================= emit.c: temporary files */
+/* Output is written to a temp file and renamed. Each temp file is registered while it exists, so
+** that zg_emit_cleanup_on_signals' handler can unlink it on SIGINT/SIGTERM/SIGHUP before the signal
+** takes its default action. register returns false when the table is full (the caller still
+** unlinks on its own failure paths). */
+bool zg_emit_tmp_register(const char *path);
+void zg_emit_tmp_unregister(const char *path);
+void zg_emit_cleanup_on_signals(void);
 
 #include "zg_plan.h"
 

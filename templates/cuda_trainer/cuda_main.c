@@ -62,7 +62,7 @@ static int dev(const void *p) { return p && cz_is_dev(p); }
 ** master (or, fp32 without one, the parameters), m, v, the working copy and the gradient shard. */
 static int dev_opt_possible(void)
 {
-    if (!ZG_ADAM_W_MODE || T.master_nvme >= 0 || T.n_master_bufs || T.n_opt_bufs) return 0;
+    if (!ZG_ADAM_W_MODE || !ZG_BIAS_CORRECTION || T.master_nvme >= 0 || T.n_master_bufs || T.n_opt_bufs) return 0;
     if (!dev(T.adam_m) || !dev(T.adam_v) || (T.master && !dev(T.master))) return 0;
     if (ZG_STAGE == 3 ? !dev(T.params_shard) || (T.persist && !dev(T.persist)) : !dev(T.params16)) return 0;
     if (T.grad32 ? !dev(T.grad32) : !dev(T.grads) || (ZG_MIXED && !dev(T.stage32))) return 0;

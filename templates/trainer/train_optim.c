@@ -138,7 +138,7 @@ static void optimizer(int k, double lr)
         }
     }
     ZrAdamCfg c = {(float)lr, (float)ZG_BETA1, (float)ZG_BETA2, (float)ZG_EPS, 0.0f, ZG_ADAM_W_MODE,
-                   T.applied + 1, T.grad_scale};
+                   ZG_BIAS_CORRECTION ? T.applied + 1 : INT64_MAX, T.grad_scale};
     for (int t = 0; t < ZG_N_TENSORS; t++) {
         int64_t lo = T.t[t].opt_lo > s0 ? T.t[t].opt_lo : s0;
         int64_t hi = T.t[t].opt_hi < s1 ? T.t[t].opt_hi : s1;

@@ -69,6 +69,9 @@
 /* ---------------------------------------------------------------------- optimizer */
 #define ZG_OPTIMIZER                    ${cfmt.str(z.optimizer)}
 #define ZG_ADAM_W_MODE                  ${cfmt.bool(z.adam_w_mode)}
+/* optimizer.params.bias_correction: 0 = DeepSpeed's Adam without bias correction (step size lr, no
+** 1/sqrt(1-b2^t)); the trainer passes zr_adam step INT64_MAX, where b^t is exactly 0 for b < 1 */
+#define ZG_BIAS_CORRECTION              ${cfmt.bool(z.bias_correction)}
 #define ZG_LR                           ${cfmt.double(z.lr)}
 #define ZG_BETA1                        ${cfmt.double(z.beta1)}
 #define ZG_BETA2                        ${cfmt.double(z.beta2)}

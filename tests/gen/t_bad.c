@@ -1,7 +1,8 @@
 /*
 ** t_bad.c — every bad spec/config under tests/bad/ must be refused with the right message at the
 ** right line. The table is tests/bad/cases.txt (FILE|LINE|FRAGMENT); a file listed several times must
-** produce all of its messages in one run (zgen reports every error, not the first).
+** produce all of its messages in one run (zgen reports every error, not the first). A file the front
+** end accepts is planned too, so refusals of the planner (bounds, fit) are cases like any other.
 */
 #include "zg.h"
 #include "zt.h"
@@ -28,6 +29,11 @@ static void run_front_end(const char *file)
         zg_zero_load_file(path, &m, &z);
     }
     zg_check(&m, &z);
+    if (zg_error_count() == 0) {
+        static ZgPlan p;
+        memset(&p, 0, sizeof p);
+        if (zg_model_build(&m, &p)) zg_plan_build(&m, &z, &p);
+    }
 }
 
 static void t_cases(void)
@@ -84,6 +90,22 @@ static void t_missing_config_file(void)
     ZT_CHECKM(zg_diag_count_matching("cannot open", 0) == 1, "%s", zg_diag_log());
 }
 
+/* Only regular files are read: a directory or a device is refused at once, naming what it is (a FIFO
+** would block; tests/gen/t_bounds.sh makes one). */
+static void t_not_regular_file(void)
+{
+    ZgModel m;
+    ZgZero z;
+    zg_diag_reset();
+    zg_diag_quiet(true);
+    zg_spec_load(BAD "base.yaml", &m);
+    ZT_CHECK(!zg_zero_load_file("tests/bad", &m, &z));
+    ZT_CHECKM(zg_diag_count_matching("'tests/bad' is a directory", 0) == 1, "%s", zg_diag_log());
+    zg_diag_reset();
+    ZT_CHECK(zg_spec_load("/dev/null", &m) == NULL);
+    ZT_CHECKM(zg_diag_count_matching("is a character device", 0) == 1, "%s", zg_diag_log());
+}
+
 /* The diagnostics a user sees: file:line:col, the source line, a caret under the column. */
 static void t_printed_format(void)
 {
@@ -118,6 +140,7 @@ int main(void)
     ZT_RUN(t_cases);
     ZT_RUN(t_all_errors_reported);
     ZT_RUN(t_missing_config_file);
+    ZT_RUN(t_not_regular_file);
     ZT_RUN(t_printed_format);
     return zt_end();
 }

@@ -4,6 +4,7 @@
 ** triple is derived on every branch of DeepSpeed's rule, "auto" is filled as documented, and the
 ** helpers (sizes, numbers, edit distance, JSON through the YAML parser) behave.
 */
+#include <unistd.h>
 #include "zg.h"
 #include "zt.h"
 
@@ -392,6 +393,41 @@ static void t_path_sanity(void)
     ZT_CHECK(!zg_path_is_sane("a`id`"));
 }
 
+/* nvme_path judged at generation time (issue 13): a dangling link, a regular file, /proc are refused
+** with the key's line; a directory, a path that does not exist yet (the trainer creates it) and a
+** relative path (the trainer's working directory decides) are accepted. */
+static int nvme_errors(const char *path, const char *frag)
+{
+    ZgModel m = model(2);
+    ZgZero z;
+    char *cfg = zg_fmt("{\"train_micro_batch_size_per_gpu\": 1,\n \"zero_optimization\": {\"stage\": 3,\n"
+                       "  \"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"%s\"}}}\n", path);
+    int n = load(cfg, &m, &z);
+    if (frag) ZT_CHECKM(zg_diag_count_matching(frag, 3) == 1, "%s: no \"%s\" at line 3:\n%s", path, frag, zg_diag_log());
+    return n;
+}
+
+static void t_nvme_path(void)
+{
+    char dir[] = "/tmp/zg_nvme_XXXXXX";
+    ZT_CHECK(mkdtemp(dir) != NULL);
+    char *link = zg_fmt("%s/dangling", dir), *file = zg_fmt("%s/file", dir), *missing = zg_fmt("%s/new/swap", dir);
+    ZT_CHECK(symlink("/nonexistent/zg_target", link) == 0);
+    FILE *f = fopen(file, "w");
+    ZT_CHECK(f != NULL);
+    if (f) fclose(f);
+    ZT_EQ_INT(nvme_errors(link, "is a dangling symbolic link"), 1);
+    ZT_EQ_INT(nvme_errors(file, "is a regular file, not a directory"), 1);
+    ZT_EQ_INT(nvme_errors("/proc/self/fd", "kernel pseudo file system"), 1);
+    ZT_EQ_INT(nvme_errors("/dev/null", "/dev (device nodes)"), 1);
+    ZT_EQ_INT(nvme_errors(dir, NULL), 0);
+    ZT_EQ_INT(nvme_errors(missing, NULL), 0);
+    ZT_EQ_INT(nvme_errors("relative/swap", NULL), 0);
+    unlink(link);
+    unlink(file);
+    rmdir(dir);
+}
+
 /* docs/CONFIG.md documents every key of the table (a key added without documentation fails). */
 static void t_config_md_lists_every_key(void)
 {
@@ -428,6 +464,7 @@ int main(void)
     ZT_RUN(t_edit_distance);
     ZT_RUN(t_spec_defaults);
     ZT_RUN(t_path_sanity);
+    ZT_RUN(t_nvme_path);
     ZT_RUN(t_config_md_lists_every_key);
     return zt_end();
 }

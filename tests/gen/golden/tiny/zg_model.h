@@ -64,6 +64,9 @@
 /* ---------------------------------------------------------------------- optimizer */
 #define ZG_OPTIMIZER                    "adamw"
 #define ZG_ADAM_W_MODE                  1
+/* optimizer.params.bias_correction: 0 = DeepSpeed's Adam without bias correction (step size lr, no
+** 1/sqrt(1-b2^t)); the trainer passes zr_adam step INT64_MAX, where b^t is exactly 0 for b < 1 */
+#define ZG_BIAS_CORRECTION              1
 #define ZG_LR                           0.001
 #define ZG_BETA1                        0.9
 #define ZG_BETA2                        0.999
