@@ -23,7 +23,7 @@ RT_LIBS    := $(shell pkg-config --libs $(PKGS_RT)) -fopenmp -lm -lpthread
 
 GEN_SRC  := $(sort $(wildcard gen/*.c))
 GEN_OBJ  := $(GEN_SRC:%.c=build/%.o)
-GEN_LIB_OBJ := $(filter-out build/gen/main.o,$(GEN_OBJ))
+GEN_LIB_OBJ := $(filter-out build/gen/main.o build/gen/ckpt.o,$(GEN_OBJ))
 RT_SRC   := $(sort $(wildcard runtime/*.c))
 RT_OBJ   := $(RT_SRC:%.c=build/%.o)
 
@@ -53,7 +53,8 @@ build/runtime/%.o: runtime/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(RT_CFLAGS) -c $< -o $@
 
-bin/zgen: $(GEN_OBJ)
+# `zgen ckpt` (gen/ckpt.c) links the runtime's checkpoint and safetensors code from libzrt
+bin/zgen: $(GEN_OBJ) build/libzrt.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(GEN_LIBS)
 
