@@ -105,12 +105,13 @@ static int info(ZrCkptSet *s, const Meta *m)
         printf("  %-32s %-16s %12lld\n", t[i].name, shape, (long long)t[i].numel);
     }
     for (int r = 0; r < w; r++) {
-        uint64_t bytes = 0, mb = 0;
+        uint64_t bytes = 0, mb = 0, mo = 0;
         int rc = zr_ckpt_set_verify(s, r, &bytes);
-        zr_ckpt_set_blob_size(s, r, "master", &mb);
+        zr_ckpt_set_blob_at(s, r, "master", &mo, &mb);
         total += bytes;
-        printf("  shard rank_%05d.zrs  %llu bytes  master %llu bytes  %s\n", r, (unsigned long long)bytes,
-               (unsigned long long)mb, rc ? "CHECKSUM FAILURE" : "checksums ok");
+        printf("  shard rank_%05d.zrs  %llu bytes  master %llu bytes at %llu  %s\n", r,
+               (unsigned long long)bytes, (unsigned long long)mb, (unsigned long long)mo,
+               rc ? "CHECKSUM FAILURE" : "checksums ok");
         if (rc) { fprintf(stderr, "zgen ckpt: %s\n", zr_train_error()); bad = 1; }
     }
     printf("%s: %d shards, %llu bytes read and checked\n", bad ? "checksums FAILED" : "checksums ok", w,

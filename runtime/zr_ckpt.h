@@ -105,6 +105,8 @@ const ZrCkptTensor *zr_ckpt_set_tensors(const ZrCkptSet *s, int *n);
 int zr_ckpt_set_find(const ZrCkptSet *s, const char *name);   /* tensor index or -1 */
 /* Size of blob `name` in shard `shard` (-ENOENT if absent). */
 int zr_ckpt_set_blob_size(const ZrCkptSet *s, int shard, const char *name, uint64_t *bytes);
+/* Where blob `name` lies in shard `shard`'s file (byte offset and size; -ENOENT if absent). */
+int zr_ckpt_set_blob_at(const ZrCkptSet *s, int shard, const char *name, uint64_t *offset, uint64_t *bytes);
 /* Whole blob `name` of shard `shard` (a small one: state, scaler), its CRC checked; -EMSGSIZE when
 ** it does not hold `bytes`. */
 int zr_ckpt_set_get(ZrCkptSet *s, int shard, const char *name, void *dst, size_t bytes);

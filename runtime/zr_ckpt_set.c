@@ -436,6 +436,17 @@ int zr_ckpt_set_blob_size(const ZrCkptSet *s, int shard, const char *name, uint6
     return 0;
 }
 
+int zr_ckpt_set_blob_at(const ZrCkptSet *s, int shard, const char *name, uint64_t *offset, uint64_t *bytes)
+{
+    const Blob *b;
+    if (shard < 0 || shard >= s->world) return -EINVAL;
+    if (!(b = blob_of(&s->sh[shard], name, NULL)))
+        return zr_train_fail(-ENOENT, "checkpoint shard %s: no blob %s", s->sh[shard].path, name);
+    *offset = b->offset;
+    *bytes = b->bytes;
+    return 0;
+}
+
 int zr_ckpt_set_get(ZrCkptSet *s, int shard, const char *name, void *dst, size_t bytes)
 {
     const Blob *b;

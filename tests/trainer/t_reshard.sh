@@ -186,15 +186,17 @@ EOF
   bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 && make -s -j2 -C "$d/out" >"$d/make.log" 2>&1 ||
     { cat "$d/gen.log" "$d/make.log"; return 1; }
 }
+# each rank under GNU time, its peak RSS (KiB) into PREFIX.<rank>
+TIMED='exec /usr/bin/time -f %M -o "$0.$OMPI_COMM_WORLD_RANK" "$@"'
 if bigplan g 2 3 nvme && bigplan h 4 3 none && bigplan i 4 2 none; then
   DG="$tmp/g"
   if run g 2 --steps 1 --save "$DG/ck" --quiet >"$DG/r.log" 2>&1; then
     for x in h i; do
       DX="$tmp/$x"
       # the same plan started fresh (random init, no step) and resumed (no step): peak RSS per rank
-      if mpirun --oversubscribe -np 4 /usr/bin/time -f "%M" -o "$DX/fresh.%q{OMPI_COMM_WORLD_RANK}" "$DX/out/train" \
+      if mpirun --oversubscribe -np 4 bash -c "$TIMED" "$DX/fresh" "$DX/out/train" \
            --data "$tmp/corpus.bin" --threads 1 --steps 0 --quiet >"$DX/f.log" 2>&1 &&
-         mpirun --oversubscribe -np 4 /usr/bin/time -f "%M" -o "$DX/rss.%q{OMPI_COMM_WORLD_RANK}" "$DX/out/train" \
+         mpirun --oversubscribe -np 4 bash -c "$TIMED" "$DX/rss" "$DX/out/train" \
            --data "$tmp/corpus.bin" --threads 1 --steps 1 --resume "$DG/ck" >"$DX/r.log" 2>&1; then
         if "$PY" - "$DX" <<'EOF'
 import re, sys, glob
