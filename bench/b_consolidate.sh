@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 PY=/usr/bin/python3
 PAIRS=${ZB_CONS_PAIRS:-3}
+ZB_RESULTS=${ZB_RESULTS:-$PWD/bench/out/results.jsonl}
+mkdir -p "$(dirname "$ZB_RESULTS")"
 make -s bin/zgen build/libzrt.a >/dev/null || { echo "b_consolidate: build failed"; exit 1; }
 tmp=$(mktemp -d "${ZB_TMP:-/tmp}/b_cons.XXXXXX"); trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/spec.yaml" <<YAML
