@@ -5,6 +5,8 @@
 ** under three partitions (stage-3 slices, a flat cut, whole copies) with pseudo-random ranges, range
 ** reads that touch only the chunks around them, a flipped byte failing just its chunk, a checkpoint
 ** missing a range refused at open, and a format-1 shard (built here from its definition) still read.
+** The streaming safetensors writer that consolidation uses: same bytes as zr_st_write, BF16, and a
+** wrong byte count refused.
 */
 #include <dirent.h>
 #include <errno.h>
@@ -538,6 +540,54 @@ static void t_format1(void)
 
 /* }===== */
 
+/* The streaming safetensors writer (consolidation) writes what zr_st_write writes, piece by piece;
+** BF16 files read back as the rounded values; a wrong byte count is refused and leaves no file. */
+static void t_st_stream(void)
+{
+    static float a[3000], b[7];
+    ZrStTensor t[2] = {{"a.weight", 2, {60, 50}, a}, {"b.bias", 1, {7}, b}};
+    const char *md[] = {"format", "pt", NULL};
+    ZrStStream s;
+    char p1[300], p2[300], p3[300];
+    uint16_t h[3007];
+    for (int i = 0; i < 3000; i++) a[i] = (float)i * 0.37f - 11.0f;
+    for (int i = 0; i < 7; i++) b[i] = 1.0f / (float)(i + 1);
+    snprintf(p1, sizeof p1, "%s/st_whole.safetensors", dir);
+    snprintf(p2, sizeof p2, "%s/st_stream.safetensors", dir);
+    snprintf(p3, sizeof p3, "%s/st_bf16.safetensors", dir);
+    ZT_EQ_INT(zr_st_write(p1, t, 2, md), 0);
+    ZT_EQ_INT(zr_st_stream_begin(&s, p2, t, 2, ZR_DT_FP32, md), 0);
+    for (int o = 0; o < 3000; o += 999) ZT_EQ_INT(zr_st_stream_write(&s, a + o, (size_t)(3000 - o < 999 ? 3000 - o : 999) * 4), 0);
+    ZT_EQ_INT(zr_st_stream_write(&s, b, sizeof b), 0);
+    ZT_EQ_INT(zr_st_stream_end(&s), 0);
+    {
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "cmp -s %s %s", p1, p2);
+        ZT_CHECKM(system(cmd) == 0, "streamed file differs from zr_st_write's");
+    }
+    for (int i = 0; i < 3000; i++) h[i] = zr_f32_to_bf16(a[i]);
+    for (int i = 0; i < 7; i++) h[3000 + i] = zr_f32_to_bf16(b[i]);
+    ZT_EQ_INT(zr_st_stream_begin(&s, p3, t, 2, ZR_DT_BF16, NULL), 0);
+    ZT_EQ_INT(zr_st_stream_write(&s, h, sizeof h), 0);
+    ZT_EQ_INT(zr_st_stream_end(&s), 0);
+    {
+        ZrSt st;
+        float back[3000];
+        ZT_EQ_INT(zr_st_open(&st, p3), 0);
+        ZT_EQ_INT(zr_st_read_range(&st, zr_st_find(&st, "a.weight"), 0, 3000, back), 0);
+        int bad = 0;
+        for (int i = 0; i < 3000; i++) bad += back[i] != zr_bf16_to_f32(h[i]);
+        ZT_EQ_INT(bad, 0);
+        ZT_EQ_INT(st.e[0].dtype, ZR_DT_BF16);
+        zr_st_close(&st);
+    }
+    snprintf(p3, sizeof p3, "%s/st_short.safetensors", dir);
+    ZT_EQ_INT(zr_st_stream_begin(&s, p3, t, 2, ZR_DT_FP32, NULL), 0);
+    ZT_EQ_INT(zr_st_stream_write(&s, a, 100), 0);
+    ZT_EQ_INT(zr_st_stream_end(&s), -EINVAL);
+    ZT_CHECK(access(p3, F_OK) != 0);
+}
+
 int main(void)
 {
     char cmd[160];
@@ -556,6 +606,7 @@ int main(void)
     ZT_RUN(t_index_chunk_crc);
     ZT_RUN(t_index_incomplete);
     ZT_RUN(t_format1);
+    ZT_RUN(t_st_stream);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) printf("could not remove %s\n", dir);
     return zt_end();
