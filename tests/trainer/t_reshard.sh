@@ -163,6 +163,14 @@ if bin/zgen ckpt "$DA/ck" --info >"$tmp/info.txt" 2>&1 && grep -q "world size 2"
 else
   cat "$tmp/info.txt"; fail "zgen ckpt --info"
 fi
+bin/zgen ckpt >/dev/null 2>&1; r1=$?
+bin/zgen ckpt "$DA/ck" --export "$tmp/u.safetensors" --dtype fp8 >/dev/null 2>&1; r2=$?
+bin/zgen ckpt "$tmp/nothing" --info >"$tmp/none.txt" 2>&1; r3=$?
+if [ $r1 = 2 ] && [ $r2 = 2 ] && [ $r3 = 1 ] && grep -q "$tmp/nothing" "$tmp/none.txt"; then
+  ok "zgen ckpt: usage errors exit 2, a missing checkpoint exits 1 naming it"
+else
+  cat "$tmp/none.txt"; fail "zgen ckpt: usage errors exit 2 ($r1, $r2), a missing checkpoint exits 1 ($r3)"
+fi
 cp -r "$DA/ck" "$tmp/bad"
 sh1="$tmp/bad/step_4/rank_00001.zrs"
 printf '\x5a' | dd of="$sh1" bs=1 seek=$(( $(stat -c %s "$sh1") / 2 )) count=1 conv=notrunc 2>/dev/null
