@@ -25,7 +25,7 @@ RT_LIBS    := $(shell pkg-config --libs $(PKGS_RT) 2>/dev/null) -fopenmp -lm -lp
 
 GEN_SRC  := $(sort $(wildcard gen/*.c))
 GEN_OBJ  := $(GEN_SRC:%.c=build/%.o)
-GEN_LIB_OBJ := $(filter-out build/gen/main.o,$(GEN_OBJ))
+GEN_LIB_OBJ := $(filter-out build/gen/main.o build/gen/ckpt.o,$(GEN_OBJ))
 RT_SRC   := $(sort $(wildcard runtime/*.c))
 RT_OBJ   := $(RT_SRC:%.c=build/%.o)
 
@@ -55,7 +55,8 @@ build/runtime/%.o: runtime/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(RT_CFLAGS) -c $< -o $@
 
-bin/zgen: $(GEN_OBJ)
+# `zgen ckpt` (gen/ckpt.c) links the runtime's checkpoint and safetensors code from libzrt
+bin/zgen: $(GEN_OBJ) build/libzrt.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(GEN_LIBS)
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "zg.h"
 #include "zg_render.h"
+#include "zg_ckpt.h"
 
 typedef struct Opts {
     const char *spec;
@@ -33,7 +34,9 @@ static const char USAGE[] =
     "  --dump=spec      print the parsed spec and config and stop\n"
     "  --dump=plan      also print plan.txt (or plan.json with --json) to stdout\n"
     "  -h, --help       this text\n"
-    "exit status: 0 ok, 1 input errors, 2 usage\n";
+    "exit status: 0 ok, 1 input errors, 2 usage\n"
+    "\n"
+    "       zgen ckpt DIR --info | --export FILE [--dtype fp32|bf16]   (a checkpoint; zgen ckpt -h)\n";
 
 static int usage_error(const char *msg, const char *arg)
 {
@@ -120,6 +123,7 @@ static int pipeline(const Opts *o)
 int main(int argc, char **argv)
 {
     Opts o = {0};
+    if (argc > 1 && !strcmp(argv[1], "ckpt")) return zg_ckpt_main(argc - 1, argv + 1);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

@@ -26,8 +26,27 @@ struct ZrCkptWriter {
     Blob *b;
     int nb, cap;
     int open_blob;              /* 1 between blob_begin and blob_end */
+    uint32_t *cc;               /* chunk CRCs of every blob so far, in blob order */
+    size_t ncc, capcc;
+    uint32_t cur;               /* CRC of the open blob's current chunk, cur_fill bytes so far */
+    uint64_t cur_fill;
     char path[PATHLEN];
 };
+
+static int push_chunk_crc(ZrCkptWriter *w)
+{
+    if (w->ncc == w->capcc) {
+        size_t cap = w->capcc ? 2 * w->capcc : 256;
+        uint32_t *n = realloc(w->cc, cap * sizeof *n);
+        if (!n) return zr_train_fail(-ENOMEM, "checkpoint: out of memory");
+        w->cc = n;
+        w->capcc = cap;
+    }
+    w->cc[w->ncc++] = w->cur;
+    w->cur = 0;
+    w->cur_fill = 0;
+    return 0;
+}
 
 /* mkdir -p: every missing component of p; existing ones (made by another rank meanwhile) are fine. */
 static int mkdir_ok(const char *p)
@@ -109,11 +128,21 @@ int zr_ckpt_blob_begin(ZrCkptWriter *w, const char *name)
 int zr_ckpt_blob_write(ZrCkptWriter *w, const void *data, size_t bytes)
 {
     Blob *b = &w->b[w->nb - 1];
+    const uint8_t *p = data;
+    size_t left = bytes;
     int rc;
     if (!w->open_blob) return zr_train_fail(-EINVAL, "checkpoint %s: write outside a blob", w->path);
     if ((rc = zr_afile_write(&w->af, data, bytes)) != 0) return rc;
     b->crc = zr_crc32c(b->crc, data, bytes);
     b->bytes += bytes;
+    while (left) {
+        size_t take = ZR_CKPT_CHUNK - w->cur_fill < left ? (size_t)(ZR_CKPT_CHUNK - w->cur_fill) : left;
+        w->cur = zr_crc32c(w->cur, p, take);
+        w->cur_fill += take;
+        p += take;
+        left -= take;
+        if (w->cur_fill == ZR_CKPT_CHUNK && (rc = push_chunk_crc(w)) != 0) return rc;
+    }
     return 0;
 }
 
@@ -121,7 +150,7 @@ int zr_ckpt_blob_end(ZrCkptWriter *w)
 {
     if (!w->open_blob) return zr_train_fail(-EINVAL, "checkpoint %s: blob_end without blob_begin", w->path);
     w->open_blob = 0;
-    return 0;
+    return w->cur_fill ? push_chunk_crc(w) : 0;
 }
 
 int zr_ckpt_add(ZrCkptWriter *w, const char *name, const void *data, size_t bytes)
@@ -137,6 +166,7 @@ void zr_ckpt_writer_abort(ZrCkptWriter *w)
     if (!w) return;
     zr_afile_abort(&w->af);
     free(w->b);
+    free(w->cc);
     free(w);
 }
 
@@ -156,6 +186,26 @@ int zr_ckpt_writer_commit(ZrCkptWriter *w)
         zr_ckpt_writer_abort(w);
         return zr_train_fail(-ENOMEM, "checkpoint: out of memory");
     }
+    {   /* the chunk CRCs, blob after blob, right after the data; each blob's list has its own CRC */
+        size_t k = 0;
+        rc = 0;
+        uint8_t le[4];
+        for (i = 0; i < w->nb; i++) {
+            uint64_t nc = (w->b[i].bytes + ZR_CKPT_CHUNK - 1) / ZR_CKPT_CHUNK, c;
+            uint32_t crc_list = 0;
+            for (c = 0; c < nc; c++, k++) {
+                put32(le, w->cc[k]);
+                crc_list = zr_crc32c(crc_list, le, 4);
+                if ((rc = zr_afile_write(&w->af, le, 4)) != 0) break;
+            }
+            w->b[i].chunks_crc = crc_list;
+            if (rc) break;
+        }
+        if (!rc && k != w->ncc)
+            rc = zr_train_fail(-EINVAL, "checkpoint %s: internal: %zu chunk CRCs for %zu chunks", w->path,
+                               w->ncc, k);
+        if (rc) { free(f); zr_ckpt_writer_abort(w); return rc; }
+    }
     table_off = w->af.bytes;
     for (i = 0; i < w->nb; i++) {
         uint8_t *e = f + (size_t)i * ENTRY_BYTES;
@@ -163,6 +213,7 @@ int zr_ckpt_writer_commit(ZrCkptWriter *w)
         put64(e + ZR_CKPT_NAMELEN, w->b[i].offset);
         put64(e + ZR_CKPT_NAMELEN + 8, w->b[i].bytes);
         put32(e + ZR_CKPT_NAMELEN + 16, w->b[i].crc);
+        put32(e + ZR_CKPT_NAMELEN + 20, w->b[i].chunks_crc);
     }
     {
         uint8_t *t = f + (size_t)w->nb * ENTRY_BYTES;
@@ -174,6 +225,7 @@ int zr_ckpt_writer_commit(ZrCkptWriter *w)
         put64(t + 24, table_off);
         crc = zr_crc32c(0, f, (size_t)w->nb * ENTRY_BYTES + 32);
         put32(t + 32, crc);
+        put32(t + 36, ZR_CKPT_CHUNK);
         memcpy(t + 40, SHARD_MAGIC, 8);
     }
     rc = zr_afile_write(&w->af, f, n);
@@ -181,6 +233,7 @@ int zr_ckpt_writer_commit(ZrCkptWriter *w)
     if (rc) { zr_ckpt_writer_abort(w); return rc; }
     rc = zr_afile_commit(&w->af);
     free(w->b);
+    free(w->cc);
     free(w);
     return rc;
 }
@@ -195,8 +248,8 @@ int zr_ckpt_parse_footer(const char *path, const uint8_t *tail, uint64_t tail_le
                          int rank, int world, int64_t step, Blob **blobs, int *nb, uint32_t *footer_crc)
 {
     const uint8_t *t, *table;
-    uint64_t nblob, table_off, base = size - tail_len;
-    uint32_t crc;
+    uint64_t nblob, table_off, base = size - tail_len, data_end, nchunks = 0;
+    uint32_t crc, version, chunk;
     Blob *b;
     uint64_t i;
     *blobs = NULL;
@@ -206,9 +259,15 @@ int zr_ckpt_parse_footer(const char *path, const uint8_t *tail, uint64_t tail_le
     t = tail + tail_len - TRAILER_BYTES;
     nblob = get32(t);
     table_off = get64(t + 24);
-    if (get32(t + 4) != SHARD_VERSION)
-        return zr_train_fail(-EINVAL, "checkpoint shard %s: version %u, expected %u", path, get32(t + 4),
+    version = get32(t + 4);
+    if (version != 1 && version != SHARD_VERSION)
+        return zr_train_fail(-EINVAL, "checkpoint shard %s: format version %u; this build reads 1 and %u "
+                             "(HINT: written by a newer zgen? read it with that one)", path, version,
                              SHARD_VERSION);
+    chunk = version >= 2 ? get32(t + 36) : 0;
+    if (version >= 2 && (chunk == 0 || chunk % 64))
+        return zr_train_fail(-EINVAL, "checkpoint shard %s: chunk size %u in its trailer is not a "
+                             "multiple of 64: the file is corrupted", path, chunk);
     if (nblob > (tail_len - TRAILER_BYTES) / ENTRY_BYTES ||
         table_off != size - TRAILER_BYTES - nblob * ENTRY_BYTES)
         return zr_train_fail(-EINVAL, "checkpoint shard %s: footer does not fit the file (%llu bytes)",
@@ -230,7 +289,25 @@ int zr_ckpt_parse_footer(const char *path, const uint8_t *tail, uint64_t tail_le
         b[i].offset = get64(e + ZR_CKPT_NAMELEN);
         b[i].bytes = get64(e + ZR_CKPT_NAMELEN + 8);
         b[i].crc = get32(e + ZR_CKPT_NAMELEN + 16);
-        if (b[i].offset > table_off || b[i].bytes > table_off - b[i].offset) {
+        b[i].chunk_bytes = chunk;
+        if (b[i].bytes > size) {
+            free(b);
+            return zr_train_fail(-EINVAL, "checkpoint shard %s: blob %s lies outside the data", path, b[i].name);
+        }
+        if (chunk) {
+            b[i].chunks_crc = get32(e + ZR_CKPT_NAMELEN + 20);
+            b[i].chunks_at = nchunks * 4;       /* relative for now: the list's start is known last */
+            nchunks += blob_nchunks(&b[i]);
+        }
+    }
+    if (nchunks > table_off / 4) {
+        free(b);
+        return zr_train_fail(-EINVAL, "checkpoint shard %s: its chunk checksums do not fit the file", path);
+    }
+    data_end = table_off - nchunks * 4;
+    for (i = 0; i < nblob; i++) {
+        if (chunk) b[i].chunks_at += data_end;
+        if (b[i].offset > data_end || b[i].bytes > data_end - b[i].offset) {
             int rc = zr_train_fail(-EINVAL, "checkpoint shard %s: blob %s lies outside the data", path,
                                    b[i].name);
             free(b);
@@ -330,7 +407,7 @@ int zr_ckpt_finish(const char *dir, int64_t step, int world, const char *meta)
     step_dir(fdir, dir, step, 0);
     snprintf(p, sizeof p, "%s/manifest.json", tdir);
     if ((rc = zr_afile_open(&a, p)) != 0) return rc;
-    zr_afile_printf(&a, "{\n  \"format\": \"zrt-checkpoint\",\n  \"version\": 1,\n  \"step\": %lld,\n"
+    zr_afile_printf(&a, "{\n  \"format\": \"zrt-checkpoint\",\n  \"version\": 2,\n  \"step\": %lld,\n"
                     "  \"world\": %d,\n  \"shards\": [\n", (long long)step, world);
     for (r = 0; r < world; r++) {
         Blob *b;

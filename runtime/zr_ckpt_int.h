@@ -9,7 +9,7 @@
 #include "zr_ckpt.h"
 
 #define SHARD_MAGIC "ZRCKPT01"
-#define SHARD_VERSION 1u
+#define SHARD_VERSION 2u          /* 2: per-chunk CRC32C of every blob; 1 (still read): none */
 #define BLOB_ALIGN 64
 #define ENTRY_BYTES (ZR_CKPT_NAMELEN + 8 + 8 + 4 + 4) /* name, offset, bytes, crc, pad */
 #define TRAILER_BYTES 48
@@ -19,7 +19,17 @@ typedef struct Blob {
     char name[ZR_CKPT_NAMELEN];
     uint64_t offset, bytes;
     uint32_t crc;
+    /* version 2: one CRC32C per ZR_CKPT_CHUNK bytes of the blob (the last chunk may be short),
+    ** stored as u32 at file offset chunks_at, themselves checked by chunks_crc; version 1: none */
+    uint64_t chunks_at;
+    uint32_t chunks_crc;
+    uint32_t chunk_bytes;       /* 0 in version 1 */
 } Blob;
+
+static inline uint64_t blob_nchunks(const Blob *b)
+{
+    return b->chunk_bytes ? (b->bytes + b->chunk_bytes - 1) / b->chunk_bytes : 0;
+}
 
 static inline void put32(uint8_t *p, uint32_t v) { for (int k = 0; k < 4; k++) p[k] = (uint8_t)(v >> 8 * k); }
 static inline void put64(uint8_t *p, uint64_t v) { for (int k = 0; k < 8; k++) p[k] = (uint8_t)(v >> 8 * k); }

@@ -75,64 +75,75 @@ void zr_st_from_row(ZrStTensor *t, const ZrTensorRow *row, const float *data)
     t->data = data;
 }
 
-int zr_st_write(const char *path, const ZrStTensor *t, int n, const char *const *metadata)
+/* The header (length-prefixed JSON, padded to 8) for tensors of dtype `dt` ("F32", "BF16") of esize
+** bytes; need_data: every non-empty tensor must have data. *total: the data bytes that follow. */
+static int build_header(Buf *b, const char *path, const ZrStTensor *t, int n, const char *const *metadata,
+                        const char *dt, int esize, int need_data, uint64_t *total)
 {
-    Buf b = { 0 };
     char num[64];
-    uint64_t off = 0, hlen;
-    int i, k, rc = 0;
-    ZrAfile a;
-    bputs(&b, "{");
+    uint64_t off = 0;
+    int i, k;
+    bputs(b, "{");
     if (metadata && metadata[0]) {
-        bputs(&b, "\"__metadata__\":{");
+        bputs(b, "\"__metadata__\":{");
         for (k = 0; metadata[k] && metadata[k + 1]; k += 2) {
-            if (k) bputs(&b, ",");
-            bputstr(&b, metadata[k]);
-            bputs(&b, ":");
-            bputstr(&b, metadata[k + 1]);
+            if (k) bputs(b, ",");
+            bputstr(b, metadata[k]);
+            bputs(b, ":");
+            bputstr(b, metadata[k + 1]);
         }
-        bputs(&b, "}");
+        bputs(b, "}");
     }
     for (i = 0; i < n; i++) {
         int64_t ne = t[i].ndim >= 0 && t[i].ndim <= ZR_ST_MAXDIM ? numel_of(t[i].ndim, t[i].shape) : -1;
         if (!t[i].name || !t[i].name[0] || strlen(t[i].name) >= ZR_ST_NAMELEN ||
-            strcmp(t[i].name, "__metadata__") == 0) {
-            rc = zr_train_fail(-EINVAL, "safetensors %s: tensor %d has no usable name", path, i);
-            goto out;
-        }
-        if (ne < 0 || (ne > 0 && !t[i].data)) {
-            rc = zr_train_fail(-EINVAL, "safetensors %s: tensor %s has a bad shape or no data", path,
-                               t[i].name);
-            goto out;
-        }
+            strcmp(t[i].name, "__metadata__") == 0)
+            return zr_train_fail(-EINVAL, "safetensors %s: tensor %d has no usable name", path, i);
+        if (ne < 0 || (need_data && ne > 0 && !t[i].data))
+            return zr_train_fail(-EINVAL, "safetensors %s: tensor %s has a bad shape or no data", path,
+                                 t[i].name);
         for (k = 0; k < i; k++)
-            if (strcmp(t[k].name, t[i].name) == 0) {
-                rc = zr_train_fail(-EINVAL, "safetensors %s: tensor %s given twice", path, t[i].name);
-                goto out;
-            }
-        if (i || (metadata && metadata[0])) bputs(&b, ",");
-        bputstr(&b, t[i].name);
-        bputs(&b, ":{\"dtype\":\"F32\",\"shape\":[");
+            if (strcmp(t[k].name, t[i].name) == 0)
+                return zr_train_fail(-EINVAL, "safetensors %s: tensor %s given twice", path, t[i].name);
+        if (i || (metadata && metadata[0])) bputs(b, ",");
+        bputstr(b, t[i].name);
+        bputs(b, ":{\"dtype\":\"");
+        bputs(b, dt);
+        bputs(b, "\",\"shape\":[");
         for (k = 0; k < t[i].ndim; k++) {
             snprintf(num, sizeof num, "%s%lld", k ? "," : "", (long long)t[i].shape[k]);
-            bputs(&b, num);
+            bputs(b, num);
         }
         snprintf(num, sizeof num, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
-                 (unsigned long long)(off + (uint64_t)ne * 4));
-        bputs(&b, num);
-        off += (uint64_t)ne * 4;
+                 (unsigned long long)(off + (uint64_t)ne * (uint64_t)esize));
+        bputs(b, num);
+        off += (uint64_t)ne * (uint64_t)esize;
     }
-    bputs(&b, "}");
-    while (b.n % 8) bputs(&b, " "); /* data starts 8-byte aligned; trailing spaces are valid JSON */
-    if (b.oom) { rc = zr_train_fail(-ENOMEM, "safetensors %s: out of memory", path); goto out; }
+    bputs(b, "}");
+    while (b->n % 8) bputs(b, " "); /* data starts 8-byte aligned; trailing spaces are valid JSON */
+    if (b->oom) return zr_train_fail(-ENOMEM, "safetensors %s: out of memory", path);
+    *total = off;
+    return 0;
+}
+
+static int write_header(ZrAfile *a, const Buf *b)
+{
+    uint8_t le[8];
+    int k, rc;
+    for (k = 0; k < 8; k++) le[k] = (uint8_t)((uint64_t)b->n >> (8 * k));
+    rc = zr_afile_write(a, le, 8);
+    return rc ? rc : zr_afile_write(a, b->p, b->n);
+}
+
+int zr_st_write(const char *path, const ZrStTensor *t, int n, const char *const *metadata)
+{
+    Buf b = { 0 };
+    uint64_t total;
+    int i, rc;
+    ZrAfile a;
+    if ((rc = build_header(&b, path, t, n, metadata, "F32", 4, 1, &total)) != 0) goto out;
     if ((rc = zr_afile_open(&a, path)) != 0) goto out;
-    hlen = b.n;
-    {
-        uint8_t le[8];
-        for (k = 0; k < 8; k++) le[k] = (uint8_t)(hlen >> (8 * k));
-        rc = zr_afile_write(&a, le, 8);
-    }
-    if (!rc) rc = zr_afile_write(&a, b.p, b.n);
+    rc = write_header(&a, &b);
     for (i = 0; i < n && !rc; i++)
         rc = zr_afile_write(&a, t[i].data, (size_t)numel_of(t[i].ndim, t[i].shape) * 4);
     if (rc) zr_afile_abort(&a);
@@ -140,6 +151,56 @@ int zr_st_write(const char *path, const ZrStTensor *t, int n, const char *const 
 out:
     free(b.p);
     return rc;
+}
+
+int zr_st_stream_begin(ZrStStream *s, const char *path, const ZrStTensor *t, int n, int dtype,
+                       const char *const *metadata)
+{
+    Buf b = { 0 };
+    int rc;
+    memset(s, 0, sizeof *s);
+    snprintf(s->path, sizeof s->path, "%s", path);
+    if (dtype != ZR_DT_FP32 && dtype != ZR_DT_BF16)
+        return zr_train_fail(-EINVAL, "safetensors %s: streaming writes F32 or BF16 only", path);
+    rc = build_header(&b, path, t, n, metadata, dtype == ZR_DT_FP32 ? "F32" : "BF16",
+                      dtype == ZR_DT_FP32 ? 4 : 2, 0, &s->want);
+    if (!rc && (rc = zr_afile_open(&s->a, path)) == 0) {
+        if ((rc = write_header(&s->a, &b)) != 0) zr_afile_abort(&s->a);
+        else s->open = 1;
+    }
+    free(b.p);
+    return rc;
+}
+
+int zr_st_stream_write(ZrStStream *s, const void *data, size_t bytes)
+{
+    int rc;
+    if (!s->open) return zr_train_fail(-EINVAL, "safetensors %s: write to a closed stream", s->path);
+    if (bytes > s->want - s->got) {
+        zr_st_stream_abort(s);
+        return zr_train_fail(-EINVAL, "safetensors %s: more data than the header declares", s->path);
+    }
+    if ((rc = zr_afile_write(&s->a, data, bytes)) != 0) { zr_st_stream_abort(s); return rc; }
+    s->got += bytes;
+    return 0;
+}
+
+int zr_st_stream_end(ZrStStream *s)
+{
+    if (!s->open) return zr_train_fail(-EINVAL, "safetensors %s: stream not open", s->path);
+    if (s->got != s->want) {
+        zr_st_stream_abort(s);
+        return zr_train_fail(-EINVAL, "safetensors %s: %llu data bytes written, the header declares %llu",
+                             s->path, (unsigned long long)s->got, (unsigned long long)s->want);
+    }
+    s->open = 0;
+    return zr_afile_commit(&s->a);
+}
+
+void zr_st_stream_abort(ZrStStream *s)
+{
+    if (s->open) zr_afile_abort(&s->a);
+    s->open = 0;
 }
 
 /* }===== */

@@ -14,6 +14,7 @@
 #define ZR_ST_H
 #include <stddef.h>
 #include <stdint.h>
+#include "zr_afile.h"
 #include "zr_plan.h"
 
 #define ZR_ST_MAXDIM 4
@@ -33,6 +34,22 @@ void zr_st_from_row(ZrStTensor *t, const ZrTensorRow *row, const float *data);
 /* Writes tensors [n] to path (fp32). metadata: NULL or pairs {key, value, key, value, ..., NULL}
 ** of strings put under "__metadata__". Returns 0 or -errno. */
 int zr_st_write(const char *path, const ZrStTensor *t, int n, const char *const *metadata);
+
+/* Streaming write (consolidation: the data never needs to be in memory at once). begin writes the
+** header for tensors t[n] (shapes only; data ignored) in dtype ZR_DT_FP32 or ZR_DT_BF16, exactly as
+** zr_st_write would for F32; then the tensors' bytes in that dtype, in table order, in any pieces;
+** end checks the byte count and makes the file appear atomically. Any error aborts (temp removed). */
+typedef struct ZrStStream {
+    ZrAfile a;
+    uint64_t want, got;         /* data bytes declared / written */
+    int open;
+    char path[512];
+} ZrStStream;
+int zr_st_stream_begin(ZrStStream *s, const char *path, const ZrStTensor *t, int n, int dtype,
+                       const char *const *metadata);
+int zr_st_stream_write(ZrStStream *s, const void *data, size_t bytes);
+int zr_st_stream_end(ZrStStream *s);
+void zr_st_stream_abort(ZrStStream *s);
 
 /* An opened, validated file. Entries are in file order. */
 typedef struct ZrStEntry {

@@ -7,7 +7,8 @@
 # of accumulation, and ZeRO-3 bf16 with parameters on NVMe (the bf16 working copy is rebuilt from
 # the fp32 master); a warmup schedule makes the restored step count matter.
 # Then a checkpoint with one byte altered in one shard, and one with a truncated shard, must be
-# refused with a message naming the shard file.
+# refused with a message naming the shard file. Last, the ZeRO-3 NVMe checkpoint resumed by a plan
+# with every state in memory (same world size and stage) continues bit for bit.
 . "$(dirname "$0")/../lib.sh"
 zt_need_mpi "resume"
 zt_build bin/zgen build/libzrt.a
@@ -85,5 +86,24 @@ else
   else
     cat "$d/bad2.log"; fail "truncated shard refused with its name"
   fi
+fi
+# Same world size and stage, other offload tiers: offload never changes a bit, so the ZeRO-3 NVMe
+# checkpoint resumed by a plan that keeps everything in memory (a checkpoint read through the
+# tensor index, not shard for shard) continues bit for bit: steps 3-5 and the exported weights.
+if plan z3_mem 3 1 none none; then
+  d="$tmp/z3_mem"
+  if train "$d" --steps 6 --resume "$tmp/z3_nvme/ck" --log "$d/part.jsonl" --export "$d/res/w.safetensors" >"$d/r.log" 2>&1; then
+    losses "$d/part.jsonl" >"$d/part.txt"
+    if [ "$(wc -l <"$d/part.txt")" -eq 3 ] && cmp -s <(tail -3 "$tmp/z3_nvme/full.txt") "$d/part.txt" &&
+       cmp -s "$tmp/z3_nvme/full/w.safetensors" "$d/res/w.safetensors"; then
+      ok "ZeRO-3 NVMe checkpoint resumed in memory: steps 3-5 and weights bit-identical"
+    else
+      diff <(tail -3 "$tmp/z3_nvme/full.txt") "$d/part.txt" | head; fail "ZeRO-3 NVMe checkpoint resumed in memory differs"
+    fi
+  else
+    tail -5 "$d/r.log"; fail "ZeRO-3 NVMe checkpoint resumed in memory: run"
+  fi
+else
+  fail "z3_mem: build"
 fi
 zt_end
