@@ -1,0 +1,220 @@
+/*
+** hw.c — hardware profiles for the cost model: the built-in ones and profile files.
+**
+** A built-in profile is a spec-sheet figure times a stated efficiency, or a measured practical
+** figure, each with its source (docs/PREDICT.md has the table; REFERENCE.md part 2 section 5 is
+** where the figures come from). The `host` built-in holds the figures measured on this kind of
+** machine (REFERENCE.md part 3); `bench/calibrate` measures the machine at hand and writes a
+** profile file with the same keys, which zg_hw_load reads (errors located at file:line:col).
+*/
+#include <string.h>
+#include <sys/stat.h>
+#include "zg_predict.h"
+
+#define G 1e9
+#define T 1e12
+
+/* Efficiencies shared by the GPU profiles (assumptions, docs/PREDICT.md "Efficiencies"). */
+#define MM_EFF 0.70             /* bf16 cuBLASLt GEMMs at GPT-2 shapes: fraction of dense peak */
+#define ATTN_EFF 0.50           /* flash attention forward+backward: fraction of dense peak */
+#define HBM_EFF 0.85            /* fused elementwise kernels: fraction of HBM spec bandwidth */
+#define DRAM_EFF 0.70           /* STREAM-like sustained fraction of DDR/LPDDR spec bandwidth */
+#define ADAM_BYTES 28.0         /* fused CPU Adam, 16-bit grads in and params out: 2+12 read, 12+2 written */
+#define LAUNCH_S 20e-6          /* one schedule op = a handful of kernel launches (~5 us each) */
+
+static ZgHw gpu(const char *name, double bf16, double fp32, double hbm, double h2d, double d2h,
+                double nvr, double nvw, double net, double dram)
+{
+    ZgHw h = {0};
+    h.name = name;
+    h.peak_flops[ZG_DTYPE_FP32] = fp32 * T;
+    h.peak_flops[ZG_DTYPE_BF16] = h.peak_flops[ZG_DTYPE_FP16] = bf16 * T;
+    h.mm_eff = MM_EFF;
+    h.attn_eff = ATTN_EFF;
+    h.mem_bw = hbm * G * HBM_EFF;
+    h.h2d_bw = h2d * G;
+    h.d2h_bw = d2h * G;
+    h.nvme_read_bw = nvr * G;
+    h.nvme_write_bw = nvw * G;
+    h.net_bw = net * G;
+    h.net_lat_s = 20e-6;        /* NCCL small-message latency on NVLink (assumption) */
+    h.host_mem_bw = dram * G * DRAM_EFF;
+    h.cpu_adam_rate = h.host_mem_bw / ADAM_BYTES;
+    h.op_overhead_s = LAUNCH_S;
+    return h;
+}
+
+bool zg_hw_builtin(const char *name, ZgHw *hw)
+{
+    /* Columns: bf16 dense TF, fp32 TF, HBM GB/s (spec), H2D, D2H, NVMe read, NVMe write (GB/s,
+    ** practical), collective busbw GB/s (practical), host DRAM GB/s (spec, one socket).
+    ** Sources per column in docs/PREDICT.md. */
+    if (!strcmp(name, "h100-sxm"))
+        *hw = gpu("h100-sxm", 989.4, 67, 3350, 55.6, 52.8, 10, 5, 370, 307.2);
+    else if (!strcmp(name, "h100-pcie"))
+        *hw = gpu("h100-pcie", 756, 51, 2000, 55.6, 52.8, 10, 5, 25, 307.2);
+    else if (!strcmp(name, "a100-80gb"))
+        *hw = gpu("a100-80gb", 312, 19.5, 2039, 25.1, 25.1, 10, 5, 215, 204.8);
+    else if (!strcmp(name, "h200"))
+        *hw = gpu("h200", 989.4, 67, 4800, 55.6, 52.8, 10, 5, 370, 307.2);
+    else if (!strcmp(name, "gh200"))
+        *hw = gpu("gh200", 989.4, 67, 4000, 360, 360, 10, 5, 370, 512);
+    else if (!strcmp(name, "host")) {
+        ZgHw h = {0};           /* REFERENCE.md part 3: a 2-core Ice Lake-SP VM, 2 threads */
+        h.name = "host";
+        h.host = true;
+        h.peak_flops[0] = h.peak_flops[1] = h.peak_flops[2] = 160 * G;  /* sgemm, GPT shapes */
+        h.mm_eff = 1.0;         /* the figure is already what sgemm reaches */
+        h.attn_eff = 0.5;       /* assumption: attention as many small single-threaded sgemms */
+        h.mem_bw = 19.1 * G;    /* STREAM copy, counted bytes */
+        h.h2d_bw = h.d2h_bw = 19.1 * G;
+        h.nvme_read_bw = 1.2 * G;
+        h.nvme_write_bw = 1.85 * G;
+        h.net_bw = 1.3 * G;     /* Open MPI over shared memory: reductions 1.2-1.5 GB/s */
+        h.net_lat_s = 50e-6;
+        h.cpu_adam_rate = 1400e6;
+        h.host_mem_bw = 19.1 * G;
+        h.op_overhead_s = 20e-6;
+        *hw = h;
+    } else
+        return false;
+    return true;
+}
+
+const char *zg_hw_builtin_names(void) { return "h100-sxm, h100-pcie, a100-80gb, h200, gh200, host"; }
+
+/* {===================================================================== profile files */
+typedef struct Key {
+    const char *name;
+    size_t off;                 /* offsetof(ZgHw, field) */
+    double scale;               /* file unit -> model unit */
+    double lo, hi;              /* allowed range in the file's unit */
+} Key;
+
+static const Key keys[] = {
+    {"matmul_efficiency", offsetof(ZgHw, mm_eff), 1, 1e-3, 1},
+    {"attention_efficiency", offsetof(ZgHw, attn_eff), 1, 1e-3, 1},
+    {"memory_gbs", offsetof(ZgHw, mem_bw), G, 1e-3, 1e6},
+    {"h2d_gbs", offsetof(ZgHw, h2d_bw), G, 1e-3, 1e6},
+    {"d2h_gbs", offsetof(ZgHw, d2h_bw), G, 1e-3, 1e6},
+    {"nvme_read_gbs", offsetof(ZgHw, nvme_read_bw), G, 1e-3, 1e6},
+    {"nvme_write_gbs", offsetof(ZgHw, nvme_write_bw), G, 1e-3, 1e6},
+    {"collective_gbs", offsetof(ZgHw, net_bw), G, 1e-3, 1e6},
+    {"collective_latency_us", offsetof(ZgHw, net_lat_s), 1e-6, 0, 1e6},
+    {"cpu_adam_mparams", offsetof(ZgHw, cpu_adam_rate), 1e6, 1e-3, 1e9},
+    {"host_memory_gbs", offsetof(ZgHw, host_mem_bw), G, 1e-3, 1e6},
+    {"op_overhead_us", offsetof(ZgHw, op_overhead_s), 1e-6, 0, 1e6},
+};
+enum { NKEYS = sizeof keys / sizeof keys[0] };
+
+static const char *const dtype_keys[3] = {"fp32", "bf16", "fp16"};
+
+static bool matmul_tflops(const ZgNode *v, ZgHw *hw)
+{
+    if (v->kind != ZG_NMAP) {
+        zg_error(v->loc, "matmul_tflops must be a mapping {fp32: TF, bf16: TF, fp16: TF}, not %s",
+                 zg_node_kind_name(v));
+        return false;
+    }
+    bool ok = true;
+    for (int i = 0; i < v->n; i++) {
+        int d = -1;
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(v->keys[i], dtype_keys[k])) d = k;
+        if (d < 0) {
+            zg_error(v->key_locs[i], "unknown key matmul_tflops.%s", v->keys[i]);
+            zg_note(v->key_locs[i], "the keys are fp32, bf16 and fp16 (dense TFLOP/s)");
+            ok = false;
+            continue;
+        }
+        double x;
+        if (!zg_node_num(v->vals[i], zg_fmt("matmul_tflops.%s", v->keys[i]), 1e-6, 1e6, &x))
+            ok = false;
+        else hw->peak_flops[d] = x * T;
+    }
+    return ok;
+}
+
+bool zg_hw_load(const char *path, ZgHw *hw)
+{
+    int errors = zg_error_count();
+    ZgNode *root = zg_node_load_file(path);
+    if (!root) return false;
+    ZgLoc top = root->loc;
+    if (root->kind != ZG_NMAP) {
+        zg_error(top, "a hardware profile must be a mapping of keys (docs/PREDICT.md), not %s",
+                 zg_node_kind_name(root));
+        return false;
+    }
+    const char *base = "host";
+    const ZgNode *b = zg_node_get(root, "base");
+    if (b && zg_node_str(b, "base", &base) && !zg_hw_builtin(base, hw)) {
+        zg_error(b->loc, "base '%s' is no built-in profile", base);
+        zg_note(b->loc, "built-in profiles: %s", zg_hw_builtin_names());
+        return false;
+    }
+    if (!b) zg_hw_builtin("host", hw);
+    hw->name = zg_xstrdup(path);
+    for (int i = 0; i < root->n; i++) {
+        const char *k = root->keys[i];
+        const ZgNode *v = root->vals[i];
+        if (!strcmp(k, "base")) continue;
+        if (!strcmp(k, "name")) {
+            const char *s;
+            if (zg_node_str(v, "name", &s)) hw->name = s;
+            continue;
+        }
+        if (!strcmp(k, "backend")) {
+            const char *s;
+            if (!zg_node_str(v, "backend", &s)) continue;
+            if (!strcmp(s, "host")) hw->host = true;
+            else if (!strcmp(s, "device")) hw->host = false;
+            else zg_error(v->loc, "backend must be host or device, not '%s'", s);
+            continue;
+        }
+        if (!strcmp(k, "matmul_tflops")) {
+            matmul_tflops(v, hw);
+            continue;
+        }
+        int j = 0;
+        while (j < NKEYS && strcmp(keys[j].name, k)) j++;
+        if (j == NKEYS) {
+            zg_error(root->key_locs[i], "unknown hardware profile key '%s'", k);
+            zg_note(root->key_locs[i], "keys: name, base, backend, matmul_tflops, matmul_efficiency, "
+                    "attention_efficiency, memory_gbs, h2d_gbs, d2h_gbs, nvme_read_gbs, "
+                    "nvme_write_gbs, collective_gbs, collective_latency_us, cpu_adam_mparams, "
+                    "host_memory_gbs, op_overhead_us (docs/PREDICT.md)");
+            continue;
+        }
+        double x;
+        if (zg_node_num(v, k, keys[j].lo, keys[j].hi, &x))
+            *(double *)((char *)hw + keys[j].off) = x * keys[j].scale;
+    }
+    return zg_error_count() == errors;
+}
+
+bool zg_hw_get(const char *name_or_path, ZgHw *hw)
+{
+    if (zg_hw_builtin(name_or_path, hw)) return true;
+    struct stat st;
+    if (stat(name_or_path, &st) != 0) {
+        zg_error((ZgLoc){0}, "--hardware %s: no built-in profile of that name and no such file",
+                 name_or_path);
+        zg_note((ZgLoc){0}, "built-in profiles: %s; or a profile file (bench/calibrate writes one)",
+                zg_hw_builtin_names());
+        return false;
+    }
+    return zg_hw_load(name_or_path, hw);
+}
+
+void zg_hw_write(const ZgHw *hw, FILE *f)
+{
+    fprintf(f, "{\n  \"name\": \"%s\",\n  \"backend\": \"%s\",\n", hw->name, hw->host ? "host" : "device");
+    fprintf(f, "  \"matmul_tflops\": {\"fp32\": %.6g, \"bf16\": %.6g, \"fp16\": %.6g}", hw->peak_flops[0] / T,
+            hw->peak_flops[1] / T, hw->peak_flops[2] / T);
+    for (int j = 0; j < NKEYS; j++)
+        fprintf(f, ",\n  \"%s\": %.6g", keys[j].name,
+                *(const double *)((const char *)hw + keys[j].off) / keys[j].scale);
+    fputs("\n}\n", f);
+}
+/* }===================================================================== */
