@@ -91,6 +91,12 @@ bin/bench/%: bench/%.c build/libzrt.a $(GEN_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) $(GEN_CFLAGS) -Iruntime -Igen -o $@ $< build/libzrt.a $(GEN_LIB_OBJ) $(RT_LIBS) $(GEN_LIBS)
 
+# The calibration tool (writes a `host` hardware profile for zgen --predict; docs/PREDICT.md): not a
+# benchmark (bench/run.sh runs only b_*), linked with OpenBLAS like the host kernels.
+bin/bench/calibrate: bench/calibrate.c build/libzrt.a $(GEN_LIB_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(RT_CFLAGS) $(GEN_CFLAGS) -Iruntime -Igen -o $@ $< build/libzrt.a $(GEN_LIB_OBJ) $(RT_LIBS) $(GEN_LIBS) -lopenblas
+
 test: all $(TGEN_BIN) $(TRT_BIN) $(TTR_BIN) $(TCU_BIN)
 	@bash tests/run.sh
 
