@@ -93,9 +93,14 @@ bin/bench/%: bench/%.c build/libzrt.a $(GEN_LIB_OBJ)
 
 # The calibration tool (writes a `host` hardware profile for zgen --predict; docs/PREDICT.md): not a
 # benchmark (bench/run.sh runs only b_*), linked with OpenBLAS like the host kernels.
-bin/bench/calibrate: bench/calibrate.c build/libzrt.a $(GEN_LIB_OBJ)
+# It times the host kernels themselves (templates/host/*.c, compiled into build/bench/host/).
+CAL_HOST_OBJ := $(TCU_HOST_SRC:templates/host/%.c=build/bench/host/%.o)
+build/bench/host/%.o: templates/host/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(RT_CFLAGS) $(GEN_CFLAGS) -Iruntime -Igen -o $@ $< build/libzrt.a $(GEN_LIB_OBJ) $(RT_LIBS) $(GEN_LIBS) -lopenblas
+	$(CC) $(CFLAGS) -fopenmp -c $< -o $@
+bin/bench/calibrate: bench/calibrate.c build/libzrt.a $(GEN_LIB_OBJ) $(CAL_HOST_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(RT_CFLAGS) $(GEN_CFLAGS) -Iruntime -Igen -Itemplates/host -o $@ $< $(CAL_HOST_OBJ) build/libzrt.a $(GEN_LIB_OBJ) $(RT_LIBS) $(GEN_LIBS) -lopenblas
 
 test: all $(TGEN_BIN) $(TRT_BIN) $(TTR_BIN) $(TCU_BIN)
 	@bash tests/run.sh

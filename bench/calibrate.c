@@ -2,19 +2,22 @@
 ** calibrate.c — measures the machine at hand and prints a `host` hardware profile for
 ** `zgen --predict --hardware FILE` (keys in docs/PREDICT.md). Build: make bin/bench/calibrate.
 **   [mpirun -np R] bin/bench/calibrate [--threads N] [--dir D] > host.json
-** What it measures, each the way the host trainer does the work, on every rank at once (so a
-** 2-rank run sees what a 2-rank trainer sees on shared cores and memory):
-**   sgemm       GPT-shaped matmuls split in row blocks over N OpenMP threads, each block one
-**               single-threaded OpenBLAS call (the host kernels' pattern), GFLOP/s;
-**   attention   the same with the small per-head shapes of the host attention (32 rows x hs x T);
-**   memory      a copy stream (bytes read + written per second) and memcpy (bytes copied/s);
-**   CPU Adam    libzrt's zr_adam_step on fp32 gradients, parameters/s;
-**   disk        O_DIRECT sequential write then read of a file in D (default /tmp), GB/s;
-**   collectives with R >= 2: libzrt's all-reduce of 32 MiB fp32 (bus bandwidth
-**               2(R-1)/R x bytes / time) and of one element (latency).
+** What it measures, each on every rank at once (so a 2-rank run sees what a 2-rank trainer sees on
+** shared cores and memory):
+**   host kernels  the host backend's own kernels (templates/host) on one GPT-2 block of width 256,
+**                 sequence 256, 8 sequences: the four linear layers forward and backward (their
+**                 FLOP rate is the profile's matmul rate; GELU and residual adds are fused in them),
+**                 attention forward and backward (attention_efficiency = its rate over the
+**                 matmul rate, FLOPs counted as the model counts them: 6*C*T per token), the two
+**                 LayerNorms forward and backward (memory_gbs, bytes counted as the model does);
+**   memory        a copy stream (host_memory_gbs: bytes read + written per second) and memcpy
+**                 (h2d/d2h: bytes copied per second; the host backend's "device" is host memory);
+**   CPU Adam      libzrt's zr_adam_step on fp32 gradients, parameters/s;
+**   disk          O_DIRECT sequential write then read of a file in D (default /tmp), GB/s;
+**   collectives   with R >= 2: libzrt's all-reduce of 32 MiB fp32 (bus bandwidth
+**                 2(R-1)/R x bytes / time) and of one element (latency).
 ** Each figure is the median of 5 repetitions. Rank 0 prints the profile.
 */
-#include <cblas.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -27,6 +30,7 @@
 #include "zr_adam.h"
 #include "zr_coll.h"
 #include "zg_predict.h"
+#include "gpt2_host.h"
 
 enum { REPS = 5 };
 
@@ -56,23 +60,60 @@ static float *fill(size_t n)
     return x;
 }
 
-/* C[M,N] = A[M,K] B[K,N], rows split in `rows`-row blocks over the OpenMP threads. */
-static double gemm_rate(int M, int K, int N, int rows)
+static float *zeros(size_t n)
 {
-    float *A = fill((size_t)M * K), *B = fill((size_t)K * N), *Cm = fill((size_t)M * N);
-    double r[REPS];
+    float *x = calloc(n, sizeof(float));
+    if (!x) { fprintf(stderr, "calibrate: out of memory\n"); exit(1); }
+    return x;
+}
+
+/* The host kernels on one block: matmul FLOP/s, attention FLOP/s, LayerNorm bytes/s. */
+static void kernel_rates(double *mm, double *attn, double *ln)
+{
+    const int B = 8, T = 256, C = 256, NH = 4, F = 4 * C, n = B * T;
+    const float eps = 1e-5f;
+    float *x = fill((size_t)n * C), *y = zeros((size_t)n * C), *dy = fill((size_t)n * C);
+    float *dx = zeros((size_t)n * C), *mean = zeros(n), *rstd = zeros(n);
+    float *qkv = fill((size_t)n * 3 * C), *dqkv = zeros((size_t)n * 3 * C);
+    float *h = zeros((size_t)n * F), *hg = zeros((size_t)n * F), *dh = zeros((size_t)n * F);
+    float *dhg = zeros((size_t)n * F);
+    float *att = zeros((size_t)B * NH * T * T), *datt = zeros((size_t)B * NH * T * T);
+    float *w = fill((size_t)C * F), *dw = zeros((size_t)C * F), *b = zeros(F), *db = zeros(F);
+    float *lw = fill(C), *lb = zeros(C);
+    for (size_t i = 0; i < (size_t)n * 3 * C; i++) qkv[i] *= 0.1f;
+    double rm[REPS], ra[REPS], rl[REPS];
+    double mm_flops = 3.0 * 2.0 * n * (3.0 * C * C + C * C + 2.0 * C * F);    /* forward + backward */
+    double attn_flops = 3.0 * 2.0 * n * (double)C * T;
+    double ln_bytes = (1.0 + ZG_BWD_FACTOR) * ZG_HOST_ELEM_C * C * (double)n * 4.0;
     for (int k = 0; k < REPS; k++) {
         double t0 = now();
-#pragma omp parallel for schedule(static)
-        for (int i = 0; i < M; i += rows) {
-            int m = M - i < rows ? M - i : rows;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, N, K, 1.0f,
-                        A + (size_t)i * K, K, B, N, 0.0f, Cm + (size_t)i * N, N);
-        }
-        r[k] = 2.0 * M * K * (double)N / (now() - t0);
+        zk_linear_forward(n, C, 3 * C, x, w, b, NULL, qkv, NULL);
+        zk_linear_forward(n, C, C, y, w, b, x, dx, NULL);
+        zk_linear_forward(n, C, F, x, w, b, NULL, h, hg);
+        zk_linear_forward(n, F, C, hg, w, b, x, y, NULL);
+        zk_linear_backward(n, F, C, hg, w, dy, dhg, dw, db, h, dh);
+        zk_linear_backward(n, C, F, x, w, dh, dx, dw, db, NULL, NULL);
+        zk_linear_backward(n, C, C, y, w, dy, dx, dw, db, NULL, NULL);
+        zk_linear_backward(n, C, 3 * C, x, w, dqkv, dx, dw, db, NULL, NULL);
+        rm[k] = mm_flops / (now() - t0);
+        for (size_t i = 0; i < (size_t)n * 3 * C; i++) qkv[i] = 0.01f * (float)(i % 97);
+        t0 = now();
+        zk_attention_forward(B, T, C, NH, qkv, att, y);
+        zk_attention_backward(B, T, C, NH, qkv, att, dy, datt, dqkv);
+        ra[k] = attn_flops / (now() - t0);
+        t0 = now();
+        zk_layernorm_forward(n, C, eps, x, lw, lb, y, mean, rstd);
+        zk_layernorm_forward(n, C, eps, y, lw, lb, dx, mean, rstd);
+        zk_layernorm_backward(n, C, x, lw, mean, rstd, dy, dx, dw, db);
+        zk_layernorm_backward(n, C, y, lw, mean, rstd, dy, dx, dw, db);
+        rl[k] = ln_bytes / (now() - t0);
     }
-    free(A); free(B); free(Cm);
-    return median(r, REPS);
+    *mm = median(rm, REPS);
+    *attn = median(ra, REPS);
+    *ln = median(rl, REPS);
+    free(x); free(y); free(dy); free(dx); free(mean); free(rstd); free(qkv); free(dqkv);
+    free(h); free(hg); free(dh); free(dhg); free(att); free(datt); free(w); free(dw); free(b);
+    free(db); free(lw); free(lb);
 }
 
 static void mem_rates(double *stream, double *copy)
@@ -192,22 +233,19 @@ int main(int argc, char **argv)
     if (zr_comm_create(&comm) != 0) { fprintf(stderr, "calibrate: MPI init failed\n"); return 1; }
     int rank = zr_comm_rank(comm), world = zr_comm_world(comm);
     if (threads > 0) omp_set_num_threads(threads);
-    openblas_set_num_threads(1);
+    zk_threads_init(threads);
 
     ZgHw hw;
     zg_hw_builtin("host", &hw);
     hw.name = world > 1 ? "host (calibrated, per rank of a multi-rank run)" : "host (calibrated)";
-    /* GPT-shaped blocks of the validation models (C = 256 and 384, BT = 2048) */
-    double g[4] = {gemm_rate(2048, 256, 768, 64), gemm_rate(2048, 256, 1024, 64),
-                   gemm_rate(2048, 384, 1152, 64), gemm_rate(2048, 1536, 384, 64)};
-    double mm = median(g, 4);
+    double mm, attn, ln, stream, copy;
+    kernel_rates(&mm, &attn, &ln);
     hw.peak_flops[0] = hw.peak_flops[1] = hw.peak_flops[2] = mm;
     hw.mm_eff = 1.0;
-    hw.attn_eff = gemm_rate(32 * omp_get_max_threads() * 8, 64, 256, 32) / mm;
-    if (hw.attn_eff > 1) hw.attn_eff = 1;
-    double stream, copy;
+    hw.attn_eff = attn / mm < 1.0 ? attn / mm : 1.0;
+    hw.mem_bw = ln;
     mem_rates(&stream, &copy);
-    hw.mem_bw = hw.host_mem_bw = stream;
+    hw.host_mem_bw = stream;
     hw.h2d_bw = hw.d2h_bw = copy;
     hw.cpu_adam_rate = adam_rate();
     double rd = 0, wr = 0;

@@ -19,14 +19,6 @@
 #include <string.h>
 #include "zg_predict.h"
 
-/* Elementwise bytes per token per block, in units of d_model x activation bytes (docs/PREDICT.md).
-** Target design: two fused residual+LayerNorm kernels forward (each reads x and the residual,
-** writes the sum and the normalised output), twice that backward; matmul operand traffic is
-** inside the matmul efficiency. Host kernels: LayerNorms, residual adds and GELU unfused, fp32. */
-#define DEV_FWD_C 8.0
-#define HOST_FWD_C 18.0
-#define BWD_FACTOR 2.0
-
 typedef struct Sim {
     const ZgPlan *p;
     const ZgHw *hw;
@@ -97,7 +89,7 @@ static double module_time(const Sim *s, int mi, bool backward)
     const ZgModule *md = &p->modules[mi];
     const ZgHw *hw = s->hw;
     double BT = (double)p->zero->micro_batch * (double)m->seq_len, C = (double)m->d_model;
-    double T = (double)m->seq_len, a = act_bytes(s), f = backward ? BWD_FACTOR : 1.0;
+    double T = (double)m->seq_len, a = act_bytes(s), f = backward ? ZG_BWD_FACTOR : 1.0;
     double flops = 0, attn = 0, bytes = 0;
     switch (md->kind) {
     case ZG_MOD_EMBED:
@@ -106,7 +98,7 @@ static double module_time(const Sim *s, int mi, bool backward)
     case ZG_MOD_BLOCK:
         flops = 2.0 * BT * (double)md->numel;
         attn = 2.0 * BT * C * T;
-        bytes = (hw->host ? HOST_FWD_C * C + (double)m->n_heads * T : DEV_FWD_C * C) * BT * a;
+        bytes = (hw->host ? ZG_HOST_ELEM_C : ZG_DEV_ELEM_C) * C * BT * a;
         break;
     case ZG_MOD_FINAL_NORM:
         bytes = 2.0 * BT * C * a;

@@ -43,6 +43,16 @@ typedef struct ZgHw {
     double op_overhead_s;       /* fixed cost of one compute op of the schedule (launches, sync) */
 } ZgHw;
 
+/* Host kernels' elementwise bytes per token per block forward, in units of d_model x 4 bytes: the
+** two LayerNorms (read x, write y); GELU and the residual adds are fused into the linear layers and
+** timed with them. Backward moves twice as much. bench/calibrate times the LayerNorms with the same
+** count, so the two stay consistent. */
+#define ZG_HOST_ELEM_C 4.0
+/* The same for the target GPU design: two fused residual+LayerNorm kernels, each reading x and the
+** residual and writing the sum and the normalised output (activation dtype). */
+#define ZG_DEV_ELEM_C 8.0
+#define ZG_BWD_FACTOR 2.0
+
 /* hw.c: the built-in profile `name` (h100-sxm, h100-pcie, a100-80gb, h200, gh200, host); false if
 ** there is none. */
 bool zg_hw_builtin(const char *name, ZgHw *hw);
