@@ -135,6 +135,50 @@ static bool matmul_tflops(const ZgNode *v, ZgHw *hw)
     return ok;
 }
 
+static bool host_kernels(const ZgNode *v, ZgHw *hw)
+{
+    if (v->kind != ZG_NSEQ) {
+        zg_error(v->loc, "host_kernels must be a list of {d_model, matmul_gflops, attention_gflops, "
+                 "layernorm_gbs}, not %s", zg_node_kind_name(v));
+        return false;
+    }
+    if (v->n > ZG_HW_MAX_WIDTHS) {
+        zg_error(v->loc, "host_kernels has %d entries; at most %d", v->n, ZG_HW_MAX_WIDTHS);
+        return false;
+    }
+    static const char *const names[4] = {"d_model", "matmul_gflops", "attention_gflops", "layernorm_gbs"};
+    static const double scale[4] = {1, G, G, G};
+    bool ok = true;
+    hw->n_widths = 0;
+    for (int i = 0; i < v->n; i++) {
+        const ZgNode *e = v->vals[i];
+        if (e->kind != ZG_NMAP) {
+            zg_error(e->loc, "host_kernels[%d] must be a mapping, not %s", i, zg_node_kind_name(e));
+            ok = false;
+            continue;
+        }
+        double x[4] = {0};
+        for (int k = 0; k < e->n; k++) {
+            int j = 0;
+            while (j < 4 && strcmp(names[j], e->keys[k])) j++;
+            if (j == 4) {
+                zg_error(e->key_locs[k], "unknown key host_kernels[%d].%s", i, e->keys[k]);
+                zg_note(e->key_locs[k], "the keys are d_model, matmul_gflops, attention_gflops, layernorm_gbs");
+                ok = false;
+            } else if (!zg_node_num(e->vals[k], zg_fmt("host_kernels[%d].%s", i, names[j]), 1e-6, 1e9, &x[j]))
+                ok = false;
+        }
+        for (int j = 0; j < 4; j++)
+            if (x[j] <= 0 && zg_node_index(e, names[j]) < 0) {
+                zg_error(e->loc, "host_kernels[%d] has no %s", i, names[j]);
+                ok = false;
+            }
+        hw->widths[hw->n_widths++] = (struct ZgHwWidth){x[0], x[1] * scale[1], x[2] * scale[2],
+                                                        x[3] * scale[3]};
+    }
+    return ok;
+}
+
 bool zg_hw_load(const char *path, ZgHw *hw)
 {
     int errors = zg_error_count();
@@ -172,6 +216,10 @@ bool zg_hw_load(const char *path, ZgHw *hw)
             else zg_error(v->loc, "backend must be host or device, not '%s'", s);
             continue;
         }
+        if (!strcmp(k, "host_kernels")) {
+            host_kernels(v, hw);
+            continue;
+        }
         if (!strcmp(k, "matmul_tflops")) {
             matmul_tflops(v, hw);
             continue;
@@ -183,7 +231,7 @@ bool zg_hw_load(const char *path, ZgHw *hw)
             zg_note(root->key_locs[i], "keys: name, base, backend, matmul_tflops, matmul_efficiency, "
                     "attention_efficiency, memory_gbs, h2d_gbs, d2h_gbs, nvme_read_gbs, "
                     "nvme_write_gbs, collective_gbs, collective_latency_us, cpu_adam_mparams, "
-                    "host_memory_gbs, op_overhead_us (docs/PREDICT.md)");
+                    "host_memory_gbs, op_overhead_us, host_kernels (docs/PREDICT.md)");
             continue;
         }
         double x;
@@ -215,6 +263,14 @@ void zg_hw_write(const ZgHw *hw, FILE *f)
     for (int j = 0; j < NKEYS; j++)
         fprintf(f, ",\n  \"%s\": %.6g", keys[j].name,
                 *(const double *)((const char *)hw + keys[j].off) / keys[j].scale);
+    if (hw->n_widths) {
+        fputs(",\n  \"host_kernels\": [", f);
+        for (int i = 0; i < hw->n_widths; i++)
+            fprintf(f, "%s\n    {\"d_model\": %g, \"matmul_gflops\": %.6g, \"attention_gflops\": %.6g, "
+                    "\"layernorm_gbs\": %.6g}", i ? "," : "", hw->widths[i].d_model,
+                    hw->widths[i].matmul_flops / G, hw->widths[i].attn_flops / G, hw->widths[i].mem_bw / G);
+        fputs("\n  ]", f);
+    }
     fputs("\n}\n", f);
 }
 /* }===================================================================== */

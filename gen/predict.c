@@ -75,10 +75,24 @@ static int run1(Sim *s, int res, int kind, int arg, double dur, int dep)
 /* {===================================================================== op times */
 static double act_bytes(const Sim *s) { return s->hw->host ? 4.0 : zg_dtype_size(s->p->zero->dtype); }
 
-static double mm_time(const Sim *s, double flops)
+/* Matmul FLOP/s, attention FLOP/s and elementwise bytes/s for this plan's width. */
+static void rates(const Sim *s, double *mm, double *attn, double *mem)
 {
     const ZgHw *hw = s->hw;
-    return flops / (hw->peak_flops[s->p->zero->dtype] * hw->mm_eff);
+    double peak = hw->peak_flops[s->p->zero->dtype];
+    *mm = peak * hw->mm_eff;
+    *attn = peak * hw->attn_eff;
+    *mem = hw->mem_bw;
+    if (!hw->host || hw->n_widths == 0) return;
+    double C = (double)s->p->model->d_model, best = 0;
+    int bi = -1;
+    for (int i = 0; i < hw->n_widths; i++) {
+        double w = hw->widths[i].d_model, d = w > C ? w / C : C / w;
+        if (bi < 0 || d < best) { best = d; bi = i; }
+    }
+    *mm = hw->widths[bi].matmul_flops;
+    *attn = hw->widths[bi].attn_flops;
+    *mem = hw->widths[bi].mem_bw;
 }
 
 /* One forward (backward = false) or backward of module mi over one micro-batch. */
@@ -108,9 +122,10 @@ static double module_time(const Sim *s, int mi, bool backward)
         bytes = 2.0 * BT * (double)m->vocab_size * a;   /* logits written, read by the loss */
         break;
     }
-    double t = f * (mm_time(s, flops) + attn / (hw->peak_flops[p->zero->dtype] * hw->attn_eff) +
-                    bytes / hw->mem_bw);
-    if (backward) t += (double)md->use_numel * 8.0 / hw->mem_bw;   /* fp32 dW read + written */
+    double mm, at, mem;
+    rates(s, &mm, &at, &mem);
+    double t = f * (flops / mm + attn / at + bytes / mem);
+    if (backward) t += (double)md->use_numel * 8.0 / mem;   /* fp32 dW read + written */
     return t + hw->op_overhead_s;
 }
 

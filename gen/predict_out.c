@@ -115,9 +115,9 @@ void zg_predict_print(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, b
             secs(pr->step_s, a, sizeof a), (long long)z->grad_accum, z->grad_accum == 1 ? "" : "s",
             (long long)z->micro_batch, (long long)p->model->seq_len, p->model->world_size,
             p->model->world_size == 1 ? "" : "s", pr->tokens_per_s);
-    fprintf(f, "MFU %.1f %% ((6N + 6LCT) x tokens = %.3e FLOP per rank per step against %.1f "
-            "TFLOP/s %s peak)\n", 100.0 * pr->mfu, pr->model_flops, peak / 1e12,
-            zg_dtype_name(z->dtype));
+    fprintf(f, "MFU %.1f %% ((6N + 6LCT) x tokens = %.3e FLOP per rank per step against %.4g "
+            "TFLOP/s %s peak%s)\n", 100.0 * pr->mfu, pr->model_flops, peak / 1e12,
+            zg_dtype_name(z->dtype), hw->host ? ": the measured matmul rate of the host kernels" : "");
     fprintf(f, "%s\n", zg_predict_verdict(pr));
     fprintf(f, "  %-11s %12s %16s\n", "resource", "busy", "critical path");
     for (int r = 0; r < ZG_NRES; r++) {

@@ -27,6 +27,7 @@ typedef enum {
 
 /* A hardware profile. Rates are what the model divides by (practical figures: a spec-sheet peak
 ** times the efficiency stated with it). Bandwidths in bytes/s, compute in FLOP/s. */
+#define ZG_HW_MAX_WIDTHS 8
 typedef struct ZgHw {
     const char *name;
     bool host;                  /* the host backend: the "device" is the CPU and its memory */
@@ -41,6 +42,13 @@ typedef struct ZgHw {
     double cpu_adam_rate;       /* parameters/s of the fused CPU Adam (16-bit grads in and out) */
     double host_mem_bw;         /* host DRAM bandwidth (gradient accumulation, norm on the CPU) */
     double op_overhead_s;       /* fixed cost of one compute op of the schedule (launches, sync) */
+    /* Host profiles: the host kernels' rates measured at a few model widths (bench/calibrate);
+    ** a plan uses the entry whose d_model is nearest its own (ratio distance), else the figures
+    ** above. Kernel efficiency depends on the shapes: small matmuls run slower. */
+    int n_widths;
+    struct ZgHwWidth {
+        double d_model, matmul_flops, attn_flops, mem_bw;
+    } widths[ZG_HW_MAX_WIDTHS];
 } ZgHw;
 
 /* Host kernels' elementwise bytes per token per block forward, in units of d_model x 4 bytes: the

@@ -173,6 +173,30 @@ static void t_host_profile_serialises(void)
     ZT_NEAR(pr.step_s, pr.busy_s[ZG_RES_COMPUTE], 0, 1e-9);
 }
 
+/* A host profile with host_kernels uses the rates measured at the width nearest the plan's. */
+static void t_host_width_table(void)
+{
+    ZgPlan *p = make_plan(64, 2, 32, 1, 0, ZG_OFFLOAD_NONE);
+    if (!p) { ZT_CHECK(p != NULL); return; }
+    ZgOp ops[] = {{ZG_OP_FORWARD, 1, -1}};
+    set_last(p, ops, 1);
+    ZgHw h = ideal();
+    h.host = true;
+    h.n_widths = 2;
+    h.widths[0] = (struct ZgHwWidth){128, 1e9, 1e30, 1e30};
+    h.widths[1] = (struct ZgHwWidth){1024, 4e9, 1e30, 1e30};
+    ZgPrediction pr;
+    zg_predict(p, &h, &pr);
+    double C = 64, BT = 4 * 32;
+    ZT_NEAR(pr.step_s, 2 * BT * (12 * C * C + 13 * C) / 1e9, 0, 1e-9);   /* 64 is nearer 128 */
+    h.widths[0].d_model = 16;                   /* 4x away beats 1024's 16x */
+    zg_predict(p, &h, &pr);
+    ZT_NEAR(pr.step_s, 2 * BT * (12 * C * C + 13 * C) / 1e9, 0, 1e-9);
+    h.widths[0].d_model = 2;                    /* 32x away: 1024 (16x) is nearer */
+    zg_predict(p, &h, &pr);
+    ZT_NEAR(pr.step_s, 2 * BT * (12 * C * C + 13 * C) / 4e9, 0, 1e-9);
+}
+
 static void t_json_keys(void)
 {
     ZgPlan *p = make_plan(64, 2, 32, 1, 0, ZG_OFFLOAD_NONE);
@@ -224,6 +248,9 @@ static void t_profile_file(void)
     ZgHw h, back;
     zg_hw_builtin("a100-80gb", &h);
     h.name = "mine";
+    h.n_widths = 2;
+    h.widths[0] = (struct ZgHwWidth){128, 12.5e9, 6e9, 3e9};
+    h.widths[1] = (struct ZgHwWidth){256, 20e9, 9e9, 2e9};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -239,6 +266,11 @@ static void t_profile_file(void)
     ZT_NEAR(back.cpu_adam_rate, h.cpu_adam_rate, 0, 1e-5);
     ZT_NEAR(back.net_lat_s, h.net_lat_s, 0, 1e-5);
     ZT_EQ_INT(back.host, false);
+    ZT_EQ_INT(back.n_widths, 2);
+    ZT_NEAR(back.widths[1].d_model, 256, 0, 0);
+    ZT_NEAR(back.widths[1].matmul_flops, 20e9, 0, 1e-5);
+    ZT_NEAR(back.widths[0].attn_flops, 6e9, 0, 1e-5);
+    ZT_NEAR(back.widths[0].mem_bw, 3e9, 0, 1e-5);
 
     /* a partial file keeps its base's figures */
     path = write_tmp("{\"base\": \"h100-sxm\", \"h2d_gbs\": 12.5}\n");
@@ -249,7 +281,9 @@ static void t_profile_file(void)
 
     /* errors, each at its line */
     path = write_tmp("{\n  \"base\": \"host\",\n  \"hbm_gbs\": 3000,\n  \"h2d_gbs\": \"fast\",\n"
-                     "  \"matmul_tflops\": {\"tf32\": 1},\n  \"d2h_gbs\": -1\n}\n");
+                     "  \"matmul_tflops\": {\"tf32\": 1},\n  \"d2h_gbs\": -1,\n"
+                     "  \"host_kernels\": [{\"d_model\": 128, \"matmul_gflops\": 1,\n"
+                     "    \"attention_gflop\": 1, \"layernorm_gbs\": 1}]\n}\n");
     zg_diag_reset();
     zg_diag_quiet(true);
     ZT_CHECK(!zg_hw_load(path, &back));
@@ -257,6 +291,8 @@ static void t_profile_file(void)
     ZT_EQ_INT(zg_diag_count_matching("h2d_gbs must be a number", 4), 1);
     ZT_EQ_INT(zg_diag_count_matching("matmul_tflops.tf32", 5), 1);
     ZT_EQ_INT(zg_diag_count_matching("d2h_gbs must be in", 6), 1);
+    ZT_EQ_INT(zg_diag_count_matching("unknown key host_kernels[0].attention_gflop", 8), 1);
+    ZT_EQ_INT(zg_diag_count_matching("host_kernels[0] has no attention_gflops", 7), 1);
     path = write_tmp("{\"base\": \"h900\"}\n");
     zg_diag_reset();
     ZT_CHECK(!zg_hw_load(path, &back));
@@ -276,6 +312,7 @@ int main(void)
     ZT_RUN(t_wait_holds_compute);
     ZT_RUN(t_pcie_bound_names_h2d);
     ZT_RUN(t_host_profile_serialises);
+    ZT_RUN(t_host_width_table);
     ZT_RUN(t_json_keys);
     ZT_RUN(t_builtins);
     ZT_RUN(t_profile_file);
