@@ -2,9 +2,13 @@
 ** calibrate.c — measures the machine at hand and prints a `host` hardware profile for
 ** `zgen --predict --hardware FILE` (keys in docs/PREDICT.md). Build: make bin/bench/calibrate.
 **   [mpirun -np R] bin/bench/calibrate [--threads N] [--dir D] > host.json
+**   ... calibrate --compute-only --base host.json > now.json
+**       only the host kernels, memory and Adam (a few seconds), the rest taken from host.json:
+**       bench/b_predict.sh re-measures these right before and after each trainer run, because
+**       this machine's load changes from minute to minute
 ** What it measures, each on every rank at once (so a 2-rank run sees what a 2-rank trainer sees on
 ** shared cores and memory):
-**   host kernels  the host backend's own kernels (templates/host) on one GPT-2 block (8 sequences)
+**   host kernels  the host backend's own kernels (templates/host) on one GPT-2 block (4 sequences)
 **                 at width 128 (sequence 128) and 256 (sequence 256), the two sizes of
 **                 bench/b_predict.sh: the four linear layers forward and backward (FLOP rate; GELU
 **                 and residual adds are fused in them), attention forward and backward (FLOPs
@@ -71,7 +75,7 @@ static float *zeros(size_t n)
 /* The host kernels on one block: matmul FLOP/s, attention FLOP/s, LayerNorm bytes/s. */
 static void kernel_rates(int T, int C, double *mm, double *attn, double *ln)
 {
-    const int B = 8, NH = 4, F = 4 * C, n = B * T;
+    const int B = 4, NH = 4, F = 4 * C, n = B * T;
     const float eps = 1e-5f;
     float *x = fill((size_t)n * C), *y = zeros((size_t)n * C), *dy = fill((size_t)n * C);
     float *dx = zeros((size_t)n * C), *mean = zeros(n), *rstd = zeros(n);
@@ -234,13 +238,16 @@ static void coll_rates(ZrComm *c, double *busbw, double *lat)
 
 int main(int argc, char **argv)
 {
-    int threads = 0;
-    const char *dir = "/tmp";
+    int threads = 0, compute_only = 0;
+    const char *dir = "/tmp", *base = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
+        else if (!strcmp(argv[i], "--base") && i + 1 < argc) base = argv[++i];
+        else if (!strcmp(argv[i], "--compute-only")) compute_only = 1;
         else {
-            fprintf(stderr, "usage: [mpirun -np R] calibrate [--threads N] [--dir D] > host.json\n");
+            fprintf(stderr, "usage: [mpirun -np R] calibrate [--threads N] [--dir D] "
+                    "[--compute-only] [--base PROFILE] > host.json\n");
             return 2;
         }
     }
@@ -251,8 +258,13 @@ int main(int argc, char **argv)
     zk_threads_init(threads);
 
     ZgHw hw;
-    zg_hw_builtin("host", &hw);
+    if (base) {
+        if (!zg_hw_load(base, &hw)) return 1;
+    } else
+        zg_hw_builtin("host", &hw);
     hw.name = world > 1 ? "host (calibrated, per rank of a multi-rank run)" : "host (calibrated)";
+    hw.host = true;
+    hw.n_widths = 0;
     double mm, attn, ln, stream, copy;
     /* the two widths of bench/b_predict.sh's models; the profile's scalar figures are 256's */
     static const int widths[2][2] = {{128, 128}, {256, 256}};     /* {seq, d_model} */
@@ -269,10 +281,13 @@ int main(int argc, char **argv)
     hw.h2d_bw = hw.d2h_bw = copy;
     hw.cpu_adam_rate = adam_rate();
     double rd = 0, wr = 0;
-    disk_rates(dir, rank, &rd, &wr);
-    if (rd > 0) { hw.nvme_read_bw = rd; hw.nvme_write_bw = wr; }
-    else if (rank == 0) fprintf(stderr, "calibrate: O_DIRECT on %s failed; disk figures are the built-in host's\n", dir);
-    if (world > 1) coll_rates(comm, &hw.net_bw, &hw.net_lat_s);
+    if (!compute_only) {
+        disk_rates(dir, rank, &rd, &wr);
+        if (rd > 0) { hw.nvme_read_bw = rd; hw.nvme_write_bw = wr; }
+        else if (rank == 0)
+            fprintf(stderr, "calibrate: O_DIRECT on %s failed; disk figures are the built-in host's\n", dir);
+        if (world > 1) coll_rates(comm, &hw.net_bw, &hw.net_lat_s);
+    }
     if (rank == 0) zg_hw_write(&hw, stdout);
     zr_comm_destroy(comm);
     return 0;
