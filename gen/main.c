@@ -99,6 +99,14 @@ static int predict(const ZgPlan *p, const Opts *o, const char *dir)
         zg_error((ZgLoc){0}, "cannot write %s", trace);
         return errors_exit();
     }
+    /* plan.txt gets the same summary, so the plan read before launch carries its prediction */
+    FILE *f = fopen(zg_fmt("%s/plan.txt", dir), "a");
+    if (f) {
+        fprintf(f, "\n== predicted step (zgen --predict --hardware %s) ==\n", hw.name);
+        zg_predict_print(p, &hw, &pr, false, f);
+        fprintf(f, "predicted timeline: %s\n", trace);
+        fclose(f);
+    }
     zg_predict_print(p, &hw, &pr, o->json, stdout);
     if (!o->json) printf("predicted timeline: %s (chrome://tracing or ui.perfetto.dev)\n", trace);
     return 0;
