@@ -5,7 +5,7 @@
 # bin/bench/calibrate in this same run (1 rank x 2 threads, and 2 ranks x 1 thread for the 2-rank
 # plans, so the profile sees the same sharing of cores and memory as the trainer).
 # Measured: median of the per-step "ms" of the trainer's log over steps 2..N (the first step pays
-# page faults and file creation). Figure per plan: measured ms; peer: predicted ms; ratio
+# page faults and file creation; N = 12 for the small model, 5 for the larger). Figure per plan: measured ms; peer: predicted ms; ratio
 # measured/predicted (aim 0.8-1.25; docs/PREDICT.md explains where it is off and why).
 # The profile is measured in full once per rank count (disk, collectives too); the host kernels,
 # memory and Adam rates are measured again right before and right after each trainer run
@@ -16,7 +16,6 @@ cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMP_WAIT_POLICY=PASSIVE
 PY=/usr/bin/python3
-STEPS=${ZB_PREDICT_STEPS:-5}
 make -s bin/zgen build/libzrt.a bin/bench/calibrate >/dev/null || { echo "b_predict: build failed"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/nvme"
@@ -60,11 +59,11 @@ YAML
 JSON
 }
 
-measure() {   # measure NAME RANKS -> median ms of steps 2..N
+measure() {   # measure NAME RANKS STEPS -> median ms of steps 2..STEPS
   local name=$1 ranks=$2 th=$((2 / $2))
   rm -f "$tmp/$name/log.jsonl"
   mpirun --oversubscribe --bind-to none -np "$ranks" "$tmp/$name/out/train" --data "$tmp/tok.bin" \
-    --steps "$STEPS" --threads "$th" --log "$tmp/$name/log.jsonl" --trace "$tmp/$name/trace.json" \
+    --steps "$3" --threads "$th" --log "$tmp/$name/log.jsonl" --trace "$tmp/$name/trace.json" \
     --quiet >"$tmp/$name/run.txt" 2>&1 || { tail -3 "$tmp/$name/run.txt" >&2; return 1; }
   $PY -c 'import json,statistics,sys; r=[json.loads(l)["ms"] for l in open(sys.argv[1])][1:]; print(statistics.median(r))' "$tmp/$name/log.jsonl"
 }
@@ -82,7 +81,8 @@ for p in $PLANS; do
   bin/zgen "$tmp/$name/spec.yaml" -o "$tmp/$name/out" >/dev/null 2>"$tmp/$name/zgen.txt" &&
     make -s -j2 -C "$tmp/$name/out" >/dev/null 2>&1 || { echo "$name: generating/building failed"; cat "$tmp/$name/zgen.txt"; continue; }
   quick "$ranks" "$tmp/$name/before.json" || { echo "$name: calibrate failed"; continue; }
-  meas=$(measure "$name" "$ranks") || { echo "$name: run failed"; continue; }
+  steps=5; [ "$size" = s ] && steps=12   # small steps are short: more of them for a stable median
+  meas=$(measure "$name" "$ranks" "$steps") || { echo "$name: run failed"; continue; }
   quick "$ranks" "$tmp/$name/after.json" || { echo "$name: calibrate failed"; continue; }
   for w in before after; do
     bin/zgen "$tmp/$name/spec.yaml" -o "$tmp/$name/pred" --predict --hardware "$tmp/$name/$w.json" --json \
