@@ -93,11 +93,12 @@ bin/bench/%: bench/%.c build/libzrt.a $(GEN_LIB_OBJ)
 
 # The calibration tool (writes a `host` hardware profile for zgen --predict; docs/PREDICT.md): not a
 # benchmark (bench/run.sh runs only b_*), linked with OpenBLAS like the host kernels.
-# It times the host kernels themselves (templates/host/*.c, compiled into build/bench/host/).
+# It times the host kernels themselves (templates/host/*.c, compiled into build/bench/host/ with the
+# emitted trainer's optimisation flags, templates/trainer/Makefile.tpl's OPT).
 CAL_HOST_OBJ := $(TCU_HOST_SRC:templates/host/%.c=build/bench/host/%.o)
 build/bench/host/%.o: templates/host/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fopenmp -c $< -o $@
+	$(CC) $(CFLAGS) -O3 -march=native -fopenmp -c $< -o $@
 bin/bench/calibrate: bench/calibrate.c build/libzrt.a $(GEN_LIB_OBJ) $(CAL_HOST_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) $(GEN_CFLAGS) -Iruntime -Igen -Itemplates/host -o $@ $< $(CAL_HOST_OBJ) build/libzrt.a $(GEN_LIB_OBJ) $(RT_LIBS) $(GEN_LIBS) -lopenblas

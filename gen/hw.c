@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include "zg_predict.h"
 
-#define G 1e9
-#define T 1e12
+#define GIGA 1e9
+#define TERA 1e12
 
 /* Efficiencies shared by the GPU profiles (assumptions, docs/PREDICT.md "Efficiencies"). */
 #define MM_EFF 0.70             /* bf16 cuBLASLt GEMMs at GPT-2 shapes: fraction of dense peak */
@@ -27,18 +27,18 @@ static ZgHw gpu(const char *name, double bf16, double fp32, double hbm, double h
 {
     ZgHw h = {0};
     h.name = name;
-    h.peak_flops[ZG_DTYPE_FP32] = fp32 * T;
-    h.peak_flops[ZG_DTYPE_BF16] = h.peak_flops[ZG_DTYPE_FP16] = bf16 * T;
+    h.peak_flops[ZG_DTYPE_FP32] = fp32 * TERA;
+    h.peak_flops[ZG_DTYPE_BF16] = h.peak_flops[ZG_DTYPE_FP16] = bf16 * TERA;
     h.mm_eff = MM_EFF;
     h.attn_eff = ATTN_EFF;
-    h.mem_bw = hbm * G * HBM_EFF;
-    h.h2d_bw = h2d * G;
-    h.d2h_bw = d2h * G;
-    h.nvme_read_bw = nvr * G;
-    h.nvme_write_bw = nvw * G;
-    h.net_bw = net * G;
+    h.mem_bw = hbm * GIGA * HBM_EFF;
+    h.h2d_bw = h2d * GIGA;
+    h.d2h_bw = d2h * GIGA;
+    h.nvme_read_bw = nvr * GIGA;
+    h.nvme_write_bw = nvw * GIGA;
+    h.net_bw = net * GIGA;
     h.net_lat_s = 20e-6;        /* NCCL small-message latency on NVLink (assumption) */
-    h.host_mem_bw = dram * G * DRAM_EFF;
+    h.host_mem_bw = dram * GIGA * DRAM_EFF;
     h.cpu_adam_rate = h.host_mem_bw / ADAM_BYTES;
     h.op_overhead_s = LAUNCH_S;
     return h;
@@ -63,17 +63,17 @@ bool zg_hw_builtin(const char *name, ZgHw *hw)
         ZgHw h = {0};           /* REFERENCE.md part 3: a 2-core Ice Lake-SP VM, 2 threads */
         h.name = "host";
         h.host = true;
-        h.peak_flops[0] = h.peak_flops[1] = h.peak_flops[2] = 160 * G;  /* sgemm, GPT shapes */
+        h.peak_flops[0] = h.peak_flops[1] = h.peak_flops[2] = 160 * GIGA;  /* sgemm, GPT shapes */
         h.mm_eff = 1.0;         /* the figure is already what sgemm reaches */
         h.attn_eff = 0.5;       /* assumption: attention as many small single-threaded sgemms */
-        h.mem_bw = 19.1 * G;    /* STREAM copy, counted bytes */
-        h.h2d_bw = h.d2h_bw = 19.1 * G;
-        h.nvme_read_bw = 1.2 * G;
-        h.nvme_write_bw = 1.85 * G;
-        h.net_bw = 1.3 * G;     /* Open MPI over shared memory: reductions 1.2-1.5 GB/s */
+        h.mem_bw = 19.1 * GIGA;    /* STREAM copy, counted bytes */
+        h.h2d_bw = h.d2h_bw = 19.1 * GIGA;
+        h.nvme_read_bw = 1.2 * GIGA;
+        h.nvme_write_bw = 1.85 * GIGA;
+        h.net_bw = 1.3 * GIGA;     /* Open MPI over shared memory: reductions 1.2-1.5 GB/s */
         h.net_lat_s = 50e-6;
         h.cpu_adam_rate = 1400e6;
-        h.host_mem_bw = 19.1 * G;
+        h.host_mem_bw = 19.1 * GIGA;
         h.op_overhead_s = 20e-6;
         *hw = h;
     } else
@@ -94,15 +94,15 @@ typedef struct Key {
 static const Key keys[] = {
     {"matmul_efficiency", offsetof(ZgHw, mm_eff), 1, 1e-3, 1},
     {"attention_efficiency", offsetof(ZgHw, attn_eff), 1, 1e-3, 1},
-    {"memory_gbs", offsetof(ZgHw, mem_bw), G, 1e-3, 1e6},
-    {"h2d_gbs", offsetof(ZgHw, h2d_bw), G, 1e-3, 1e6},
-    {"d2h_gbs", offsetof(ZgHw, d2h_bw), G, 1e-3, 1e6},
-    {"nvme_read_gbs", offsetof(ZgHw, nvme_read_bw), G, 1e-3, 1e6},
-    {"nvme_write_gbs", offsetof(ZgHw, nvme_write_bw), G, 1e-3, 1e6},
-    {"collective_gbs", offsetof(ZgHw, net_bw), G, 1e-3, 1e6},
+    {"memory_gbs", offsetof(ZgHw, mem_bw), GIGA, 1e-3, 1e6},
+    {"h2d_gbs", offsetof(ZgHw, h2d_bw), GIGA, 1e-3, 1e6},
+    {"d2h_gbs", offsetof(ZgHw, d2h_bw), GIGA, 1e-3, 1e6},
+    {"nvme_read_gbs", offsetof(ZgHw, nvme_read_bw), GIGA, 1e-3, 1e6},
+    {"nvme_write_gbs", offsetof(ZgHw, nvme_write_bw), GIGA, 1e-3, 1e6},
+    {"collective_gbs", offsetof(ZgHw, net_bw), GIGA, 1e-3, 1e6},
     {"collective_latency_us", offsetof(ZgHw, net_lat_s), 1e-6, 0, 1e6},
     {"cpu_adam_mparams", offsetof(ZgHw, cpu_adam_rate), 1e6, 1e-3, 1e9},
-    {"host_memory_gbs", offsetof(ZgHw, host_mem_bw), G, 1e-3, 1e6},
+    {"host_memory_gbs", offsetof(ZgHw, host_mem_bw), GIGA, 1e-3, 1e6},
     {"op_overhead_us", offsetof(ZgHw, op_overhead_s), 1e-6, 0, 1e6},
 };
 enum { NKEYS = sizeof keys / sizeof keys[0] };
@@ -130,7 +130,7 @@ static bool matmul_tflops(const ZgNode *v, ZgHw *hw)
         double x;
         if (!zg_node_num(v->vals[i], zg_fmt("matmul_tflops.%s", v->keys[i]), 1e-6, 1e6, &x))
             ok = false;
-        else hw->peak_flops[d] = x * T;
+        else hw->peak_flops[d] = x * TERA;
     }
     return ok;
 }
@@ -147,7 +147,7 @@ static bool host_kernels(const ZgNode *v, ZgHw *hw)
         return false;
     }
     static const char *const names[4] = {"d_model", "matmul_gflops", "attention_gflops", "layernorm_gbs"};
-    static const double scale[4] = {1, G, G, G};
+    static const double scale[4] = {1, GIGA, GIGA, GIGA};
     bool ok = true;
     hw->n_widths = 0;
     for (int i = 0; i < v->n; i++) {
@@ -258,8 +258,8 @@ bool zg_hw_get(const char *name_or_path, ZgHw *hw)
 void zg_hw_write(const ZgHw *hw, FILE *f)
 {
     fprintf(f, "{\n  \"name\": \"%s\",\n  \"backend\": \"%s\",\n", hw->name, hw->host ? "host" : "device");
-    fprintf(f, "  \"matmul_tflops\": {\"fp32\": %.6g, \"bf16\": %.6g, \"fp16\": %.6g}", hw->peak_flops[0] / T,
-            hw->peak_flops[1] / T, hw->peak_flops[2] / T);
+    fprintf(f, "  \"matmul_tflops\": {\"fp32\": %.6g, \"bf16\": %.6g, \"fp16\": %.6g}", hw->peak_flops[0] / TERA,
+            hw->peak_flops[1] / TERA, hw->peak_flops[2] / TERA);
     for (int j = 0; j < NKEYS; j++)
         fprintf(f, ",\n  \"%s\": %.6g", keys[j].name,
                 *(const double *)((const char *)hw + keys[j].off) / keys[j].scale);
@@ -268,7 +268,7 @@ void zg_hw_write(const ZgHw *hw, FILE *f)
         for (int i = 0; i < hw->n_widths; i++)
             fprintf(f, "%s\n    {\"d_model\": %g, \"matmul_gflops\": %.6g, \"attention_gflops\": %.6g, "
                     "\"layernorm_gbs\": %.6g}", i ? "," : "", hw->widths[i].d_model,
-                    hw->widths[i].matmul_flops / G, hw->widths[i].attn_flops / G, hw->widths[i].mem_bw / G);
+                    hw->widths[i].matmul_flops / GIGA, hw->widths[i].attn_flops / GIGA, hw->widths[i].mem_bw / GIGA);
         fputs("\n  ]", f);
     }
     fputs("\n}\n", f);

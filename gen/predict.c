@@ -125,7 +125,9 @@ static double module_time(const Sim *s, int mi, bool backward)
     double mm, at, mem;
     rates(s, &mm, &at, &mem);
     double t = f * (flops / mm + attn / at + bytes / mem);
-    if (backward) t += (double)md->use_numel * 8.0 / mem;   /* fp32 dW read + written */
+    /* fp32 dW read + written; on the host the linear layers accumulate dW inside their sgemm,
+    ** whose calibrated rate includes it */
+    if (backward && !hw->host) t += (double)md->use_numel * 8.0 / mem;
     return t + hw->op_overhead_s;
 }
 
