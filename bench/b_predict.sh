@@ -5,8 +5,9 @@
 # bin/bench/calibrate in this same run (1 rank x 2 threads, and 2 ranks x 1 thread for the 2-rank
 # plans, so the profile sees the same sharing of cores and memory as the trainer).
 # Measured: median of the per-step "ms" of the trainer's log over steps 2..N (the first step pays
-# page faults and file creation; N = 12 for the small model, 5 for the larger). Figure per plan: measured ms; peer: predicted ms; ratio
-# measured/predicted (aim 0.8-1.25; docs/PREDICT.md explains where it is off and why).
+# page faults and file creation; N = 12 for the small model, 5 for the larger).
+# Figure per plan: measured ms; peer: predicted ms; ratio measured/predicted (aim 0.8-1.25;
+# docs/PREDICT.md explains where it is off and why).
 # The profile is measured in full once per rank count (disk, collectives too); the host kernels,
 # memory and Adam rates are measured again right before and right after each trainer run
 # (calibrate --compute-only, a few seconds), because this shared machine's load changes from
