@@ -94,6 +94,18 @@ bin/bench/%: bench/%.c build/libzrt.a $(GEN_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) $(GEN_CFLAGS) -Iruntime -Igen -o $@ $< build/libzrt.a $(GEN_LIB_OBJ) $(RT_LIBS) $(GEN_LIBS)
 
+# The calibration tool (writes a `host` hardware profile for zgen --predict; docs/PREDICT.md): not a
+# benchmark (bench/run.sh runs only b_*), linked with OpenBLAS like the host kernels.
+# It times the host kernels themselves (templates/host/*.c, compiled into build/bench/host/ with the
+# emitted trainer's optimisation flags, templates/trainer/Makefile.tpl's OPT).
+CAL_HOST_OBJ := $(TCU_HOST_SRC:templates/host/%.c=build/bench/host/%.o)
+build/bench/host/%.o: templates/host/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -O3 -march=native -fopenmp -c $< -o $@
+bin/bench/calibrate: bench/calibrate.c build/libzrt.a $(GEN_LIB_OBJ) $(CAL_HOST_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(RT_CFLAGS) $(GEN_CFLAGS) -Iruntime -Igen -Itemplates/host -o $@ $< $(CAL_HOST_OBJ) build/libzrt.a $(GEN_LIB_OBJ) $(RT_LIBS) $(GEN_LIBS) -lopenblas
+
 # `make test` and `make demo` are the README's two set-up commands: each first installs what a fresh
 # machine lacks (the same idempotent script CI uses), then re-runs make, because the pkg-config flags
 # above are read when make starts and a package installed meanwhile would not be seen.

@@ -9,6 +9,7 @@
 #include "zg.h"
 #include "zg_render.h"
 #include "zg_ckpt.h"
+#include "zg_predict.h"
 
 typedef struct Opts {
     const char *spec;
@@ -17,11 +18,13 @@ typedef struct Opts {
     int world_size;             /* --world-size; 0 = the spec's */
     bool estimate, json;
     const char *dump;           /* --dump=plan|spec */
+    bool predict;               /* --predict: the cost model instead of rendering */
+    const char *hardware;       /* --hardware NAME|FILE (default h100-sxm) */
 } Opts;
 
 static const char USAGE[] =
     "usage: zgen SPEC.yaml [-c DS_CONFIG] [-o DIR] [--world-size N] [--estimate] [--json]\n"
-    "            [--dump=plan|spec]\n"
+    "            [--dump=plan|spec] [--predict [--hardware NAME|FILE]]\n"
     "\n"
     "Reads a model spec and a DeepSpeed ZeRO config, checks them, plans where every byte lives on\n"
     "every rank, writes DIR/plan.json and DIR/plan.txt and renders the trainer into DIR\n"
@@ -33,6 +36,10 @@ static const char USAGE[] =
     "  --json           with --estimate or --dump=plan: JSON instead of text\n"
     "  --dump=spec      print the parsed spec and config and stop\n"
     "  --dump=plan      also print plan.txt (or plan.json with --json) to stdout\n"
+    "  --predict        predict the step (time, tokens/s, MFU, bottleneck) on --hardware; writes\n"
+    "                   DIR/plan.*, DIR/predict.trace.json; --json for one JSON object (docs/PREDICT.md)\n"
+    "  --hardware H     a built-in profile (h100-sxm, h100-pcie, a100-80gb, h200, gh200, host) or a\n"
+    "                   profile file (bench/calibrate writes one); default h100-sxm\n"
     "  -h, --help       this text\n"
     "exit status: 0 ok, 1 input errors, 2 usage\n"
     "\n"
@@ -84,6 +91,30 @@ static int errors_exit(void)
     return 1;
 }
 
+static int predict(const ZgPlan *p, const Opts *o, const char *dir)
+{
+    ZgHw hw;
+    if (!zg_hw_get(o->hardware ? o->hardware : "h100-sxm", &hw)) return errors_exit();
+    ZgPrediction pr;
+    zg_predict(p, &hw, &pr);
+    const char *trace = zg_fmt("%s/predict.trace.json", dir);
+    if (!zg_predict_write_trace(p, &pr, trace)) {
+        zg_error((ZgLoc){0}, "cannot write %s", trace);
+        return errors_exit();
+    }
+    /* plan.txt gets the same summary, so the plan read before launch carries its prediction */
+    FILE *f = fopen(zg_fmt("%s/plan.txt", dir), "a");
+    if (f) {
+        fprintf(f, "\n== predicted step (zgen --predict --hardware %s) ==\n", hw.name);
+        zg_predict_print(p, &hw, &pr, false, f);
+        fprintf(f, "predicted timeline: %s\n", trace);
+        fclose(f);
+    }
+    zg_predict_print(p, &hw, &pr, o->json, stdout);
+    if (!o->json) printf("predicted timeline: %s (chrome://tracing or ui.perfetto.dev)\n", trace);
+    return 0;
+}
+
 static int pipeline(const Opts *o)
 {
     static ZgModel m;
@@ -110,6 +141,7 @@ static int pipeline(const Opts *o)
     }
     const char *dir = o->outdir ? o->outdir : zg_fmt("out/%s", m.name);
     if (!zg_plan_write_files(&p, dir)) return errors_exit();
+    if (o->predict) return predict(&p, o, dir);
     if (!zg_render(&p, dir)) return errors_exit();
     if (o->dump && !strcmp(o->dump, "plan")) {
         if (o->json) zg_plan_write_json(&p, stdout);
@@ -145,6 +177,13 @@ int main(int argc, char **argv)
             long n = strtol(a + 13, &end, 10);
             if (*end || n < 1 || n > (1 << 20)) return usage_error("bad --world-size", a + 13);
             o.world_size = (int)n;
+        } else if (!strcmp(a, "--predict")) {
+            o.predict = true;
+        } else if (!strcmp(a, "--hardware")) {
+            if (i + 1 >= argc) return usage_error("missing value after", a);
+            o.hardware = argv[++i];
+        } else if (!strncmp(a, "--hardware=", 11)) {
+            o.hardware = a + 11;
         } else if (!strcmp(a, "--estimate")) {
             o.estimate = true;
         } else if (!strcmp(a, "--json")) {
@@ -162,5 +201,6 @@ int main(int argc, char **argv)
         }
     }
     if (!o.spec) return usage_error("no spec given", NULL);
+    if (o.hardware && !o.predict) return usage_error("--hardware needs --predict", o.hardware);
     return pipeline(&o);
 }

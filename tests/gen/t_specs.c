@@ -24,6 +24,8 @@ static const Case cases[] = {
     {"specs/gpt3-175b.yaml", NULL, true, NULL, 0},
     {"specs/gpt-1t.yaml", NULL, true, NULL, 0},
     {"specs/gpt2-124m.yaml", "specs/configs/hf_auto_zero3.yaml", true, NULL, 0},
+    {"specs/gpt2-124m-bf16.yaml", NULL, true, NULL, 0},
+    {"specs/gpt2-10b-ckpt.yaml", "specs/configs/zero_offload_tutorial_mb10.json", true, NULL, 0},
     {"specs/tiny.yaml", "specs/configs/rejected_stage2_offload_param.json", false,
      "offload_param needs ZeRO stage 3 (stage is 2)", 6},
     {"specs/tiny.yaml", "specs/configs/rejected_stage2_nvme_optimizer.json", false,

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# t_predict_cli.sh — `zgen --predict` end to end on specs/tiny.yaml: --json prints one object with
+# step_s, tokens_per_s, mfu, bottleneck (and the step is positive, MFU in (0, 1)); the trace file is
+# valid Chrome-trace JSON with one named track per resource and events inside the predicted step;
+# plan.txt carries the same summary; a profile file is used (a slower H2D changes nothing for a
+# plan without offload, a slower matmul slows it); an unknown --hardware exits 1 naming the
+# built-ins; --hardware without --predict exits 2.
+. "$(dirname "$0")/../lib.sh"
+PY=/usr/bin/python3
+[ -x bin/zgen ] || { fail zgen_built "bin/zgen missing (make bin/zgen)"; zt_end; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+bin/zgen specs/tiny.yaml --predict --hardware h100-sxm --json -o "$tmp/o" >"$tmp/j" 2>/dev/null
+check json_keys $PY - "$tmp/j" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert all(k in d for k in ("step_s", "tokens_per_s", "mfu", "bottleneck")), d
+assert d["step_s"] > 0 and 0 < d["mfu"] < 1, d
+assert abs(d["tokens_per_s"] - d["tokens_per_step"] / d["step_s"]) < 1e-4 * d["tokens_per_s"], d
+PY
+check trace_valid $PY - "$tmp/o/predict.trace.json" "$tmp/j" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+step = json.load(open(sys.argv[2]))["step_s"] * 1e6
+names = {e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}
+assert {"compute", "network", "PCIe H2D", "CPU"} <= names, names
+x = [e for e in ev if e.get("ph") == "X"]
+assert x and all(e["ts"] >= 0 and e["ts"] + e["dur"] <= step * (1 + 1e-6) + 1 for e in x)
+assert any(e["name"].startswith("backward h.") for e in x)
+PY
+check plan_txt_summary grep -q "this plan is .*-bound" "$tmp/o/plan.txt"
+
+echo '{"base": "h100-sxm", "h2d_gbs": 0.001}' >"$tmp/slow_pcie.json"
+echo '{"base": "h100-sxm", "matmul_efficiency": 0.07}' >"$tmp/slow_mm.json"
+step() { bin/zgen specs/gpt2-124m-bf16.yaml --predict --hardware "$1" --json -o "$tmp/p" 2>/dev/null |
+         $PY -c 'import json,sys; print(json.load(sys.stdin)["step_s"])'; }
+a=$(step h100-sxm); b=$(step "$tmp/slow_pcie.json"); c=$(step "$tmp/slow_mm.json")
+check profile_file_used $PY -c "import sys; a,b,c=map(float,sys.argv[1:]); assert a==b and c>5*a" "$a" "$b" "$c"
+
+bin/zgen specs/tiny.yaml --predict --hardware h900 -o "$tmp/x" >/dev/null 2>"$tmp/e"; rc=$?
+check unknown_hardware_exit1 [ "$rc" = 1 ]
+check unknown_hardware_names_builtins grep -q "h100-sxm, h100-pcie, a100-80gb, h200, gh200, host" "$tmp/e"
+bin/zgen specs/tiny.yaml --hardware host -o "$tmp/x" >/dev/null 2>&1; rc=$?
+check hardware_needs_predict_exit2 [ "$rc" = 2 ]
+zt_end
