@@ -82,12 +82,16 @@ bin/tests/trainer/%: tests/trainer/%.c build/libzrt.a tests/zt.h
 CXX ?= g++
 TCU_HOST_SRC := $(sort $(wildcard templates/host/*.c))
 TCU_DEPS := $(wildcard templates/cuda/kernels/* templates/host/*.h tests/cuda/*.h)
+# zr_simt.h's shared-memory race checker: GCC instruments every load and store of the kernel source
+# (-fsanitize=thread at compile time only; zr_simt.h defines the hooks, no TSan runtime is linked).
+TCU_RACE := -fsanitize=thread --param tsan-instrument-func-entry-exit=0
 bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h $(TCU_HOST_SRC) $(TCU_DEPS) build/libzrt.a
 	@mkdir -p $(@D) build/tests/cuda/$*
 	@for f in $(TCU_HOST_SRC); do \
 	  echo "$(CC) -c $$f"; $(CC) $(CFLAGS) -fopenmp -c $$f -o build/tests/cuda/$*/$$(basename $$f .c).o || exit 1; done
 	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-math-errno -fopenmp -Itests -Itemplates/cuda \
-	  -Itemplates/host -Iruntime -o $@ $< $(TCU_HOST_SRC:templates/host/%.c=build/tests/cuda/$*/%.o) \
+	  -Itemplates/host -Iruntime $(TCU_RACE) -c -o build/tests/cuda/$*/$*.o $<
+	$(CXX) -fopenmp -o $@ build/tests/cuda/$*/$*.o $(TCU_HOST_SRC:templates/host/%.c=build/tests/cuda/$*/%.o) \
 	  build/libzrt.a -lopenblas -lm
 
 bin/bench/%: bench/%.c build/libzrt.a $(GEN_LIB_OBJ)

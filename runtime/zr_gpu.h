@@ -92,6 +92,16 @@ int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s);
 int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64_t count,
                 ZrDtype dt);
 
+/* First-contact diagnostics (runtime/zr_gpu_cuda.c; the stand-in may treat them as no-ops).
+** Sync-debug: synchronise after every launch and name the kernel that faulted (also ZR_SYNC_DEBUG=1
+** in the environment). */
+void zr_gpu_set_sync_debug(ZrGpu *g, int on);
+/* Host waits (zr_gpu_event_sync, zr_gpu_stream_sync) poll; at each poll after the first few
+** microseconds hook(arg, what, seconds waited) is called, and a non-zero return gives the wait up
+** (-ETIMEDOUT, zr_gpu_strerror names what was waited for). */
+typedef int (*ZrGpuWaitHook)(void *arg, const char *what, double waited_s);
+void zr_gpu_set_wait_hook(ZrGpu *g, ZrGpuWaitHook hook, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,8 +6,26 @@
 ** Built only in CUDA builds (-DZR_WITH_CUDA, the emitted Makefile's `make cuda`); in libzrt's
 ** ordinary build this file compiles to nothing, so libzrt needs no CUDA. The CPU stand-in with the
 ** same interface is templates/cuda_trainer/zr_gpu_emu.cpp.
-** Not run on the machines this was written on (no GPU): it compiles and links against the
-** toolkit's headers and stubs; `train-cuda --check` is how a first GPU run verifies it.
+** First contact with a GPU is made safe here rather than trusted:
+**   - the driver's CUDA version is checked against the toolkit that made the PTX/cubin (read from
+**     the PTX header) before any module is loaded, with the driver branch to install in the message;
+**   - the cubin of the device's exact SM is loaded where we have it, else the PTX of the nearest
+**     lower arch (JIT); module loading is eager (CUDA_MODULE_LOADING=EAGER unless set), and every
+**     kernel each module's PTX declares is resolved at open, so a missing kernel fails at start;
+**   - every driver, runtime, cuBLAS and NCCL result is checked and named (cuGetErrorName,
+**     cublasGetStatusName), void functions report theirs on stderr;
+**   - the device is chosen once (local rank % devices) and NCCL is checked to be on the same one;
+**   - host waits poll (cuEventQuery / cuStreamQuery with a short sleep): each poll advances the
+**     collectives in flight, so zr_coll's watchdog names a peer that never arrives and aborts NCCL
+**     and the job; a wait with nothing in flight gives up after ZR_GPU_WAIT_TIMEOUT_S (default the
+**     collective timeout) naming what it waited for; zr_gpu_set_wait_hook adds a caller's check;
+**   - sync-debug (zr_gpu_set_sync_debug or ZR_SYNC_DEBUG=1) synchronises after each launch and
+**     names the kernel that faulted; without it a fault is reported at the next wait with the last
+**     kernel launched on that stream;
+**   - streams are synchronised before close.
+** Verified without a GPU against stub driver/cuBLAS/NCCL libraries (tests/cuda/t_gpu_stub.sh), which
+** run the kernels through zr_simt.h; `train-cuda --check` is how a first GPU run verifies the rest.
+** ZR_LIBCUDA names the driver library to open instead of libcuda.so.1 (the stub tests use it).
 */
 #ifdef ZR_WITH_CUDA
 #include <dlfcn.h>
@@ -15,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* the vendor headers do not pass our warnings (-Wundef, -Wstrict-prototypes) */
 #pragma GCC diagnostic push
@@ -26,6 +45,7 @@
 #pragma GCC diagnostic pop
 
 #include "zr_gpu.h"
+#include "zr_coll_int.h"      /* defines: zr_coll_nccl_abort (a wait that times out aborts NCCL) */
 
 /* The driver (libcuda.so.1) comes with the NVIDIA driver, not with the toolkit: it is opened at run
 ** time, so train-cuda starts on a machine without one and says so instead of failing to load.
@@ -36,14 +56,15 @@
     X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemHostRegister) X(cuMemHostUnregister) \
     X(cuMemcpyDtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyHtoDAsync) X(cuMemsetD8Async) \
     X(cuModuleGetFunction) X(cuModuleLoadData) X(cuModuleUnload) X(cuStreamCreate) \
-    X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent)
+    X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuGetErrorName) \
+    X(cuDriverGetVersion) X(cuEventQuery) X(cuStreamQuery) X(cuFuncGetAttribute)
 #define ZC_STR2(x) #x
 #define ZC_STR(x) ZC_STR2(x)
 #define ZC_DECL(f) static __typeof__(f) *p_##f;
 ZC_FNS(ZC_DECL)
 #define DRV(f) p_##f
 
-static char open_err[512];
+static char open_err[1024];
 
 /* 0 when every entry point was found; -ENODEV (open_err says why) otherwise. */
 static int driver_load(void)
@@ -51,14 +72,16 @@ static int driver_load(void)
     static int state;                 /* 0 not tried, 1 loaded, -1 failed */
     if (state) return state > 0 ? 0 : -ENODEV;
     state = -1;
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    const char *lib = getenv("ZR_LIBCUDA");
+    if (!lib || !*lib) lib = "libcuda.so.1";
+    void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
     if (!h) {
-        snprintf(open_err, sizeof open_err, "no NVIDIA driver (libcuda.so.1: %s)", dlerror());
+        snprintf(open_err, sizeof open_err, "no NVIDIA driver (%s: %s)", lib, dlerror());
         return -ENODEV;
     }
 #define ZC_LOAD(f) \
     if (!(*(void **)&p_##f = dlsym(h, ZC_STR(f)))) { \
-        snprintf(open_err, sizeof open_err, "libcuda.so.1 lacks %s (driver too old)", ZC_STR(f)); \
+        snprintf(open_err, sizeof open_err, "%s lacks %s (driver too old)", lib, ZC_STR(f)); \
         return -ENODEV; \
     }
     ZC_FNS(ZC_LOAD)
@@ -68,54 +91,146 @@ static int driver_load(void)
 }
 
 #define ZG_MAX_MODULES 64
-#define ZG_MAX_FUNCS 128
+#define ZG_MAX_FUNCS 256
 #define ZG_MAX_REQS 4096
+#define ZG_MAX_STREAMS 64
+#define ZG_MAX_PINNED 1024
 
-typedef struct { char name[64]; CUfunction f; } GpuFunc;
+typedef struct { char name[64]; CUfunction f; int max_threads, static_smem; } GpuFunc;
+typedef struct { const char *p; size_t n; } Pinned;
 
 struct ZrGpu {
     CUdevice dev;
     CUcontext ctx;
-    int arch;
+    int ord, arch, driver, needed;     /* driver and needed: CUDA versions, 1000 * major + 10 * minor */
     CUmodule mod[ZG_MAX_MODULES];
-    int n_mod;
+    int n_mod, n_cubin, n_ptx;
     GpuFunc fn[ZG_MAX_FUNCS];
     int n_fn;
     cublasHandle_t blas;
     ZrComm *comm;
     ZrCollReq *req[ZG_MAX_REQS];     /* collectives in flight (freed as they complete) */
     int n_req;
-    char err[512], desc[256];
+    ZrGpuStream *streams[ZG_MAX_STREAMS];
+    int n_streams;
+    Pinned pinned[ZG_MAX_PINNED];
+    int n_pinned, pageable_warned;
+    int sync_debug;
+    double wait_timeout_s;
+    ZrGpuWaitHook hook;
+    void *hook_arg;
+    char err[1024], desc[256];
 };
 
-struct ZrGpuStream { ZrGpu *g; CUstream s; };
-struct ZrGpuEvent { ZrGpu *g; CUevent e; };
+struct ZrGpuStream { ZrGpu *g; CUstream s; char name[32]; char last_kernel[64]; };
+struct ZrGpuEvent { ZrGpu *g; CUevent e; char last_stream[32]; };
 
+/* "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory)" into g->err (or open_err). */
 static int cu_fail(ZrGpu *g, CUresult r, const char *what)
 {
-    const char *s = NULL;
+    const char *name = NULL, *s = NULL;
+    if (DRV(cuGetErrorName)) DRV(cuGetErrorName)(r, &name);
     if (DRV(cuGetErrorString)) DRV(cuGetErrorString)(r, &s);
-    snprintf(g ? g->err : open_err, sizeof open_err, "%s: %s", what, s ? s : "unknown CUDA error");
+    char *dst = g ? g->err : open_err;
+    size_t cap = g ? sizeof g->err : sizeof open_err;
+    snprintf(dst, cap, "%s: %s (%s)", what, name ? name : "unknown CUDA error", s ? s : "no description");
     return r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : r == CUDA_ERROR_NO_DEVICE ? -ENODEV : -EIO;
 }
-#define CU(g, call) do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) return cu_fail((g), r_, #call); } while (0)
+#define CU(g, what, call) do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) return cu_fail((g), r_, (what)); } while (0)
+
+/* For functions that return nothing: the failure goes to stderr, named. */
+static void cu_warn(ZrGpu *g, CUresult r, const char *what)
+{
+    if (r == CUDA_SUCCESS) return;
+    char keep[sizeof g->err];
+    if (g) memcpy(keep, g->err, sizeof keep);
+    cu_fail(g, r, what);
+    fprintf(stderr, "zr_gpu: %s\n", g ? g->err : open_err);
+    if (g) memcpy(g->err, keep, sizeof keep);
+}
+
+static int blas_fail(ZrGpu *g, cublasStatus_t st, const char *what)
+{
+    snprintf(g ? g->err : open_err, g ? sizeof g->err : sizeof open_err, "%s: %s (%s)", what,
+             cublasGetStatusName(st), cublasGetStatusString(st));
+    return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO;
+}
 
 const char *zr_gpu_backend(void) { return "cuda"; }
 const char *zr_gpu_strerror(const ZrGpu *g) { return g ? g->err : open_err; }
 const char *zr_gpu_describe(const ZrGpu *g) { return g->desc; }
+void zr_gpu_set_sync_debug(ZrGpu *g, int on) { g->sync_debug = on; }
+void zr_gpu_set_wait_hook(ZrGpu *g, ZrGpuWaitHook hook, void *arg) { g->hook = hook; g->hook_arg = arg; }
 
-/* cubin of the device's arch, else the PTX of the highest arch not above it (the driver JITs). */
+/* ---------------------------------------------------------------------- driver version */
+/* The CUDA version whose driver the blobs need: "release X.Y" in a PTX header (NVRTC writes it),
+** else the PTX ISA (.version 9.0 is CUDA 13.0, 8.x CUDA 12.x); 0 if no PTX says. */
+static int blobs_need(const ZrGpuBlob *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!b[i].is_ptx) continue;
+        const char *t = (const char *)b[i].bytes, *r = strstr(t, "release ");
+        int maj = 0, min = 0;
+        if (r && sscanf(r, "release %d.%d", &maj, &min) == 2) return maj * 1000 + min * 10;
+        if ((r = strstr(t, ".version ")) && sscanf(r, ".version %d.%d", &maj, &min) == 2)
+            return (maj + 4) * 1000 + min * 10;     /* a lower bound for ISA 8.x (12.x's minors drift) */
+    }
+    return 0;
+}
+
+/* The Linux driver branch that first supports a CUDA version (the release notes' table). */
+static const char *driver_branch(int v)
+{
+    if (v >= 13000) return "R580 (580.65.06) or newer";
+    if (v >= 12080) return "R570 or newer";
+    if (v >= 12000) return "R525 or newer";
+    return "a newer driver";
+}
+
+/* ---------------------------------------------------------------------- modules and kernels */
+/* The .entry names of a PTX text, one at a time: returns the next position or NULL. */
+static const char *next_entry(const char *t, char name[64])
+{
+    const char *e = strstr(t, ".entry ");
+    if (!e) return NULL;
+    e += 7;
+    while (*e == ' ' || *e == '\t') e++;
+    size_t k = 0;
+    while (e[k] && e[k] != '(' && e[k] != ' ' && e[k] != '\n' && k < 63) { name[k] = e[k]; k++; }
+    name[k] = 0;
+    return e + k;
+}
+
+static int resolve(ZrGpu *g, CUmodule m, const char *name, const char *file)
+{
+    if (g->n_fn == ZG_MAX_FUNCS) { snprintf(g->err, sizeof g->err, "more than %d kernels", ZG_MAX_FUNCS); return -E2BIG; }
+    GpuFunc *f = &g->fn[g->n_fn];
+    char what[160];
+    snprintf(what, sizeof what, "cuModuleGetFunction(%s) in module %s", name, file);
+    CU(g, what, DRV(cuModuleGetFunction)(&f->f, m, name));
+    snprintf(what, sizeof what, "cuFuncGetAttribute(%s)", name);
+    CU(g, what, DRV(cuFuncGetAttribute)(&f->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f->f));
+    CU(g, what, DRV(cuFuncGetAttribute)(&f->static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f->f));
+    snprintf(f->name, sizeof f->name, "%s", name);
+    g->n_fn++;
+    return 0;
+}
+
+/* cubin of the device's arch, else the PTX of the highest arch not above it (the driver JITs). Every
+** kernel the file's PTX declares is resolved now. */
 static int load_modules(ZrGpu *g, const ZrGpuBlob *b, int n)
 {
     for (int i = 0; i < n; i++) {
         int seen = 0;
         for (int j = 0; j < i; j++) seen |= strcmp(b[j].name, b[i].name) == 0;
         if (seen) continue;
-        const ZrGpuBlob *pick = NULL;
+        const ZrGpuBlob *pick = NULL, *names = NULL;
         for (int j = 0; j < n; j++) {
             if (strcmp(b[j].name, b[i].name) != 0) continue;
-            if (!b[j].is_ptx && b[j].arch == g->arch) { pick = &b[j]; break; }
-            if (b[j].is_ptx && b[j].arch <= g->arch && (!pick || b[j].arch > pick->arch)) pick = &b[j];
+            if (b[j].is_ptx && !names) names = &b[j];
+            if (pick && !pick->is_ptx) continue;
+            if (!b[j].is_ptx && b[j].arch == g->arch) pick = &b[j];
+            else if (b[j].is_ptx && b[j].arch <= g->arch && (!pick || b[j].arch > pick->arch)) pick = &b[j];
         }
         if (!pick) {
             snprintf(g->err, sizeof g->err, "kernel module %s has no cubin for sm_%d nor a PTX at or "
@@ -123,53 +238,166 @@ static int load_modules(ZrGpu *g, const ZrGpuBlob *b, int n)
             return -ENOEXEC;
         }
         if (g->n_mod == ZG_MAX_MODULES) return -E2BIG;
-        CU(g, DRV(cuModuleLoadData)(&g->mod[g->n_mod], pick->bytes));
-        g->n_mod++;
+        char what[160];
+        snprintf(what, sizeof what, "cuModuleLoadData(%s, %s sm_%d)", b[i].name,
+                 pick->is_ptx ? "PTX" : "cubin", pick->arch);
+        CU(g, what, DRV(cuModuleLoadData)(&g->mod[g->n_mod], pick->bytes));
+        CUmodule m = g->mod[g->n_mod++];
+        if (pick->is_ptx) g->n_ptx++; else g->n_cubin++;
+        if (!names) continue;            /* no PTX to read names from: resolved at first launch */
+        char name[64];
+        for (const char *t = next_entry((const char *)names->bytes, name); t; t = next_entry(t, name)) {
+            int rc = resolve(g, m, name, b[i].name);
+            if (rc < 0) return rc;
+        }
     }
     return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void fail_open(ZrGpu *g)
+{
+    snprintf(open_err, sizeof open_err, "%s", g->err);
+    if (g->blas) cublasDestroy(g->blas);
+    for (int i = 0; i < g->n_mod; i++) DRV(cuModuleUnload)(g->mod[i]);
+    if (g->ctx) DRV(cuDevicePrimaryCtxRelease)(g->dev);
+    free(g);
 }
 
 int zr_gpu_open(ZrGpu **out, int local_rank, const ZrGpuBlob *blobs, int n_blobs)
 {
     *out = NULL;
     if (driver_load() < 0) return -ENODEV;
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);   /* lazy loading stalls a first launch beside NCCL */
     CUresult r = DRV(cuInit)(0);
     if (r != CUDA_SUCCESS) return cu_fail(NULL, r, "cuInit (no GPU or no driver)");
-    int ndev = 0;
-    r = DRV(cuDeviceGetCount)(&ndev);
-    if (r != CUDA_SUCCESS) return cu_fail(NULL, r, "cuDeviceGetCount");
+    int ndev = 0, driver = 0;
+    CU(NULL, "cuDriverGetVersion", DRV(cuDriverGetVersion)(&driver));
+    int needed = blobs ? blobs_need(blobs, n_blobs) : 0;
+    if (needed && driver < needed) {
+        snprintf(open_err, sizeof open_err, "the NVIDIA driver supports CUDA %d.%d, but the kernels were "
+                 "compiled by CUDA %d.%d's NVRTC: install a driver for CUDA %d.%d or newer (Linux: %s)",
+                 driver / 1000, driver % 1000 / 10, needed / 1000, needed % 1000 / 10, needed / 1000,
+                 needed % 1000 / 10, driver_branch(needed));
+        return -ENOEXEC;
+    }
+    CU(NULL, "cuDeviceGetCount", DRV(cuDeviceGetCount)(&ndev));
     if (ndev <= 0) { snprintf(open_err, sizeof open_err, "no CUDA device"); return -ENODEV; }
     ZrGpu *g = calloc(1, sizeof *g);
     if (!g) return -ENOMEM;
     int rc = 0, maj = 0, min = 0;
-    int ord = local_rank < 0 ? 0 : local_rank % ndev;
-    char name[128] = "";
-    if ((r = DRV(cuDeviceGet)(&g->dev, ord)) != CUDA_SUCCESS ||
-        (r = DRV(cuDevicePrimaryCtxRetain)(&g->ctx, g->dev)) != CUDA_SUCCESS ||
-        (r = DRV(cuCtxSetCurrent)(g->ctx)) != CUDA_SUCCESS ||
+    g->ord = local_rank < 0 ? 0 : local_rank % ndev;
+    g->driver = driver;
+    g->needed = needed;
+    char name[128] = "", what[64];
+    snprintf(what, sizeof what, "cuDeviceGet(%d)", g->ord);
+    if ((r = DRV(cuDeviceGet)(&g->dev, g->ord)) != CUDA_SUCCESS ||
+        (r = DRV(cuDevicePrimaryCtxRetain)(&g->ctx, g->dev)) != CUDA_SUCCESS) {
+        rc = cu_fail(g, r, r == CUDA_SUCCESS ? what : "cuDevicePrimaryCtxRetain");
+        g->ctx = NULL;
+        fail_open(g);
+        return rc;
+    }
+    if ((r = DRV(cuCtxSetCurrent)(g->ctx)) != CUDA_SUCCESS ||
         (r = DRV(cuDeviceGetAttribute)(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev)) != CUDA_SUCCESS ||
         (r = DRV(cuDeviceGetAttribute)(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev)) != CUDA_SUCCESS ||
         (r = DRV(cuDeviceGetName)(name, sizeof name, g->dev)) != CUDA_SUCCESS) {
-        rc = cu_fail(NULL, r, "CUDA device set-up");
-        free(g);
+        rc = cu_fail(g, r, "CUDA device set-up (context, compute capability, name)");
+        fail_open(g);
         return rc;
     }
-    cudaSetDevice(ord);               /* cuBLAS and NCCL use the runtime API's primary context */
-    g->arch = maj * 10 + min;
-    snprintf(g->desc, sizeof g->desc, "GPU %d: %s (sm_%d)", ord, name, g->arch);
-    if (blobs && (rc = load_modules(g, blobs, n_blobs)) < 0) {
-        snprintf(open_err, sizeof open_err, "%s", g->err);
-        free(g);
-        return rc;
-    }
-    if (cublasCreate(&g->blas) != CUBLAS_STATUS_SUCCESS) {
-        snprintf(open_err, sizeof open_err, "cublasCreate failed");
-        free(g);
+    /* cuBLAS and NCCL use the runtime API, on the same primary context: the one choice of device */
+    cudaError_t ce = cudaSetDevice(g->ord);
+    if (ce != cudaSuccess) {
+        snprintf(g->err, sizeof g->err, "cudaSetDevice(%d): %s (%s)", g->ord, cudaGetErrorName(ce),
+                 cudaGetErrorString(ce));
+        fail_open(g);
         return -EIO;
     }
-    cublasSetMathMode(g->blas, CUBLAS_PEDANTIC_MATH);   /* fp32 stays fp32 (no TF32) */
+    g->arch = maj * 10 + min;
+    if (blobs && (rc = load_modules(g, blobs, n_blobs)) < 0) { fail_open(g); return rc; }
+    cublasStatus_t st = cublasCreate(&g->blas);
+    if (st != CUBLAS_STATUS_SUCCESS) { g->blas = NULL; rc = blas_fail(g, st, "cublasCreate"); fail_open(g); return rc; }
+    st = cublasSetMathMode(g->blas, CUBLAS_PEDANTIC_MATH);   /* fp32 stays fp32 (no TF32) */
+    if (st != CUBLAS_STATUS_SUCCESS) { rc = blas_fail(g, st, "cublasSetMathMode"); fail_open(g); return rc; }
+    const char *sd = getenv("ZR_SYNC_DEBUG");
+    g->sync_debug = sd && *sd && strcmp(sd, "0") != 0;
+    const char *wt = getenv("ZR_GPU_WAIT_TIMEOUT_S");
+    g->wait_timeout_s = wt && atof(wt) > 0 ? atof(wt) : zr_coll_default_timeout();
+    snprintf(g->desc, sizeof g->desc, "GPU %d: %s (sm_%d), driver CUDA %d.%d, %d cubin + %d PTX modules, "
+             "%d kernels%s", g->ord, name, g->arch, driver / 1000, driver % 1000 / 10, g->n_cubin, g->n_ptx,
+             g->n_fn, g->sync_debug ? ", sync-debug" : "");
     *out = g;
     return 0;
+}
+
+/* ---------------------------------------------------------------------- waiting */
+/* Polls query() until it is not CUDA_ERROR_NOT_READY. Meanwhile the collectives in flight are
+** advanced (zr_coll's watchdog aborts the job when one outlives its timeout), the caller's hook is
+** asked, and after wait_timeout_s with nothing else to blame the wait gives up, naming `what`. */
+typedef CUresult (*QueryFn)(void *h);
+static int poll_wait(ZrGpu *g, QueryFn query, void *h, const char *what, const char *last_kernel)
+{
+    double t0 = 0, next_coll = 0;
+    for (unsigned polls = 0;; polls++) {
+        CUresult r = query(h);
+        if (r == CUDA_SUCCESS) return 0;
+        if (r != CUDA_ERROR_NOT_READY) {
+            int rc = cu_fail(g, r, what);
+            if (last_kernel && last_kernel[0]) {
+                size_t l = strlen(g->err);
+                snprintf(g->err + l, sizeof g->err - l, "; the last kernel launched on this stream was %s%s",
+                         last_kernel, g->sync_debug ? "" : " (run with ZR_SYNC_DEBUG=1 or --sync-debug to "
+                         "name the kernel that faulted)");
+            }
+            return rc;
+        }
+        if (polls < 64) continue;                        /* most waits end within microseconds */
+        double t = now_s();
+        if (!t0) t0 = next_coll = t;
+        if (g->comm && g->n_req && t >= next_coll) {
+            next_coll = t + 0.01;
+            for (int i = 0; i < g->n_req;) {             /* the watchdog runs in here */
+                int done = 0;
+                if (zr_coll_test(g->comm, g->req[i], &done) < 0) {
+                    snprintf(g->err, sizeof g->err, "%s: a collective in flight failed", what);
+                    return -EIO;
+                }
+                if (done) g->req[i] = g->req[--g->n_req]; else i++;
+            }
+        }
+        if (g->hook && g->hook(g->hook_arg, what, t - t0)) {
+            snprintf(g->err, sizeof g->err, "%s: given up after %.1f s (wait hook)", what, t - t0);
+            if (g->comm) zr_coll_nccl_abort(g->comm);
+            return -ETIMEDOUT;
+        }
+        if (t - t0 > g->wait_timeout_s) {
+            snprintf(g->err, sizeof g->err, "%s: not complete after %.0f s (ZR_GPU_WAIT_TIMEOUT_S): "
+                     "the GPU work it waits for never finished%s%s", what, t - t0,
+                     last_kernel && last_kernel[0] ? "; the last kernel launched there was " : "",
+                     last_kernel ? last_kernel : "");
+            if (g->comm) zr_coll_nccl_abort(g->comm);
+            return -ETIMEDOUT;
+        }
+        struct timespec ts = {0, t - t0 < 0.1 ? 20000 : 500000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static CUresult q_event(void *h) { return DRV(cuEventQuery)((CUevent)h); }
+static CUresult q_stream(void *h) { return DRV(cuStreamQuery)((CUstream)h); }
+
+static int stream_wait(ZrGpuStream *s)
+{
+    char what[96];
+    snprintf(what, sizeof what, "waiting for stream %s", s->name);
+    return poll_wait(s->g, q_stream, (void *)s->s, what, s->last_kernel);
 }
 
 static void reqs_wait(ZrGpu *g)
@@ -181,10 +409,15 @@ static void reqs_wait(ZrGpu *g)
 void zr_gpu_close(ZrGpu *g)
 {
     if (!g) return;
+    for (int i = 0; i < g->n_streams; i++)       /* nothing may still run on what is freed below */
+        if (stream_wait(g->streams[i]) < 0) fprintf(stderr, "zr_gpu: close: %s\n", g->err);
     if (g->comm) { reqs_wait(g); zr_comm_destroy(g->comm); }
-    if (g->blas) cublasDestroy(g->blas);
-    for (int i = 0; i < g->n_mod; i++) DRV(cuModuleUnload)(g->mod[i]);
-    DRV(cuDevicePrimaryCtxRelease)(g->dev);
+    if (g->blas) {
+        cublasStatus_t st = cublasDestroy(g->blas);
+        if (st != CUBLAS_STATUS_SUCCESS) fprintf(stderr, "zr_gpu: cublasDestroy: %s\n", cublasGetStatusName(st));
+    }
+    for (int i = 0; i < g->n_mod; i++) cu_warn(g, DRV(cuModuleUnload)(g->mod[i]), "cuModuleUnload");
+    cu_warn(g, DRV(cuDevicePrimaryCtxRelease)(g->dev), "cuDevicePrimaryCtxRelease");
     free(g);
 }
 
@@ -192,30 +425,52 @@ void zr_gpu_close(ZrGpu *g)
 int zr_gpu_malloc(ZrGpu *g, void **dptr, size_t bytes)
 {
     CUdeviceptr p = 0;
-    CU(g, DRV(cuMemAlloc)(&p, bytes ? bytes : 1));
+    char what[64];
+    snprintf(what, sizeof what, "cuMemAlloc(%zu bytes)", bytes);
+    CU(g, what, DRV(cuMemAlloc)(&p, bytes ? bytes : 1));
     *dptr = (void *)(uintptr_t)p;
     return 0;
 }
 
-void zr_gpu_free(ZrGpu *g, void *dptr) { (void)g; if (dptr) DRV(cuMemFree)((CUdeviceptr)(uintptr_t)dptr); }
+void zr_gpu_free(ZrGpu *g, void *dptr) { if (dptr) cu_warn(g, DRV(cuMemFree)((CUdeviceptr)(uintptr_t)dptr), "cuMemFree"); }
 
 int zr_gpu_host_register(ZrGpu *g, void *p, size_t bytes)
 {
-    CU(g, DRV(cuMemHostRegister)(p, bytes, 0));
+    char what[64];
+    snprintf(what, sizeof what, "cuMemHostRegister(%zu bytes)", bytes);
+    CU(g, what, DRV(cuMemHostRegister)(p, bytes, 0));
+    if (g->n_pinned < ZG_MAX_PINNED) g->pinned[g->n_pinned++] = (Pinned){(const char *)p, bytes};
     return 0;
 }
 
-void zr_gpu_host_unregister(ZrGpu *g, void *p) { (void)g; DRV(cuMemHostUnregister)(p); }
+void zr_gpu_host_unregister(ZrGpu *g, void *p)
+{
+    for (int i = 0; i < g->n_pinned; i++)
+        if (g->pinned[i].p == p) { g->pinned[i] = g->pinned[--g->n_pinned]; break; }
+    cu_warn(g, DRV(cuMemHostUnregister)(p), "cuMemHostUnregister");
+}
+
+/* An async copy from/to pageable memory is synchronous on the host: said once. */
+static void check_pinned(ZrGpu *g, const void *p, size_t n, const char *dir)
+{
+    for (int i = 0; i < g->n_pinned; i++)
+        if ((const char *)p >= g->pinned[i].p && (const char *)p + n <= g->pinned[i].p + g->pinned[i].n) return;
+    if (!g->pageable_warned++)
+        fprintf(stderr, "zr_gpu: warning: %s copy of %zu bytes at %p uses pageable host memory (not "
+                "registered): it blocks the host (reported once)\n", dir, n, p);
+}
 
 /* ---------------------------------------------------------------------- streams and events */
 int zr_gpu_stream_create(ZrGpu *g, ZrGpuStream **out, const char *name)
 {
-    (void)name;
+    if (g->n_streams == ZG_MAX_STREAMS) { snprintf(g->err, sizeof g->err, "more than %d streams", ZG_MAX_STREAMS); return -E2BIG; }
     ZrGpuStream *s = calloc(1, sizeof *s);
     if (!s) return -ENOMEM;
     s->g = g;
+    snprintf(s->name, sizeof s->name, "%s", name ? name : "?");
     CUresult r = DRV(cuStreamCreate)(&s->s, CU_STREAM_NON_BLOCKING);
     if (r != CUDA_SUCCESS) { free(s); return cu_fail(g, r, "cuStreamCreate"); }
+    g->streams[g->n_streams++] = s;
     *out = s;
     return 0;
 }
@@ -223,8 +478,11 @@ int zr_gpu_stream_create(ZrGpu *g, ZrGpuStream **out, const char *name)
 void zr_gpu_stream_destroy(ZrGpuStream *s)
 {
     if (!s) return;
-    DRV(cuStreamSynchronize)(s->s);
-    DRV(cuStreamDestroy)(s->s);
+    ZrGpu *g = s->g;
+    if (stream_wait(s) < 0) fprintf(stderr, "zr_gpu: destroying stream %s: %s\n", s->name, g->err);
+    cu_warn(g, DRV(cuStreamDestroy)(s->s), "cuStreamDestroy");
+    for (int i = 0; i < g->n_streams; i++)
+        if (g->streams[i] == s) { g->streams[i] = g->streams[--g->n_streams]; break; }
     free(s);
 }
 
@@ -239,41 +497,58 @@ int zr_gpu_event_create(ZrGpu *g, ZrGpuEvent **out)
     return 0;
 }
 
-void zr_gpu_event_destroy(ZrGpuEvent *e) { if (e) { DRV(cuEventDestroy)(e->e); free(e); } }
-int zr_gpu_record(ZrGpuEvent *e, ZrGpuStream *s) { CU(e->g, DRV(cuEventRecord)(e->e, s->s)); return 0; }
-int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e) { CU(s->g, DRV(cuStreamWaitEvent)(s->s, e->e, 0)); return 0; }
-int zr_gpu_event_sync(ZrGpuEvent *e) { CU(e->g, DRV(cuEventSynchronize)(e->e)); return 0; }
-int zr_gpu_stream_sync(ZrGpuStream *s) { CU(s->g, DRV(cuStreamSynchronize)(s->s)); return 0; }
+void zr_gpu_event_destroy(ZrGpuEvent *e) { if (e) { cu_warn(e->g, DRV(cuEventDestroy)(e->e), "cuEventDestroy"); free(e); } }
+
+int zr_gpu_record(ZrGpuEvent *e, ZrGpuStream *s)
+{
+    snprintf(e->last_stream, sizeof e->last_stream, "%s", s->name);
+    CU(e->g, "cuEventRecord", DRV(cuEventRecord)(e->e, s->s));
+    return 0;
+}
+
+int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e) { CU(s->g, "cuStreamWaitEvent", DRV(cuStreamWaitEvent)(s->s, e->e, 0)); return 0; }
+
+int zr_gpu_event_sync(ZrGpuEvent *e)
+{
+    char what[96];
+    snprintf(what, sizeof what, "waiting for an event recorded on stream %s", e->last_stream[0] ? e->last_stream : "?");
+    return poll_wait(e->g, q_event, (void *)e->e, what, NULL);
+}
+
+int zr_gpu_stream_sync(ZrGpuStream *s) { return stream_wait(s); }
 
 /* ---------------------------------------------------------------------- work */
 int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void *src, size_t bytes)
 {
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst, sp = (CUdeviceptr)(uintptr_t)src;
     switch (kind) {
-    case ZR_GPU_H2D: CU(s->g, DRV(cuMemcpyHtoDAsync)(d, src, bytes, s->s)); break;
-    case ZR_GPU_D2H: CU(s->g, DRV(cuMemcpyDtoHAsync)(dst, sp, bytes, s->s)); break;
-    case ZR_GPU_D2D: CU(s->g, DRV(cuMemcpyDtoDAsync)(d, sp, bytes, s->s)); break;
+    case ZR_GPU_H2D:
+        check_pinned(s->g, src, bytes, "host-to-device");
+        CU(s->g, "cuMemcpyHtoDAsync", DRV(cuMemcpyHtoDAsync)(d, src, bytes, s->s));
+        break;
+    case ZR_GPU_D2H:
+        check_pinned(s->g, dst, bytes, "device-to-host");
+        CU(s->g, "cuMemcpyDtoHAsync", DRV(cuMemcpyDtoHAsync)(dst, sp, bytes, s->s));
+        break;
+    case ZR_GPU_D2D: CU(s->g, "cuMemcpyDtoDAsync", DRV(cuMemcpyDtoDAsync)(d, sp, bytes, s->s)); break;
     }
     return 0;
 }
 
 int zr_gpu_memset(ZrGpuStream *s, void *dptr, int byte, size_t bytes)
 {
-    CU(s->g, DRV(cuMemsetD8Async)((CUdeviceptr)(uintptr_t)dptr, (unsigned char)byte, bytes, s->s));
+    CU(s->g, "cuMemsetD8Async", DRV(cuMemsetD8Async)((CUdeviceptr)(uintptr_t)dptr, (unsigned char)byte, bytes, s->s));
     return 0;
 }
 
-static CUfunction find_fn(ZrGpu *g, const char *name)
+static GpuFunc *find_fn(ZrGpu *g, const char *name)
 {
-    for (int i = 0; i < g->n_fn; i++) if (strcmp(g->fn[i].name, name) == 0) return g->fn[i].f;
-    for (int m = 0; m < g->n_mod; m++) {
+    for (int i = 0; i < g->n_fn; i++) if (strcmp(g->fn[i].name, name) == 0) return &g->fn[i];
+    for (int m = 0; m < g->n_mod; m++) {          /* only modules without a PTX to list them */
         CUfunction f;
         if (DRV(cuModuleGetFunction)(&f, g->mod[m], name) != CUDA_SUCCESS) continue;
-        if (g->n_fn < ZG_MAX_FUNCS) {
-            snprintf(g->fn[g->n_fn].name, sizeof g->fn[g->n_fn].name, "%s", name);
-            g->fn[g->n_fn++].f = f;
-        }
-        return f;
+        if (resolve(g, g->mod[m], name, "?") < 0) return NULL;
+        return &g->fn[g->n_fn - 1];
     }
     return NULL;
 }
@@ -281,13 +556,33 @@ static CUfunction find_fn(ZrGpu *g, const char *name)
 int zr_gpu_launch(ZrGpuStream *s, const char *kernel, const unsigned grid[3], const unsigned block[3],
                   unsigned shmem, void **args)
 {
-    CUfunction f = find_fn(s->g, kernel);
+    ZrGpu *g = s->g;
+    GpuFunc *f = find_fn(g, kernel);
     if (!f) {
-        snprintf(s->g->err, sizeof s->g->err, "kernel %s is in no loaded module", kernel);
+        snprintf(g->err, sizeof g->err, "kernel %s is in no loaded module", kernel);
         return -ENOENT;
     }
-    CU(s->g, DRV(cuLaunchKernel)(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shmem, s->s,
-                            args, NULL));
+    unsigned long threads = (unsigned long)block[0] * block[1] * block[2];
+    if (threads > (unsigned long)f->max_threads) {
+        snprintf(g->err, sizeof g->err, "kernel %s: block (%u,%u,%u) has %lu threads, more than the %d "
+                 "it was compiled for (__launch_bounds__ or registers)", kernel, block[0], block[1],
+                 block[2], threads, f->max_threads);
+        return -EINVAL;
+    }
+    snprintf(s->last_kernel, sizeof s->last_kernel, "%s", kernel);
+    char what[160];
+    snprintf(what, sizeof what, "cuLaunchKernel(%s, grid (%u,%u,%u), block (%u,%u,%u), %u bytes shared)",
+             kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2], shmem);
+    CU(g, what, DRV(cuLaunchKernel)(f->f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shmem,
+                                    s->s, args, NULL));
+    if (g->sync_debug) {
+        CUresult r = DRV(cuStreamSynchronize)(s->s);
+        if (r != CUDA_SUCCESS) {
+            snprintf(what, sizeof what, "sync-debug: kernel %s (grid (%u,%u,%u), block (%u,%u,%u)) on stream %s "
+                     "faulted", kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2], s->name);
+            return cu_fail(g, r, what);
+        }
+    }
     return 0;
 }
 
@@ -296,12 +591,14 @@ int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alph
                  int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     ZrGpu *g = s->g;
-    cublasSetStream(g->blas, (cudaStream_t)s->s);
-    cublasStatus_t st = cublasSgemm(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                    N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc);
+    cublasStatus_t st = cublasSetStream(g->blas, (cudaStream_t)s->s);
+    if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(g, st, "cublasSetStream");
+    st = cublasSgemm(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc);
     if (st != CUBLAS_STATUS_SUCCESS) {
-        snprintf(g->err, sizeof g->err, "cublasSgemm (%d x %d x %d) failed: status %d", M, N, K, (int)st);
-        return -EIO;
+        char what[96];
+        snprintf(what, sizeof what, "cublasSgemm (%d x %d x %d, ta %d tb %d)", M, N, K, ta, tb);
+        return blas_fail(g, st, what);
     }
     return 0;
 }
@@ -311,10 +608,18 @@ int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s)
     (void)comm;
     if (g->comm) return 0;
     int rc = zr_comm_create(&g->comm);
-    if (rc < 0) { snprintf(g->err, sizeof g->err, "collectives: communicator"); return rc; }
+    if (rc < 0) { snprintf(g->err, sizeof g->err, "collectives: communicator"); g->comm = NULL; return rc; }
     rc = zr_comm_use_nccl(g->comm, (void *)s->s);
-    if (rc < 0) snprintf(g->err, sizeof g->err, "collectives: NCCL set-up failed (%d)", rc);
-    return rc;
+    if (rc < 0) { snprintf(g->err, sizeof g->err, "collectives: NCCL set-up failed (%d; its reason is above)", rc); return rc; }
+    int dev = -1;
+    cudaError_t ce = cudaGetDevice(&dev);
+    if (ce != cudaSuccess || dev != g->ord) {
+        snprintf(g->err, sizeof g->err, "collectives: NCCL is on GPU %d but this rank opened GPU %d "
+                 "(the local rank differs between the trainer and MPI's node split)%s%s", dev, g->ord,
+                 ce != cudaSuccess ? ": " : "", ce != cudaSuccess ? cudaGetErrorName(ce) : "");
+        return -EIO;
+    }
+    return 0;
 }
 
 /* NCCL runs the collective on the communicator's stream (ours); the request only tracks it. */

@@ -15,6 +15,27 @@
 ** CUDA C is a C++ dialect, so the host build is C++ (g++ -std=c++17): the kernel source compiles as is.
 ** Launch: ZR_SIMT_LAUNCH(kernel, grid, block, shared_bytes, args...) replaces kernel<<<g, b, s>>>(...).
 ** Exactly one translation unit defines ZR_SIMT_IMPL before including this header.
+**
+** Checks, each an error that names the kernel (the launch returns -1 and prints why):
+**   - CUDA's launch limits: block x, y <= 1024, z <= 64, x*y*z <= 1024; grid x <= 2^31-1, y, z <=
+**     65535, no zero dimension; dynamic shared memory within the opt-in limit of the emulated arch
+**     (zr_simt_set_arch, default sm_80: 163 KiB; sm_90: 227 KiB); and `__launch_bounds__(n)`: a block
+**     of more than n threads (on a GPU the launch fails, as the kernel was compiled for at most n).
+**     The bound is found from the kernel's address: the macro puts each bounded kernel in a section
+**     of its own and registers (section start, n) when the program starts.
+**   - Shared-memory races, when the kernel source is compiled with -fsanitize=thread (the cuda test
+**     rule does; nothing else changes without it). GCC then calls __tsan_readN/__tsan_writeN before
+**     every load and store; this header defines them (no TSan runtime is linked): accesses outside
+**     the section that holds every __shared__ variable return at once, the others are checked
+**     against a shadow record per shared byte. Two different threads of a block touching the same
+**     shared byte between two __syncthreads, at least one writing, is a race unless they are lanes
+**     of one warp separated by a __syncwarp. Warp shuffles do not order memory: they exchange
+**     registers (PTX names bar.sync and bar.warp.sync as the synchronising operations, and with
+**     sm_70's independent thread scheduling the lanes of a warp are not in lockstep), so two lanes
+**     that meet only in a shuffle are not ordered either. Atomics are not checked (they are not
+**     races by definition). The report names the kernel, the block, both threads, which accesses,
+**     and the byte's offset from the lowest shared address the launch touched (the CPU's layout of
+**     the kernel's __shared__ variables, in declaration order as GCC placed them).
 */
 #ifndef ZR_SIMT_H
 #define ZR_SIMT_H
@@ -28,8 +49,27 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __shared__ static
-#define __launch_bounds__(...)
+/* One section holds every __shared__ variable, so the race checker knows shared addresses. */
+#define __shared__ static __attribute__((section("zr_simt_shared")))
+
+/* __launch_bounds__(n, ...) ends the declaration it starts in (`__global__ void` + a dummy name),
+** registers n against a section that only this kernel occupies, and restarts the kernel's own
+** declaration. The counter keeps sections apart when a file is included several times. */
+struct ZrSimtLb { const void *at; unsigned n; const char *expr; ZrSimtLb *next; };
+void zr_simt_lb_register(ZrSimtLb *e);
+struct ZrSimtLbReg {
+    ZrSimtLb e;
+    ZrSimtLbReg(const void *at, unsigned n, const char *expr) { e.at = at; e.n = n; e.expr = expr; e.next = 0; zr_simt_lb_register(&e); }
+};
+#define ZR_SIMT_S1(x) #x
+#define ZR_SIMT_S(x) ZR_SIMT_S1(x)
+#define ZR_SIMT_LB2(c, l, n, ...)                                                                   \
+    zr_simt_lb_sink_##c##_##l();                                                                  \
+    extern "C" char __start_zr_simt_lb_##c##_##l[];                                               \
+    static ZrSimtLbReg zr_simt_lbreg_##c##_##l(__start_zr_simt_lb_##c##_##l, (unsigned)(n), #n);  \
+    __attribute__((section("zr_simt_lb_" ZR_SIMT_S(c) "_" ZR_SIMT_S(l)), noinline)) void
+#define ZR_SIMT_LB1(c, l, ...) ZR_SIMT_LB2(c, l, __VA_ARGS__)
+#define __launch_bounds__(...) ZR_SIMT_LB1(__COUNTER__, __LINE__, __VA_ARGS__)
 
 typedef struct { unsigned x, y, z; } uint3;
 typedef struct { unsigned x, y, z; } dim3;
@@ -56,10 +96,12 @@ static inline unsigned zr_simt_shfl(unsigned v, int l, int m, int w) { return (u
 #define __shfl_up_sync(m, v, l, ...) ZR_SIMT_SHFL(v, l, 3, ZR_SIMT_W(__VA_ARGS__ + 0))
 #define ZR_SIMT_W(w) ((w) ? (w) : 32)
 
-template <typename T> static inline T atomicAdd(T *a, T v) { T o = *a; *a = o + v; return o; }
-template <typename T> static inline T atomicMax(T *a, T v) { T o = *a; if (v > o) *a = v; return o; }
-template <typename T> static inline T atomicExch(T *a, T v) { T o = *a; *a = v; return o; }
-static inline int atomicCAS(int *a, int cmp, int v) { int o = *a; if (o == cmp) *a = v; return o; }
+/* Not seen by the race checker: an atomic is never a race. */
+#define ZR_SIMT_NOCHECK __attribute__((no_sanitize_thread))
+template <typename T> ZR_SIMT_NOCHECK static inline T atomicAdd(T *a, T v) { T o = *a; *a = o + v; return o; }
+template <typename T> ZR_SIMT_NOCHECK static inline T atomicMax(T *a, T v) { T o = *a; if (v > o) *a = v; return o; }
+template <typename T> ZR_SIMT_NOCHECK static inline T atomicExch(T *a, T v) { T o = *a; *a = v; return o; }
+ZR_SIMT_NOCHECK static inline int atomicCAS(int *a, int cmp, int v) { int o = *a; if (o == cmp) *a = v; return o; }
 
 #define __expf expf
 #define __logf logf
@@ -76,23 +118,39 @@ static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline float __fsqrt_rn(float a) { return sqrtf(a); }
 
-/* Runs body(ctx) as every thread of every block; returns 0, or -1 after printing a deadlock report. */
+/* Runs body(ctx) as every thread of every block; returns 0, or -1 after printing why (a launch
+** limit, a deadlock, a shared-memory race). */
 typedef void (*zr_simt_body)(void *ctx);
 int zr_simt_run(dim3 grid, dim3 block, zr_simt_body body, void *ctx);
+/* The same, for kernel `name` (may be NULL) at address fn (its __launch_bounds__ are looked up),
+** with `shmem` bytes of dynamic shared memory. */
+int zr_simt_run_k(const char *name, const void *fn, dim3 grid, dim3 block, size_t shmem,
+                  zr_simt_body body, void *ctx);
+/* The arch whose limits are checked (80, 90, ...); default 80, or ZR_SIMT_ARCH from the environment. */
+void zr_simt_set_arch(int sm);
+/* The __launch_bounds__ maximum of the kernel at fn, 0 when it has none. */
+unsigned zr_simt_launch_bound(const void *fn);
+/* Races reported since the program started (tests read it). */
+long zr_simt_races(void);
 static inline dim3 zr_dim3(unsigned x, unsigned y = 1, unsigned z = 1) { dim3 d = {x, y, z}; return d; }
 static inline dim3 zr_simt_dim(dim3 d) { return d; }
 static inline dim3 zr_simt_dim(unsigned long long x) { return zr_dim3((unsigned)x); }
 
 template <typename F> static void zr_simt_thunk(void *f) { (*(F *)f)(); }
 /* Arguments are taken by value (arrays decay to pointers), as a real launch copies them. */
-template <typename K, typename... A> static int zr_simt_launch(dim3 g, dim3 b, K kernel, A... args)
+template <typename K, typename... A>
+static int zr_simt_launch_as(const char *name, dim3 g, dim3 b, size_t shmem, K kernel, A... args)
 {
     auto fn = [=]() { kernel(args...); };
-    return zr_simt_run(g, b, zr_simt_thunk<decltype(fn)>, &fn);
+    return zr_simt_run_k(name, (const void *)(uintptr_t)kernel, g, b, shmem, zr_simt_thunk<decltype(fn)>, &fn);
+}
+template <typename K, typename... A> static int zr_simt_launch(dim3 g, dim3 b, K kernel, A... args)
+{
+    return zr_simt_launch_as(NULL, g, b, 0, kernel, args...);
 }
 /* kernel<<<grid, block, shmem>>>(a, b, c)  ==>  ZR_SIMT_LAUNCH(kernel, grid, block, shmem, a, b, c) */
 #define ZR_SIMT_LAUNCH(kernel, grid, block, shmem, ...)                                  \
-    ((void)(shmem), zr_simt_launch(zr_simt_dim(grid), zr_simt_dim(block), kernel, __VA_ARGS__))
+    zr_simt_launch_as(#kernel, zr_simt_dim(grid), zr_simt_dim(block), (size_t)(shmem), kernel, __VA_ARGS__)
 
 #ifdef ZR_SIMT_IMPL
 #include <ucontext.h>
@@ -109,6 +167,10 @@ struct Fiber {
     int warp_gen;                  /* warp barrier generation this fiber waits on */
 };
 
+/* Shadow of one shared byte: the last writer and up to two readers since the last block barrier
+** (ep), each with its warp's __syncwarp generation at the access. */
+struct ShadowByte { uint32_t ep; int16_t w, r1, r2; uint16_t wg, r1g, r2g; };
+
 static struct SimtState {
     Fiber *f;
     unsigned n;                    /* threads per block */
@@ -117,10 +179,58 @@ static struct SimtState {
     zr_simt_body body;
     void *ctx;
     int *warp_arrived, *warp_gen;  /* per warp */
+    int *warp_sync;                /* per warp: the arriving lanes' barrier is a __syncwarp */
+    uint16_t *sync_gen;            /* per warp: completed __syncwarp barriers */
     unsigned block_arrived;
     size_t stack_bytes;
     char *stacks;
+    /* race checking */
+    int active;                    /* a block is running: accesses are the kernel's */
+    const char *name;
+    uint32_t ep;                   /* block barrier epoch, never reused */
+    ShadowByte *shadow;
+    size_t shadow_n;
+    uintptr_t lo;                  /* lowest shared address touched in this launch */
+    long races, launch_races;
+    /* limits */
+    int arch;
+    ZrSimtLb *bounds;
 } S;
+
+extern "C" char __start_zr_simt_shared[] __attribute__((weak));
+extern "C" char __stop_zr_simt_shared[] __attribute__((weak));
+
+void zr_simt_lb_register(ZrSimtLb *e) { e->next = S.bounds; S.bounds = e; }
+
+unsigned zr_simt_launch_bound(const void *fn)
+{
+    for (ZrSimtLb *e = S.bounds; e; e = e->next)
+        if (e->at == fn) return e->n;
+    return 0;
+}
+
+long zr_simt_races(void) { return S.races; }
+
+void zr_simt_set_arch(int sm) { S.arch = sm; }
+
+static int arch_now(void)
+{
+    if (!S.arch) {
+        const char *a = getenv("ZR_SIMT_ARCH");
+        S.arch = a && atoi(a) > 0 ? atoi(a) : 80;
+    }
+    return S.arch;
+}
+
+/* The largest dynamic shared memory a block may opt in to (cudaFuncAttributeMaxDynamicSharedMemorySize). */
+static size_t shared_optin_limit(int sm)
+{
+    if (sm >= 90) return 227 * 1024;
+    if (sm == 80 || sm == 87) return 163 * 1024;
+    if (sm >= 86) return 99 * 1024;
+    if (sm >= 75) return 64 * 1024;
+    return 96 * 1024;
+}
 
 static void set_coords(unsigned tid)
 {
@@ -151,15 +261,19 @@ static unsigned warp_size_of(unsigned w)
     return last - first;
 }
 
-/* Warp barrier: the last lane to arrive releases the others. */
-static void warp_barrier(void)
+/* Warp barrier: the last lane to arrive releases the others. A __syncwarp (is_sync) also orders
+** the lanes' memory accesses; a shuffle's barrier only exchanges values. */
+static void warp_barrier(int is_sync)
 {
     unsigned w = S.cur / 32;
     Fiber *me = &S.f[S.cur];
     me->warp_gen = S.warp_gen[w];
+    if (is_sync) S.warp_sync[w] = 1;
     if (++S.warp_arrived[w] == (int)warp_size_of(w)) {
         S.warp_arrived[w] = 0;
         S.warp_gen[w]++;
+        if (S.warp_sync[w]) S.sync_gen[w]++;
+        S.warp_sync[w] = 0;
         for (unsigned i = w * 32; i < w * 32 + warp_size_of(w); i++)
             if (S.f[i].state == AT_WARP_BAR) S.f[i].state = RUNNABLE;
         return;
@@ -168,7 +282,7 @@ static void warp_barrier(void)
     yield_to_sched();
 }
 
-void zr_simt_syncwarp(void) { warp_barrier(); }
+void zr_simt_syncwarp(void) { warp_barrier(1); }
 
 static unsigned shfl_src(unsigned lane, int l, int mode, int width)
 {
@@ -186,10 +300,10 @@ float zr_simt_shfl_f(float v, int l, int mode, int width)
 {
     unsigned lane = S.cur % 32, w0 = S.cur - lane, src;
     S.f[S.cur].shfl_f = v;
-    warp_barrier();                       /* everyone has published */
+    warp_barrier(0);                      /* everyone has published */
     src = w0 + shfl_src(lane, l, mode, width);
     v = src < S.n ? S.f[src].shfl_f : v;
-    warp_barrier();                       /* everyone has read before slots are reused */
+    warp_barrier(0);                      /* everyone has read before slots are reused */
     return v;
 }
 
@@ -197,12 +311,90 @@ int zr_simt_shfl_i(int v, int l, int mode, int width)
 {
     unsigned lane = S.cur % 32, w0 = S.cur - lane, src;
     S.f[S.cur].shfl_i = v;
-    warp_barrier();
+    warp_barrier(0);
     src = w0 + shfl_src(lane, l, mode, width);
     v = src < S.n ? S.f[src].shfl_i : v;
-    warp_barrier();
+    warp_barrier(0);
     return v;
 }
+
+/* ---------------------------------------------------------------- shared-memory race checking */
+__attribute__((unused)) static void thread_str(char *b, size_t n, int t)
+{
+    unsigned x = blockDim.x, y = blockDim.y;
+    snprintf(b, n, "(%u,%u,%u)", (unsigned)t % x, (unsigned)t / x % y, (unsigned)t / (x * y));
+}
+
+__attribute__((no_sanitize_thread, unused)) static void race(uintptr_t a, int other, const char *other_did, const char *i_do)
+{
+    S.races++;
+    if (S.launch_races++ >= 3) return;
+    char t1[48], t2[48];
+    thread_str(t1, sizeof t1, other);
+    thread_str(t2, sizeof t2, (int)S.cur);
+    fprintf(stderr, "zr_simt: shared-memory race in kernel %s, block (%u,%u,%u): shared offset %lu: "
+            "thread %s %s it and thread %s %s it with no __syncthreads between (nor a __syncwarp, "
+            "within a warp)\n", S.name ? S.name : "(unnamed)", blockIdx.x, blockIdx.y, blockIdx.z,
+            (unsigned long)(a - S.lo), t1, other_did, t2, i_do);
+}
+
+/* Whether an earlier access by thread t, at its warp's __syncwarp generation g, is ordered before
+** the running thread's access now. */
+__attribute__((no_sanitize_thread, unused)) static inline int ordered(int t, uint16_t g)
+{
+    if (t == (int)S.cur) return 1;
+    return (unsigned)t / 32 == S.cur / 32 && S.sync_gen[S.cur / 32] != g;
+}
+
+__attribute__((no_sanitize_thread, unused)) static void shadow_access(const void *p, size_t n, int write)
+{
+    uintptr_t a = (uintptr_t)p, lo = (uintptr_t)__start_zr_simt_shared;
+    if (!S.active || a - lo >= S.shadow_n) return;
+    if (a < S.lo) S.lo = a;
+    int me = (int)S.cur;
+    uint16_t g = S.sync_gen[S.cur / 32];
+    for (size_t i = 0; i < n && a + i - lo < S.shadow_n; i++) {
+        ShadowByte *e = &S.shadow[a + i - lo];
+        if (e->ep != S.ep) {
+            e->ep = S.ep;
+            e->w = e->r1 = e->r2 = -1;
+        }
+        if (e->w >= 0 && !ordered(e->w, e->wg)) {
+            race(a + i, e->w, "wrote", write ? "writes" : "reads");
+            return;
+        }
+        if (write) {
+            int r = e->r1 >= 0 && !ordered(e->r1, e->r1g) ? e->r1 : e->r2 >= 0 && !ordered(e->r2, e->r2g) ? e->r2 : -1;
+            if (r >= 0) { race(a + i, r, "read", "writes"); return; }
+            e->w = (int16_t)me; e->wg = g;
+            e->r1 = e->r2 = -1;
+        } else if (e->r1 < 0 || e->r1 == me) {
+            e->r1 = (int16_t)me; e->r1g = g;
+        } else {
+            e->r2 = (int16_t)me; e->r2g = g;
+        }
+    }
+}
+
+#if defined(__SANITIZE_THREAD__) && !defined(ZR_SIMT_NO_RACE_HOOKS)
+/* The entry points GCC's -fsanitize=thread instrumentation calls; no TSan runtime is linked. */
+#define ZR_SIMT_HOOK extern "C" __attribute__((no_sanitize_thread, used))
+#define ZR_SIMT_RW(n)                                                                                   \
+    ZR_SIMT_HOOK void __tsan_read##n(void *p) { shadow_access(p, n, 0); }                              \
+    ZR_SIMT_HOOK void __tsan_write##n(void *p) { shadow_access(p, n, 1); }                             \
+    ZR_SIMT_HOOK void __tsan_unaligned_read##n(void *p) { shadow_access(p, n, 0); }                    \
+    ZR_SIMT_HOOK void __tsan_unaligned_write##n(void *p) { shadow_access(p, n, 1); }                   \
+    ZR_SIMT_HOOK void __tsan_volatile_read##n(void *p) { shadow_access(p, n, 0); }                     \
+    ZR_SIMT_HOOK void __tsan_volatile_write##n(void *p) { shadow_access(p, n, 1); }
+ZR_SIMT_RW(1) ZR_SIMT_RW(2) ZR_SIMT_RW(4) ZR_SIMT_RW(8) ZR_SIMT_RW(16)
+ZR_SIMT_HOOK void __tsan_read_range(void *p, unsigned long n) { shadow_access(p, n, 0); }
+ZR_SIMT_HOOK void __tsan_write_range(void *p, unsigned long n) { shadow_access(p, n, 1); }
+ZR_SIMT_HOOK void __tsan_init(void) {}
+ZR_SIMT_HOOK void __tsan_func_entry(void *pc) { (void)pc; }
+ZR_SIMT_HOOK void __tsan_func_exit(void) {}
+ZR_SIMT_HOOK void __tsan_vptr_update(void **p, void *v) { (void)p; (void)v; }
+ZR_SIMT_HOOK void __tsan_vptr_read(void **p) { (void)p; }
+#endif
 
 static int run_block(void)
 {
@@ -218,7 +410,9 @@ static int run_block(void)
         f->tid = t;
     }
     S.block_arrived = 0;
+    S.ep++;                          /* a new block: its own shared memory */
     memset(S.warp_arrived, 0, sizeof(int) * ((S.n + 31) / 32));
+    S.active = 1;
     while (live) {
         volatile int progressed = 0;
         for (unsigned t = 0; t < S.n; t++) {
@@ -232,48 +426,110 @@ static int run_block(void)
         /* All live threads at the block barrier: release them together. */
         if (live && S.block_arrived == live) {
             S.block_arrived = 0;
+            S.ep++;
             for (unsigned t = 0; t < S.n; t++)
                 if (S.f[t].state == AT_BLOCK_BAR) S.f[t].state = RUNNABLE;
             continue;
         }
         if (!progressed) {
-            fprintf(stderr, "zr_simt: deadlock in block (%u,%u,%u): %u live threads, %u at "
+            S.active = 0;
+            fprintf(stderr, "zr_simt: deadlock in kernel %s, block (%u,%u,%u): %u live threads, %u at "
                     "__syncthreads, the rest at a warp barrier (divergent shuffle or __syncthreads "
-                    "not reached by every thread)\n", blockIdx.x, blockIdx.y, blockIdx.z, live,
-                    S.block_arrived);
+                    "not reached by every thread)\n", S.name ? S.name : "(unnamed)", blockIdx.x,
+                    blockIdx.y, blockIdx.z, live, S.block_arrived);
             return -1;
         }
+    }
+    S.active = 0;
+    return 0;
+}
+
+/* CUDA's launch limits (the same for every arch since sm_30) and the kernel's own bound. */
+static int check_launch(const char *name, const void *fn, dim3 g, dim3 b, size_t shmem)
+{
+    const char *k = name ? name : "(unnamed)";
+    unsigned long threads = (unsigned long)b.x * b.y * b.z;
+    unsigned lb = fn ? zr_simt_launch_bound(fn) : 0;
+    size_t lim = shared_optin_limit(arch_now());
+    if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z) {
+        fprintf(stderr, "zr_simt: kernel %s: launch with a zero dimension: grid (%u,%u,%u), block "
+                "(%u,%u,%u)\n", k, g.x, g.y, g.z, b.x, b.y, b.z);
+        return -1;
+    }
+    if (b.x > 1024 || b.y > 1024 || b.z > 64 || threads > 1024) {
+        fprintf(stderr, "zr_simt: kernel %s: block (%u,%u,%u) exceeds CUDA's limits (x, y <= 1024, "
+                "z <= 64, x*y*z <= 1024 threads)\n", k, b.x, b.y, b.z);
+        return -1;
+    }
+    if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) {
+        fprintf(stderr, "zr_simt: kernel %s: grid (%u,%u,%u) exceeds CUDA's limits (x <= 2^31-1, "
+                "y, z <= 65535)\n", k, g.x, g.y, g.z);
+        return -1;
+    }
+    if (lb && threads > lb) {
+        fprintf(stderr, "zr_simt: kernel %s: block of %lu threads exceeds its __launch_bounds__ (%u)\n",
+                k, threads, lb);
+        return -1;
+    }
+    if (shmem > lim) {
+        fprintf(stderr, "zr_simt: kernel %s: %zu bytes of dynamic shared memory exceed sm_%d's "
+                "limit of %zu\n", k, shmem, arch_now(), lim);
+        return -1;
     }
     return 0;
 }
 
-int zr_simt_run(dim3 grid, dim3 block, zr_simt_body body, void *ctx)
+int zr_simt_run_k(const char *name, const void *fn, dim3 grid, dim3 block, size_t shmem,
+                  zr_simt_body body, void *ctx)
 {
     int rc = 0;
+    /* dim3 is a C struct here: an unset y or z is 0 where CUDA's constructor gives 1 */
     if (grid.y == 0) grid.y = 1;
     if (grid.z == 0) grid.z = 1;
     if (block.y == 0) block.y = 1;
     if (block.z == 0) block.z = 1;
+    if (check_launch(name, fn, grid, block, shmem) < 0) return -1;
     gridDim = grid;
     blockDim = block;
     S.n = block.x * block.y * block.z;
     S.body = body;
     S.ctx = ctx;
+    S.name = name;
+    S.lo = UINTPTR_MAX;
+    S.launch_races = 0;
+    if (!S.shadow && (uintptr_t)__stop_zr_simt_shared > (uintptr_t)__start_zr_simt_shared) {
+        S.shadow_n = (size_t)((uintptr_t)__stop_zr_simt_shared - (uintptr_t)__start_zr_simt_shared);
+        S.shadow = (ShadowByte *)calloc(S.shadow_n, sizeof *S.shadow);
+        if (!S.shadow) S.shadow_n = 0;
+    }
     S.stack_bytes = 64 * 1024;
     S.f = (Fiber *)calloc(S.n, sizeof *S.f);
     S.stacks = (char *)malloc(S.stack_bytes * S.n);
     S.warp_arrived = (int *)calloc((S.n + 31) / 32, sizeof(int));
     S.warp_gen = (int *)calloc((S.n + 31) / 32, sizeof(int));
-    if (!S.f || !S.stacks || !S.warp_arrived || !S.warp_gen) { rc = -1; goto out; }
+    S.warp_sync = (int *)calloc((S.n + 31) / 32, sizeof(int));
+    S.sync_gen = (uint16_t *)calloc((S.n + 31) / 32, sizeof(uint16_t));
+    if (!S.f || !S.stacks || !S.warp_arrived || !S.warp_gen || !S.warp_sync || !S.sync_gen) { rc = -1; goto out; }
     for (unsigned z = 0; z < grid.z && rc == 0; z++)
         for (unsigned y = 0; y < grid.y && rc == 0; y++)
             for (unsigned x = 0; x < grid.x && rc == 0; x++) {
                 blockIdx.x = x; blockIdx.y = y; blockIdx.z = z;
                 rc = run_block();
             }
+    if (S.launch_races) {
+        if (S.launch_races > 3)
+            fprintf(stderr, "zr_simt: kernel %s: %ld shared-memory races in all\n", S.name ? S.name : "(unnamed)", S.launch_races);
+        rc = -1;
+    }
 out:
-    free(S.f); free(S.stacks); free(S.warp_arrived); free(S.warp_gen);
+    free(S.f); free(S.stacks); free(S.warp_arrived); free(S.warp_gen); free(S.warp_sync); free(S.sync_gen);
+    S.f = NULL; S.stacks = NULL;
     return rc;
+}
+
+int zr_simt_run(dim3 grid, dim3 block, zr_simt_body body, void *ctx)
+{
+    return zr_simt_run_k(NULL, NULL, grid, block, 0, body, ctx);
 }
 #endif /* ZR_SIMT_IMPL */
 #endif

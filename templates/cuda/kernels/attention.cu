@@ -17,7 +17,8 @@
 **        query tiles stream through shared memory: dv_j += p_ij dy_i, dk_j += ds_ij q_i.
 ** The score matrix is thus computed three times in all (forward, dq, dkv) in exchange for no
 ** atomics and no O(T^2) memory. HS = 64 for every GPT-2 size (168 registers in dkv, no spills on
-** sm_90); beyond that dkv's 2 HS accumulators per lane spill to local memory: correct, slower.
+** sm_90); beyond that dkv accumulates at most 64 dimensions per pass over the query tiles, so its
+** accumulators stay in registers (tests/cuda/t_ptxas.sh checks every spec for spills).
 ** Head sizes above 170 would need dynamic shared memory (not done): the #error below says so.
 */
 #include "zk_common.cuh"
@@ -31,6 +32,9 @@
 #define ZK_ATT_QT (ZK_ATT_NW * ZK_ATT_R) /* query rows per block */
 #define ZK_ATT_DPL CEIL_DIV(ZK_HS, 32)  /* head dimensions per lane */
 #define ZK_ATT_QT2 (ZK_HS > 128 ? 4 : 8) /* query rows per staged tile (dkv) */
+/* head dimensions accumulated per pass in dkv: at most 64, so that 2 x ZK_ATT_DC accumulators per
+** lane fit the 255 registers a thread may have (ptxas: 168 registers at 64, no spills) */
+#define ZK_ATT_DC CEIL_DIV(ZK_HS, CEIL_DIV(ZK_HS, 64))
 /* zd_attention_backward_dq declares the most: */
 #if 4 * (2 * ZK_ATT_QT * ZK_HS + 2 * ZK_ATT_KT * (ZK_HS + 1) + ZK_ATT_NW * ZK_ATT_KT) > 48 * 1024
 #error "attention.cu: this head size (d_model / n_heads) needs more than 48 KiB of static shared memory per block"
@@ -175,7 +179,11 @@ zd_attention_backward_dq(zk_io *dqkv, float *Dbuf, const zk_io *qkv, const zk_io
     }
 }
 
-/* dk and dv parts of dqkv (overwritten); needs Dbuf from zd_attention_backward_dq. One warp. */
+/* dk and dv parts of dqkv (overwritten); needs Dbuf from zd_attention_backward_dq. One warp.
+** Lane j keeps dk_j and dv_j for ZK_ATT_DC head dimensions at a time in registers: beyond HS = 64 the
+** query tiles stream through once per chunk of dimensions (the scores are recomputed, identically),
+** so that the accumulators never spill. Every dk/dv element sums the same terms in the same order
+** whatever the chunking, so the result does not depend on it. */
 ZK_KERNEL void __launch_bounds__(32)
 zd_attention_backward_dkv(zk_io *dqkv, const zk_io *qkv, const zk_io *dy, const float *lse, const float *Dbuf)
 {
@@ -187,34 +195,38 @@ zd_attention_backward_dkv(zk_io *dqkv, const zk_io *qkv, const zk_io *dy, const 
     int k0 = blockIdx.x * ZK_ATT_KT, h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x, j = k0 + lane;
     const zk_io *seq = qkv + (long)b * ZK_T * 3 * ZK_C;
     float scale = rsqrtf((float)ZK_HS);
-    float dk[ZK_HS], dv[ZK_HS];
-    for (int d = 0; d < ZK_HS; d++) dk[d] = dv[d] = 0.0f;
     zk_att_stage(&Ks[0][0], ZK_HS + 1, seq, 1, h, k0, ZK_ATT_KT, 1.0f);
     zk_att_stage(&Vs[0][0], ZK_HS + 1, seq, 2, h, k0, ZK_ATT_KT, 1.0f);
-    for (int i0 = k0; i0 < ZK_T; i0 += ZK_ATT_QT2) {
-        __syncthreads();
-        zk_att_stage(&Qs[0][0], ZK_HS, seq, 0, h, i0, ZK_ATT_QT2, scale);
-        for (int e = lane; e < ZK_ATT_QT2 * ZK_HS; e += 32) {
-            int r = e / ZK_HS, d = e % ZK_HS, i = i0 + r;
-            dYs[r][d] = i < ZK_T ? zk_ld(dy + ((long)b * ZK_T + i) * ZK_C + h * ZK_HS + d) : 0.0f;
+    for (int c0 = 0; c0 < ZK_HS; c0 += ZK_ATT_DC) {
+        float dk[ZK_ATT_DC], dv[ZK_ATT_DC];
+        for (int d = 0; d < ZK_ATT_DC; d++) dk[d] = dv[d] = 0.0f;
+        for (int i0 = k0; i0 < ZK_T; i0 += ZK_ATT_QT2) {
+            __syncthreads();
+            zk_att_stage(&Qs[0][0], ZK_HS, seq, 0, h, i0, ZK_ATT_QT2, scale);
+            for (int e = lane; e < ZK_ATT_QT2 * ZK_HS; e += 32) {
+                int r = e / ZK_HS, d = e % ZK_HS, i = i0 + r;
+                dYs[r][d] = i < ZK_T ? zk_ld(dy + ((long)b * ZK_T + i) * ZK_C + h * ZK_HS + d) : 0.0f;
+            }
+            if (lane < ZK_ATT_QT2 && i0 + lane < ZK_T) {
+                Ls[lane] = lse[((long)b * ZK_NH + h) * ZK_T + i0 + lane];
+                Ds[lane] = Dbuf[((long)b * ZK_NH + h) * ZK_T + i0 + lane];
+            }
+            __syncthreads();
+            for (int r = 0; r < ZK_ATT_QT2 && i0 + r < ZK_T; r++) {
+                if (j > i0 + r || j >= ZK_T) continue;
+                float s = 0.0f, dp = 0.0f;
+                for (int d = 0; d < ZK_HS; d++) { s += Qs[r][d] * Ks[lane][d]; dp += dYs[r][d] * Vs[lane][d]; }
+                float p = expf(s - Ls[r]), ds = p * (dp - Ds[r]);
+                for (int d = 0; d < ZK_ATT_DC; d++)
+                    if (c0 + d < ZK_HS) { dv[d] += p * dYs[r][c0 + d]; dk[d] += ds * Qs[r][c0 + d]; }
+            }
         }
-        if (lane < ZK_ATT_QT2 && i0 + lane < ZK_T) {
-            Ls[lane] = lse[((long)b * ZK_NH + h) * ZK_T + i0 + lane];
-            Ds[lane] = Dbuf[((long)b * ZK_NH + h) * ZK_T + i0 + lane];
-        }
-        __syncthreads();
-        for (int r = 0; r < ZK_ATT_QT2 && i0 + r < ZK_T; r++) {
-            if (j > i0 + r || j >= ZK_T) continue;
-            float s = 0.0f, dp = 0.0f;
-            for (int d = 0; d < ZK_HS; d++) { s += Qs[r][d] * Ks[lane][d]; dp += dYs[r][d] * Vs[lane][d]; }
-            float p = expf(s - Ls[r]), ds = p * (dp - Ds[r]);
-            for (int d = 0; d < ZK_HS; d++) { dv[d] += p * dYs[r][d]; dk[d] += ds * Qs[r][d]; }
-        }
+        /* Qs held q * scale, so dk = sum ds q scale is already complete. */
+        if (j >= ZK_T) continue;            /* no return: the next chunk has barriers */
+        zk_io *row = dqkv + ((long)b * ZK_T + j) * 3 * ZK_C + h * ZK_HS + c0;
+        for (int d = 0; d < ZK_ATT_DC; d++)
+            if (c0 + d < ZK_HS) { zk_st(row + ZK_C + d, dk[d]); zk_st(row + 2 * ZK_C + d, dv[d]); }
     }
-    if (j >= ZK_T) return;
-    zk_io *row = dqkv + ((long)b * ZK_T + j) * 3 * ZK_C + h * ZK_HS;
-    /* Qs held q * scale, so dk = sum ds q scale is already complete. */
-    for (int d = 0; d < ZK_HS; d++) { zk_st(row + ZK_C + d, dk[d]); zk_st(row + 2 * ZK_C + d, dv[d]); }
 }
 
 /* ------------------------------------------------------------------ launchers */

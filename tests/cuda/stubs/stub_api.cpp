@@ -1,0 +1,398 @@
+/*
+** stub_api.cpp — stand-in libcuda / libcudart / libcublas / libnccl for testing runtime/zr_gpu_cuda.c
+** without a GPU (tests/cuda/t_gpu_stub.sh). One shared library exports the entry points
+** zr_gpu_cuda.c and zr_coll_nccl.c use, with the prototypes of the real headers (so a signature
+** mismatch does not compile); the test links it in place of cuBLAS/cudart/NCCL and opens it as the
+** driver through ZR_LIBCUDA.
+** What it checks, as the real libraries would refuse: PTX whose .target is above the device or whose
+** ISA needs a newer driver than the one it pretends to be; a cubin not for the device's SM;
+** cuModuleGetFunction of a name the module lacks; launches against CUDA's grid/block limits, the
+** kernel's .maxntid / __launch_bounds__, 48 KiB of dynamic shared memory, the argument count and a
+** non-NULL `extra`; copies and memsets outside a device allocation; cudaSetDevice out of range; cuBLAS
+** leading dimensions; NCCL on more than one rank. Kernels run through zr_simt.h (stub_kernels.cpp),
+** gemm is a column-major reference loop, one-rank NCCL collectives are copies.
+** Work runs when it is enqueued (streams are trivially ordered). Environment knobs:
+**   ZR_STUB_DRIVER=13000  the CUDA version cuDriverGetVersion reports
+**   ZR_STUB_SM=80         the device's compute capability (86: no exact cubin, PTX is JIT-loaded)
+**   ZR_STUB_FAULT_KERNEL=name  launching it makes the context fail (CUDA_ERROR_ILLEGAL_ADDRESS,
+**                         sticky, reported by the next synchronising call), as a bad kernel does
+**   ZR_STUB_HANG=1        events and streams never complete (queries say NOT_READY, the blocking
+**                         cuEventSynchronize/cuStreamSynchronize never return)
+** zr_stub_summary() says what happened (the test prints it).
+*/
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wundef"
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+#include <nccl.h>
+#pragma GCC diagnostic pop
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <string>
+#include <vector>
+#include "stub.h"
+
+namespace {
+struct Fn { std::string name; int kid; unsigned maxntid; };
+struct Mod { std::vector<Fn *> fns; int is_ptx, arch; };
+struct Alloc { char *p; size_t n; };
+struct St { int driver, sm, ndev, dev = -1, hang; std::string fault; CUresult sticky = CUDA_SUCCESS;
+            std::vector<Alloc> allocs; std::vector<Alloc> pinned;
+            int n_cubin, n_ptx, launches, refused, pageable, aborted; std::string log; } S;
+struct Stream { int id; };
+struct Event { int recorded; };
+int inited;
+
+void init_state()
+{
+    if (inited) return;
+    inited = 1;
+    const char *e;
+    S.driver = (e = getenv("ZR_STUB_DRIVER")) ? atoi(e) : 13000;
+    S.sm = (e = getenv("ZR_STUB_SM")) ? atoi(e) : 80;
+    S.ndev = (e = getenv("ZR_STUB_DEVICES")) ? atoi(e) : 1;
+    S.hang = (e = getenv("ZR_STUB_HANG")) && *e == '1';
+    if ((e = getenv("ZR_STUB_FAULT_KERNEL"))) S.fault = e;
+}
+
+CUresult refuse(CUresult r, const char *fmt, const char *a, long b = 0, long c = 0)
+{
+    fprintf(stderr, "zr_stub: ");
+    fprintf(stderr, fmt, a, b, c);
+    fprintf(stderr, "\n");
+    S.refused++;
+    return r;
+}
+
+int in_alloc(const void *p, size_t n)
+{
+    for (auto &a : S.allocs)
+        if ((const char *)p >= a.p && (const char *)p + n <= a.p + a.n) return 1;
+    return 0;
+}
+int in_pinned(const void *p, size_t n)
+{
+    for (auto &a : S.pinned)
+        if ((const char *)p >= a.p && (const char *)p + n <= a.p + a.n) return 1;
+    return 0;
+}
+
+/* Kernel names and bounds of a PTX text: ".entry name(" ... ".maxntid x, y, z". */
+void ptx_entries(const char *t, Mod *m)
+{
+    for (const char *e = strstr(t, ".entry "); e; e = strstr(e, ".entry ")) {
+        e += 7;
+        while (*e == ' ') e++;
+        size_t k = strcspn(e, "( \n");
+        Fn *f = new Fn{std::string(e, k), -1, 0};
+        const char *next = strstr(e, ".entry "), *mx = strstr(e, ".maxntid");
+        if (mx && (!next || mx < next)) {
+            unsigned x = 1, y = 1, z = 1;
+            sscanf(mx, ".maxntid %u, %u, %u", &x, &y, &z);
+            f->maxntid = x * y * z;
+        }
+        m->fns.push_back(f);
+    }
+}
+
+/* Global function symbols of a cubin (ELF64). */
+int cubin_entries(const unsigned char *b, Mod *m)
+{
+    uint64_t shoff; uint16_t shentsize, shnum;
+    memcpy(&shoff, b + 0x28, 8); memcpy(&shentsize, b + 0x3a, 2); memcpy(&shnum, b + 0x3c, 2);
+    for (int i = 0; i < shnum; i++) {
+        const unsigned char *sh = b + shoff + (size_t)i * shentsize;
+        uint32_t type, link; uint64_t off, size, entsize;
+        memcpy(&type, sh + 4, 4);
+        if (type != 2) continue;                              /* SHT_SYMTAB */
+        memcpy(&off, sh + 0x18, 8); memcpy(&size, sh + 0x20, 8); memcpy(&link, sh + 0x28, 4); memcpy(&entsize, sh + 0x38, 8);
+        const unsigned char *strsh = b + shoff + (size_t)link * shentsize;
+        uint64_t stroff; memcpy(&stroff, strsh + 0x18, 8);
+        for (uint64_t s = 0; s < size / entsize; s++) {
+            const unsigned char *sym = b + off + s * entsize;
+            uint32_t name; memcpy(&name, sym, 4);
+            if ((sym[4] & 0xf) == 2 && (sym[4] >> 4) == 1)     /* STT_FUNC, STB_GLOBAL */
+                m->fns.push_back(new Fn{std::string((const char *)b + stroff + name), -1, 0});
+        }
+        return 0;
+    }
+    return -1;
+}
+
+void block_forever() { for (;;) sleep(1); }
+}
+
+extern "C" const char *zr_stub_summary(void)
+{
+    char b[256];
+    snprintf(b, sizeof b, "stub: device %d sm_%d driver %d; modules cubin %d ptx %d; launches %d; refused %d; "
+             "pageable async copies %d; nccl aborted %d", S.dev, S.sm, S.driver, S.n_cubin, S.n_ptx, S.launches,
+             S.refused, S.pageable, S.aborted);
+    S.log = b;
+    return S.log.c_str();
+}
+
+/* ------------------------------------------------------------------ driver API */
+extern "C" {
+CUresult CUDAAPI cuInit(unsigned int) { init_state(); return S.ndev > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE; }
+CUresult CUDAAPI cuDriverGetVersion(int *v) { init_state(); *v = S.driver; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuDeviceGetCount(int *n) { *n = S.ndev; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ord) { if (ord < 0 || ord >= S.ndev) return CUDA_ERROR_INVALID_DEVICE; *d = ord; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice)
+{
+    if (a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) *v = S.sm / 10;
+    else if (a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR) *v = S.sm % 10;
+    else return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice d) { snprintf(name, (size_t)len, "zr stub GPU %d", d); return CUDA_SUCCESS; }
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = (CUcontext)(uintptr_t)(0x1000 + d); return CUDA_SUCCESS; }
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) { S.dev = (int)((uintptr_t)c - 0x1000); return CUDA_SUCCESS; }
+
+CUresult CUDAAPI cuGetErrorName(CUresult r, const char **s)
+{
+    switch (r) {
+    case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
+    case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case CUDA_ERROR_NOT_READY: *s = "CUDA_ERROR_NOT_READY"; break;
+    case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+    case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
+    case CUDA_ERROR_NO_BINARY_FOR_GPU: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; break;
+    case CUDA_ERROR_INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; break;
+    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: *s = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"; break;
+    default: *s = NULL; return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGetErrorString(CUresult r, const char **s)
+{
+    *s = r == CUDA_ERROR_ILLEGAL_ADDRESS ? "an illegal memory access was encountered"
+       : r == CUDA_ERROR_NOT_READY ? "device not ready" : "stub error";
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule *out, const void *image)
+{
+    const unsigned char *b = (const unsigned char *)image;
+    Mod *m = new Mod();
+    if (memcmp(b, "\177ELF", 4) == 0) {
+        uint32_t flags; memcpy(&flags, b + 48, 4);
+        m->arch = (int)((flags >> 8) & 0xff);
+        if ((b[18] | b[19] << 8) != 190 || m->arch != S.sm)
+            return refuse(CUDA_ERROR_NO_BINARY_FOR_GPU, "cuModuleLoadData: cubin for sm_%s%ld, device is sm_%ld", "", m->arch, S.sm);
+        if (cubin_entries(b, m) < 0) return refuse(CUDA_ERROR_INVALID_IMAGE, "cuModuleLoadData: %scubin without a symbol table", "");
+        S.n_cubin++;
+    } else {
+        const char *t = (const char *)image, *tg = strstr(t, ".target sm_"), *vs = strstr(t, ".version ");
+        int isa_maj = 0, isa_min = 0;
+        if (!tg || !vs) return refuse(CUDA_ERROR_INVALID_IMAGE, "cuModuleLoadData: %sneither a cubin nor PTX", "");
+        m->arch = atoi(tg + 11);
+        sscanf(vs, ".version %d.%d", &isa_maj, &isa_min);
+        if (m->arch > S.sm) return refuse(CUDA_ERROR_NO_BINARY_FOR_GPU, "cuModuleLoadData: %sPTX for sm_%ld on an sm_%ld device", "", m->arch, S.sm);
+        if ((isa_maj + 4) * 1000 + isa_min * 10 > S.driver)
+            return refuse(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "cuModuleLoadData: %sPTX ISA %ld needs a newer driver than CUDA %ld",
+                          "", isa_maj * 10 + isa_min, S.driver);
+        m->is_ptx = 1;
+        ptx_entries(t, m);
+        S.n_ptx++;
+    }
+    for (Fn *f : m->fns) {
+        f->kid = zs_kernel_find(f->name.c_str());
+        if (!f->maxntid && f->kid >= 0) f->maxntid = zs_kernel_bound(f->kid);
+    }
+    *out = (CUmodule)m;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleUnload(CUmodule m) { delete (Mod *)m; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *name)
+{
+    for (Fn *fn : ((Mod *)mod)->fns)
+        if (fn->name == name) {
+            if (fn->kid < 0) return refuse(CUDA_ERROR_NOT_FOUND, "cuModuleGetFunction(%s): in the module but not emulated", name);
+            *f = (CUfunction)fn;
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_NOT_FOUND;
+}
+CUresult CUDAAPI cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
+{
+    Fn *fn = (Fn *)f;
+    if (a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK) *v = fn->maxntid ? (int)fn->maxntid : 1024;
+    else if (a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) *v = 0;
+    else return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                unsigned bz, unsigned shmem, CUstream, void **params, void **extra)
+{
+    Fn *fn = (Fn *)f;
+    const char *k = fn->name.c_str();
+    unsigned long threads = (unsigned long)bx * by * bz;
+    if (S.sticky) return S.sticky;
+    if (!gx || !gy || !gz || !bx || !by || !bz || bx > 1024 || by > 1024 || bz > 64 || threads > 1024 ||
+        gx > 0x7fffffffu || gy > 65535 || gz > 65535)
+        return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): grid/block outside CUDA's limits (block %ld threads)", k, (long)threads);
+    if (fn->maxntid && threads > fn->maxntid)
+        return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): %ld threads per block, the kernel's .maxntid is %ld", k, (long)threads, fn->maxntid);
+    if (shmem > 48 * 1024)
+        return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): %ld bytes of dynamic shared memory without the opt-in attribute", k, shmem);
+    if (extra) return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): `extra` is not used by zr_gpu", k);
+    int np = zs_kernel_nparams(fn->kid), given = 0;
+    while (params && params[given]) given++;
+    if (np && (!params || given < np))
+        return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): %ld arguments given, the kernel takes %ld", k, given, np);
+    S.launches++;
+    if (S.fault == fn->name) { S.sticky = CUDA_ERROR_ILLEGAL_ADDRESS; return CUDA_SUCCESS; }   /* faults later, asynchronously */
+    const unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+    if (zs_kernel_launch(fn->kid, g, b, shmem, params, S.sm) != 0) S.sticky = CUDA_ERROR_LAUNCH_FAILED;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n)
+{
+    char *m = (char *)aligned_alloc(256, (n + 255) / 256 * 256);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    S.allocs.push_back({m, n});
+    *p = (CUdeviceptr)(uintptr_t)m;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemFree(CUdeviceptr p)
+{
+    for (size_t i = 0; i < S.allocs.size(); i++)
+        if ((uintptr_t)S.allocs[i].p == p) { free(S.allocs[i].p); S.allocs.erase(S.allocs.begin() + (long)i); return CUDA_SUCCESS; }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+CUresult CUDAAPI cuMemHostRegister(void *p, size_t n, unsigned) { S.pinned.push_back({(char *)p, n}); return CUDA_SUCCESS; }
+CUresult CUDAAPI cuMemHostUnregister(void *p)
+{
+    for (size_t i = 0; i < S.pinned.size(); i++)
+        if (S.pinned[i].p == p) { S.pinned.erase(S.pinned.begin() + (long)i); return CUDA_SUCCESS; }
+    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n, CUstream)
+{
+    if (S.sticky) return S.sticky;
+    if (!in_alloc((void *)(uintptr_t)d, n)) return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemcpyHtoDAsync: %s%ld bytes outside a device allocation", "", (long)n);
+    if (!in_pinned(h, n)) S.pageable++;
+    memcpy((void *)(uintptr_t)d, h, n);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n, CUstream)
+{
+    if (S.sticky) return S.sticky;
+    if (!in_alloc((void *)(uintptr_t)d, n)) return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemcpyDtoHAsync: %s%ld bytes outside a device allocation", "", (long)n);
+    if (!in_pinned(h, n)) S.pageable++;
+    memcpy(h, (void *)(uintptr_t)d, n);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream)
+{
+    if (S.sticky) return S.sticky;
+    if (!in_alloc((void *)(uintptr_t)d, n) || !in_alloc((void *)(uintptr_t)s, n))
+        return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemcpyDtoDAsync: %s%ld bytes outside a device allocation", "", (long)n);
+    memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream)
+{
+    if (S.sticky) return S.sticky;
+    if (!in_alloc((void *)(uintptr_t)d, n)) return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemsetD8Async: %s%ld bytes outside a device allocation", "", (long)n);
+    memset((void *)(uintptr_t)d, v, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned) { static int n; *s = (CUstream) new Stream{++n}; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamDestroy(CUstream s) { delete (Stream *)s; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamQuery(CUstream) { return S.hang ? CUDA_ERROR_NOT_READY : S.sticky; }
+CUresult CUDAAPI cuStreamSynchronize(CUstream) { if (S.hang) block_forever(); return S.sticky; }
+CUresult CUDAAPI cuStreamWaitEvent(CUstream, CUevent e, unsigned) { return e ? S.sticky : CUDA_ERROR_INVALID_HANDLE; }
+CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned) { *e = (CUevent) new Event{0}; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuEventDestroy(CUevent e) { delete (Event *)e; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuEventRecord(CUevent e, CUstream) { ((Event *)e)->recorded = 1; return S.sticky; }
+CUresult CUDAAPI cuEventQuery(CUevent) { return S.hang ? CUDA_ERROR_NOT_READY : S.sticky; }
+CUresult CUDAAPI cuEventSynchronize(CUevent) { if (S.hang) block_forever(); return S.sticky; }
+
+/* ------------------------------------------------------------------ runtime API (what NCCL set-up uses) */
+cudaError_t CUDARTAPI cudaGetDeviceCount(int *n) { init_state(); *n = S.ndev; return cudaSuccess; }
+cudaError_t CUDARTAPI cudaSetDevice(int d)
+{
+    init_state();
+    if (d < 0 || d >= S.ndev) return cudaErrorInvalidDevice;
+    S.dev = d;
+    return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGetDevice(int *d) { *d = S.dev; return cudaSuccess; }
+const char *CUDARTAPI cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "stub runtime error"; }
+const char *CUDARTAPI cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : e == cudaErrorInvalidDevice ? "cudaErrorInvalidDevice" : "cudaErrorUnknown"; }
+cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t *s, unsigned f) { return cuStreamCreate((CUstream *)s, f) ? cudaErrorUnknown : cudaSuccess; }
+cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t s) { cuStreamDestroy((CUstream)s); return cudaSuccess; }
+cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t *e, unsigned f) { cuEventCreate((CUevent *)e, f); return cudaSuccess; }
+cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t s) { return cuEventRecord((CUevent)e, (CUstream)s) ? cudaErrorIllegalAddress : cudaSuccess; }
+cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t) { return S.hang ? cudaErrorNotReady : S.sticky ? cudaErrorIllegalAddress : cudaSuccess; }
+cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) { cuEventDestroy((CUevent)e); return cudaSuccess; }
+
+/* ------------------------------------------------------------------ cuBLAS */
+cublasStatus_t CUBLASWINAPI cublasCreate(cublasHandle_t *h) { *h = (cublasHandle_t) new int(0); return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasDestroy(cublasHandle_t h) { delete (int *)h; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
+const char *CUBLASWINAPI cublasGetStatusName(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : s == CUBLAS_STATUS_INVALID_VALUE ? "CUBLAS_STATUS_INVALID_VALUE" : "CUBLAS_STATUS_INTERNAL_ERROR"; }
+const char *CUBLASWINAPI cublasGetStatusString(cublasStatus_t s) { return s == CUBLAS_STATUS_INVALID_VALUE ? "an invalid value was used as an argument" : "stub"; }
+/* Column-major C = alpha op(A) op(B) + beta C, with cuBLAS's argument checks. */
+cublasStatus_t CUBLASWINAPI cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                        const float *alpha, const float *A, int lda, const float *B, int ldb,
+                                        const float *beta, float *C, int ldc)
+{
+    int ra = ta == CUBLAS_OP_N ? m : k, rb = tb == CUBLAS_OP_N ? k : n;
+    if (m < 0 || n < 0 || k < 0 || lda < (ra > 1 ? ra : 1) || ldb < (rb > 1 ? rb : 1) || ldc < (m > 1 ? m : 1)) {
+        fprintf(stderr, "zr_stub: cublasSgemm: m %d n %d k %d lda %d ldb %d ldc %d: invalid\n", m, n, k, lda, ldb, ldc);
+        S.refused++;
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float acc = 0;
+            for (int p = 0; p < k; p++) {
+                float a = ta == CUBLAS_OP_N ? A[i + (long)p * lda] : A[p + (long)i * lda];
+                float b = tb == CUBLAS_OP_N ? B[p + (long)j * ldb] : B[j + (long)p * ldb];
+                acc += a * b;
+            }
+            C[i + (long)j * ldc] = *alpha * acc + (*beta != 0 ? *beta * C[i + (long)j * ldc] : 0.0f);
+        }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ NCCL, one rank */
+struct StubComm { int nranks; };
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id) { memset(id, 7, sizeof *id); return ncclSuccess; }
+ncclResult_t ncclCommInitRank(ncclComm_t *c, int nranks, ncclUniqueId, int rank)
+{
+    if (nranks != 1 || rank != 0) { fprintf(stderr, "zr_stub: NCCL stub has one rank only\n"); return ncclInvalidUsage; }
+    *c = (ncclComm_t) new StubComm{nranks};
+    return ncclSuccess;
+}
+static size_t tsize(ncclDataType_t t) { return t == ncclFloat32 ? 4 : 2; }
+ncclResult_t ncclAllGather(const void *s, void *r, size_t n, ncclDataType_t t, ncclComm_t, cudaStream_t)
+{ if (r != s) memmove(r, s, n * tsize(t)); return ncclSuccess; }
+ncclResult_t ncclReduceScatter(const void *s, void *r, size_t n, ncclDataType_t t, ncclRedOp_t, ncclComm_t, cudaStream_t)
+{ if (r != s) memmove(r, s, n * tsize(t)); return ncclSuccess; }
+ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, ncclDataType_t t, ncclRedOp_t, ncclComm_t, cudaStream_t)
+{ if (r != s) memmove(r, s, n * tsize(t)); return ncclSuccess; }
+ncclResult_t ncclBroadcast(const void *s, void *r, size_t n, ncclDataType_t t, int, ncclComm_t, cudaStream_t)
+{ if (r != s) memmove(r, s, n * tsize(t)); return ncclSuccess; }
+ncclResult_t ncclGroupStart(void) { return ncclSuccess; }
+ncclResult_t ncclGroupEnd(void) { return ncclSuccess; }
+ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t *e) { *e = ncclSuccess; return ncclSuccess; }
+ncclResult_t ncclCommAbort(ncclComm_t c) { S.aborted++; fprintf(stderr, "zr_stub: ncclCommAbort\n"); delete (StubComm *)c; return ncclSuccess; }
+ncclResult_t ncclCommDestroy(ncclComm_t c) { delete (StubComm *)c; return ncclSuccess; }
+const char *ncclGetErrorString(ncclResult_t r) { return r == ncclSuccess ? "no error" : "stub NCCL error"; }
+ncclResult_t ncclGetVersion(int *v) { *v = 22800; return ncclSuccess; }
+}

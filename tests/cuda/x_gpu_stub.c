@@ -1,0 +1,170 @@
+/*
+** x_gpu_stub.c — drives runtime/zr_gpu_cuda.c (the real CUDA backend of zr_gpu.h) against the stub
+** libraries of tests/cuda/stubs/, for tests/cuda/t_gpu_stub.sh. Built by that script with a
+** generated trainer's kernel table (zg_kernels_bin.c). Scenarios (argv[1]):
+**   basic      open (driver version, module choice, every kernel resolved), malloc, pinned copies,
+**              memset, a kernel launch whose result is checked (zd_add_f32 through the emulator),
+**              a launch above the kernel's bounds refused, events and streams, a row-major sgemm
+**              against a reference, NCCL init for one rank and an all-reduce, close;
+**   open       open only (the script sets the stub's driver version / SM and checks the message);
+**   fault      launches the kernel named by ZR_STUB_FAULT_KERNEL and synchronises;
+**   hang       records an event that never completes and waits for it;
+**   hang_coll  the same with an NCCL all-reduce in flight (the collective watchdog must end it).
+** Prints "x_gpu_stub: <scenario> ok" or the failure; exit 0 only when it is ok.
+*/
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "zr_gpu.h"
+#include "zg_kernels_bin.h"
+
+const char *zr_stub_summary(void);
+
+#define TRY(call) do { int rc_ = (call); if (rc_ < 0) { fprintf(stderr, "x_gpu_stub: %s failed (%d): %s\n", #call, rc_, zr_gpu_strerror(g)); return 1; } } while (0)
+#define EXPECT(cond) do { if (!(cond)) { fprintf(stderr, "x_gpu_stub: %s:%d: expected %s\n", __FILE__, __LINE__, #cond); return 1; } } while (0)
+
+static int basic(ZrGpu *g)
+{
+    ZrGpuStream *s, *s2;
+    ZrGpuEvent *e;
+    TRY(zr_gpu_stream_create(g, &s, "compute"));
+    TRY(zr_gpu_stream_create(g, &s2, "copy"));
+    TRY(zr_gpu_event_create(g, &e));
+    enum { n = 1000 };
+    static float h[n], acc[n], out[n];
+    for (int i = 0; i < n; i++) { h[i] = (float)i * 0.5f; acc[i] = 1.0f; }
+    TRY(zr_gpu_host_register(g, h, sizeof h));
+    TRY(zr_gpu_host_register(g, acc, sizeof acc));
+    TRY(zr_gpu_host_register(g, out, sizeof out));
+    void *dg, *dacc;
+    TRY(zr_gpu_malloc(g, &dg, sizeof h));
+    TRY(zr_gpu_malloc(g, &dacc, sizeof acc));
+    TRY(zr_gpu_copy(s2, ZR_GPU_H2D, dg, h, sizeof h));
+    TRY(zr_gpu_copy(s2, ZR_GPU_H2D, dacc, acc, sizeof acc));
+    TRY(zr_gpu_record(e, s2));
+    TRY(zr_gpu_wait(s, e));
+    /* zd_add_f32(float *acc, const float *g, long n, int fmt): acc += g */
+    long ln = n;
+    int fmt = 0;
+    void *args[] = {&dacc, &dg, &ln, &fmt, NULL};
+    unsigned grid[3] = {(n + 255) / 256, 1, 1}, block[3] = {256, 1, 1}, big[3] = {2048, 1, 1};
+    TRY(zr_gpu_launch(s, "zd_add_f32", grid, block, 0, args));
+    EXPECT(zr_gpu_launch(s, "zd_add_f32", grid, big, 0, args) < 0);               /* over 1024 */
+    fprintf(stderr, "x_gpu_stub: refused as expected: %s\n", zr_gpu_strerror(g));
+    unsigned tall[3] = {1, 70000, 1};                                             /* grid y > 65535 */
+    EXPECT(zr_gpu_launch(s, "zd_add_f32", tall, block, 0, args) < 0);
+    fprintf(stderr, "x_gpu_stub: refused as expected: %s\n", zr_gpu_strerror(g));
+    unsigned ce_block[3] = {1024, 1, 1};
+    void *ce_args[] = {&dacc, &dacc, &dacc, &dacc, &fmt, NULL};
+    EXPECT(zr_gpu_launch(s, "zd_crossentropy_fused", grid, ce_block, 0, ce_args) < 0);  /* bound 512 */
+    fprintf(stderr, "x_gpu_stub: refused as expected: %s\n", zr_gpu_strerror(g));
+    EXPECT(zr_gpu_launch(s, "zd_no_such_kernel", grid, block, 0, args) == -ENOENT);
+    TRY(zr_gpu_copy(s, ZR_GPU_D2H, out, dacc, sizeof out));
+    TRY(zr_gpu_stream_sync(s));
+    for (int i = 0; i < n; i++) EXPECT(out[i] == 1.0f + (float)i * 0.5f);
+    TRY(zr_gpu_memset(s, dacc, 0, sizeof acc));
+    TRY(zr_gpu_copy(s, ZR_GPU_D2H, out, dacc, sizeof out));
+    TRY(zr_gpu_record(e, s));
+    TRY(zr_gpu_event_sync(e));
+    EXPECT(out[7] == 0.0f);
+
+    /* row-major C (2x3) = A (2x4) B^T, B stored (3x4): through the operand swap to column-major */
+    static float A[8], B[12], C[6];
+    float want[6];
+    TRY(zr_gpu_host_register(g, A, sizeof A));
+    TRY(zr_gpu_host_register(g, B, sizeof B));
+    TRY(zr_gpu_host_register(g, C, sizeof C));
+    for (int i = 0; i < 8; i++) A[i] = (float)(i + 1);
+    for (int i = 0; i < 12; i++) B[i] = (float)(i % 5) - 1.0f;
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) {
+            want[r * 3 + c] = 0;
+            for (int k = 0; k < 4; k++) want[r * 3 + c] += A[r * 4 + k] * B[c * 4 + k];
+        }
+    void *dA, *dB, *dC;
+    TRY(zr_gpu_malloc(g, &dA, sizeof A)); TRY(zr_gpu_malloc(g, &dB, sizeof B)); TRY(zr_gpu_malloc(g, &dC, sizeof C));
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, dA, A, sizeof A));
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, dB, B, sizeof B));
+    TRY(zr_gpu_sgemm(s, 0, 1, 2, 3, 4, 1.0f, dA, 4, dB, 4, 0.0f, dC, 3));
+    TRY(zr_gpu_copy(s, ZR_GPU_D2H, C, dC, sizeof C));
+    TRY(zr_gpu_stream_sync(s));
+    for (int i = 0; i < 6; i++) EXPECT(fabsf(C[i] - want[i]) < 1e-5f);
+    EXPECT(zr_gpu_sgemm(s, 0, 1, 2, 3, 4, 1.0f, dA, 2, dB, 4, 0.0f, dC, 3) < 0);   /* lda < K */
+    fprintf(stderr, "x_gpu_stub: refused as expected: %s\n", zr_gpu_strerror(g));
+
+    /* NCCL for one rank: init (device checked against ours) and an all-reduce (a copy) */
+    TRY(zr_gpu_coll_init(g, NULL, s));
+    TRY(zr_gpu_coll(s, ZR_COLL_ALL_REDUCE, dA, dC, 2, ZR_DT_FP32));
+    TRY(zr_gpu_stream_sync(s));
+    TRY(zr_gpu_copy(s, ZR_GPU_D2H, C, dC, sizeof C));
+    TRY(zr_gpu_stream_sync(s));
+    EXPECT(C[0] == 1.0f && C[1] == 2.0f);
+
+    float pageable[4] = {0};                          /* said once by zr_gpu, counted by the stub */
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, dA, pageable, sizeof pageable));
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, dA, pageable, sizeof pageable));
+    TRY(zr_gpu_stream_sync(s));
+    zr_gpu_free(g, dg); zr_gpu_free(g, dacc); zr_gpu_free(g, dA); zr_gpu_free(g, dB); zr_gpu_free(g, dC);
+    zr_gpu_event_destroy(e);
+    zr_gpu_stream_destroy(s2);
+    zr_gpu_host_unregister(g, h); zr_gpu_host_unregister(g, acc); zr_gpu_host_unregister(g, out);
+    return 0;
+}
+
+static int fault(ZrGpu *g)
+{
+    ZrGpuStream *s;
+    TRY(zr_gpu_stream_create(g, &s, "compute"));
+    void *d;
+    TRY(zr_gpu_malloc(g, &d, 4096));
+    long ln = 16; int fmt = 0;
+    void *args[] = {&d, &d, &ln, &fmt, NULL};
+    unsigned grid[3] = {1, 1, 1}, block[3] = {64, 1, 1};
+    int rc = zr_gpu_launch(s, "zd_add_f32", grid, block, 0, args);
+    if (rc == 0) rc = zr_gpu_launch(s, "zd_f32_to_16", grid, block, 0, args);
+    if (rc == 0) rc = zr_gpu_stream_sync(s);
+    fprintf(stderr, "x_gpu_stub: fault reported: %s\n", zr_gpu_strerror(g));
+    return rc < 0 ? 2 : 0;
+}
+
+static int hang(ZrGpu *g, int with_coll)
+{
+    ZrGpuStream *s;
+    ZrGpuEvent *e;
+    TRY(zr_gpu_stream_create(g, &s, "nccl"));
+    TRY(zr_gpu_event_create(g, &e));
+    void *d;
+    TRY(zr_gpu_malloc(g, &d, 4096));
+    if (with_coll) {
+        TRY(zr_gpu_coll_init(g, NULL, s));
+        TRY(zr_gpu_coll(s, ZR_COLL_ALL_REDUCE, d, d, 16, ZR_DT_FP32));
+    }
+    TRY(zr_gpu_record(e, s));
+    int rc = zr_gpu_event_sync(e);
+    fprintf(stderr, "x_gpu_stub: wait ended (%d): %s\n", rc, zr_gpu_strerror(g));
+    return rc == -ETIMEDOUT ? 3 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *sc = argc > 1 ? argv[1] : "basic";
+    ZrGpu *g = NULL;
+    int rc = zr_gpu_open(&g, 0, (const ZrGpuBlob *)zg_kernel_blobs, zg_n_kernel_blobs);
+    if (rc < 0) {
+        fprintf(stderr, "x_gpu_stub: open failed (%d): %s\n", rc, zr_gpu_strerror(NULL));
+        fprintf(stderr, "%s\n", zr_stub_summary());
+        return 4;
+    }
+    fprintf(stderr, "x_gpu_stub: %s\n", zr_gpu_describe(g));
+    if (!strcmp(sc, "basic")) rc = basic(g);
+    else if (!strcmp(sc, "fault")) rc = fault(g);
+    else if (!strcmp(sc, "hang")) rc = hang(g, 0);
+    else if (!strcmp(sc, "hang_coll")) rc = hang(g, 1);
+    else rc = 0;
+    if (strcmp(sc, "hang") && strcmp(sc, "hang_coll")) zr_gpu_close(g);
+    fprintf(stderr, "%s\n", zr_stub_summary());
+    if (rc == 0) printf("x_gpu_stub: %s ok\n", sc);
+    return rc;
+}
