@@ -110,6 +110,20 @@ static int pipeline(const Opts *o)
     }
     const char *dir = o->outdir ? o->outdir : zg_fmt("out/%s", m.name);
     if (!zg_plan_write_files(&p, dir)) return errors_exit();
+    /* An arch the trainer cannot run yet is planned (plan.txt, --estimate, --dump=plan) but not
+    ** emitted: a trainer that would fail at its first step is worse than a clear refusal. */
+    const ZgArch *arch = zg_arch_find(m.arch);
+    if (arch && arch->emit_missing) {
+        if (o->dump && !strcmp(o->dump, "plan")) {
+            if (o->json) zg_plan_write_json(&p, stdout);
+            else zg_plan_write_txt(&p, stdout);
+            fprintf(stderr, "zgen: note: arch %s: no trainer emitted: %s\n", arch->name, arch->emit_missing);
+            return 0;
+        }
+        zg_error(m.loc_arch, "cannot emit a trainer for arch %s: %s", arch->name, arch->emit_missing);
+        zg_note(m.loc_arch, "the plan is written (%s/plan.txt, plan.json); --estimate and --dump=plan work", dir);
+        return errors_exit();
+    }
     if (!zg_render(&p, dir)) return errors_exit();
     if (o->dump && !strcmp(o->dump, "plan")) {
         if (o->json) zg_plan_write_json(&p, stdout);
