@@ -36,7 +36,8 @@ static const char USAGE[] =
     "  -h, --help       this text\n"
     "exit status: 0 ok, 1 input errors, 2 usage\n"
     "\n"
-    "       zgen ckpt DIR --info | --export FILE [--dtype fp32|bf16]   (a checkpoint; zgen ckpt -h)\n";
+    "       zgen ckpt DIR --info | --export FILE [--dtype fp32|bf16]   (a checkpoint; zgen ckpt -h)\n"
+    "       zgen --spec-from-hf CONFIG.json [-o SPEC.yaml] [--name NAME]  (a Hugging Face model's spec)\n";
 
 static int usage_error(const char *msg, const char *arg)
 {
@@ -138,6 +139,7 @@ int main(int argc, char **argv)
 {
     Opts o = {0};
     if (argc > 1 && !strcmp(argv[1], "ckpt")) return zg_ckpt_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "--spec-from-hf")) return zg_hf_main(argc - 1, argv + 1);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

@@ -236,6 +236,9 @@ const char *zg_arch_names(void);
 ** overflowed (0 for an unknown arch). */
 double zg_arch_params(const ZgModel *m);
 
+/* hf.c: `zgen --spec-from-hf CONFIG.json [-o SPEC.yaml] [--name NAME]`; argv[0] is the option. */
+int zg_hf_main(int argc, char **argv);
+
 /* The table of every DeepSpeed config key zgen knows (zero_keys.c), read by zero.c. */
 typedef enum {
     ZG_KT_SECTION,              /* a mapping of further keys (or null = absent) */
