@@ -1,5 +1,5 @@
 /*
-** hf.c — `zgen --spec-from-hf config.json [-o SPEC.yaml] [--name NAME]`: writes the zgen spec of a
+** hf.c — `zgen --spec-from-hf config.json|DIR [-o SPEC.yaml] [--name NAME]`: writes the spec of a
 ** Hugging Face model from its config.json, so a user starts from the model they have (its weights
 ** then load with the trainer's --init-from). Which config keys map to which spec keys is one table
 ** per architecture (`llama_keys`, `gpt2_keys`); a config zgen cannot train (biases in a llama,
@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "zg.h"
 
 typedef struct HfKey {
@@ -237,7 +238,7 @@ static char *spec_from_hf(const char *path, const char *name)
 }
 
 static const char HF_USAGE[] =
-    "usage: zgen --spec-from-hf CONFIG.json [-o SPEC.yaml] [--name NAME]\n"
+    "usage: zgen --spec-from-hf CONFIG.json|MODEL_DIR [-o SPEC.yaml] [--name NAME]\n"
     "Writes the zgen spec of a Hugging Face model (model_type llama or gpt2) from its config.json:\n"
     "to SPEC.yaml, or to stdout. NAME defaults to the config's folder name.\n";
 
@@ -263,6 +264,8 @@ int zg_hf_main(int argc, char **argv)
         fprintf(stderr, "zgen: --spec-from-hf needs a config.json\n%s", HF_USAGE);
         return 2;
     }
+    struct stat st;
+    if (stat(cfg, &st) == 0 && S_ISDIR(st.st_mode)) cfg = zg_fmt("%s/config.json", cfg);  /* a model folder */
     char *nm = name ? zg_xstrdup(name) : name_from_path(cfg);
     char *text = spec_from_hf(cfg, nm);
     if (!text) {

@@ -50,6 +50,9 @@ check llama2_7b_params test "$(params "$tmp/l2.yaml")" = 6738
 check llama2_shape test "$(dump "$tmp/l2.yaml")" = \
   "name llama_2_7b_hf arch llama vocab 32000 context 4096 d_model 4096 layers 32 heads 32 d_ff 11008 seq_len 2048 world_size 1 gpus_per_node 1"
 
+bin/zgen --spec-from-hf "$tmp/Llama-2-7b-hf" > "$tmp/l2dir.yaml" 2>/dev/null
+check model_folder_reads_config cmp -s "$tmp/l2.yaml" "$tmp/l2dir.yaml"
+
 bin/zgen --spec-from-hf "$tmp/llama31/config.json" --name llama31_8b > "$tmp/l3.yaml" 2>/dev/null
 check llama31_stdout grep -q "^name: llama31_8b$" "$tmp/l3.yaml"
 check llama31_rope_scaling grep -q "rope_scaling: {type: llama3, factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0, original_context: 8192}" "$tmp/l3.yaml"
