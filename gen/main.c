@@ -52,6 +52,16 @@ static void dump_spec(const ZgModel *m, const ZgZero *z)
            (long long)m->context, (long long)m->d_model, (long long)m->n_layers,
            (long long)m->n_heads, (long long)m->d_ff, (long long)m->seq_len, m->world_size,
            m->gpus_per_node);
+    const ZgArch *arch = zg_arch_find(m->arch);
+    if (arch && arch->rope) {           /* rotary archs only: gpt2's dump is unchanged */
+        printf("n_kv_heads %lld norm_eps %g rope_theta %g tie_embeddings %d rope_scaling ", (long long)m->n_kv_heads,
+               m->norm_eps, m->rope_theta, m->tie_embeddings);
+        if (m->rope_llama3)
+            printf("llama3 factor %g low_freq_factor %g high_freq_factor %g original_context %lld\n", m->rope_factor,
+                   m->rope_low_freq_factor, m->rope_high_freq_factor, (long long)m->rope_original_context);
+        else
+            printf("none\n");
+    }
     printf("stage %d dtype %s batch %lld = %lld x %lld x %d optimizer %s lr %g offload_optimizer %s "
            "offload_param %s overlap_comm %d reduce_bucket_size %lld sub_group_size %lld\n", z->stage,
            zg_dtype_name(z->dtype), (long long)z->train_batch_size, (long long)z->micro_batch,

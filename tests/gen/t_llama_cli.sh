@@ -15,6 +15,13 @@ check plan_txt_written grep -q "model.layers.3.self_attn.k_proj.weight" "$tmp/ou
 check plan_json_valid "$PY" -c "import json,sys; j=json.load(open(sys.argv[1])); \
   assert any(t['name']=='lm_head.weight' and t['shape']==[256,128] for t in j['tensors'])" "$tmp/out/plan.json"
 check no_trainer_sources test ! -e "$tmp/out/Makefile"
+check plan_json_llama_keys "$PY" -c "import json,sys; m=json.load(open(sys.argv[1]))['model']; \
+  assert m['n_kv_heads']==2 and m['rope_theta']==10000 and not m['tie_embeddings'] and 'rope_scaling' not in m" "$tmp/out/plan.json"
+bin/zgen specs/llama3-8b.yaml -o "$tmp/o8" >/dev/null 2>&1
+check plan_json_rope_scaling "$PY" -c "import json,sys; m=json.load(open(sys.argv[1]))['model']; \
+  assert m['n_kv_heads']==8 and m['rope_scaling']=={'type':'llama3','factor':8,'low_freq_factor':1,'high_freq_factor':4,'original_context':8192}" "$tmp/o8/plan.json"
+check dump_spec_llama_keys grep -q "^n_kv_heads 8 norm_eps 1e-05 rope_theta 500000 tie_embeddings 0 rope_scaling llama3 factor 8 low_freq_factor 1 high_freq_factor 4 original_context 8192$" \
+  <(bin/zgen specs/llama3-8b.yaml --dump=spec)
 
 bin/zgen specs/llama2-7b.yaml --estimate > "$tmp/est" 2>&1; rc=$?
 check estimate_exit0 test "$rc" -eq 0
