@@ -76,6 +76,10 @@ bin/tests/trainer/%: tests/trainer/%.c build/libzrt.a tests/zt.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) -Iruntime -Itests -o $@ $< build/libzrt.a $(RT_LIBS) -lopenblas
 
+# The llama host kernels live in templates/host/llama/ (not yet emitted); they include gpt2_host.h.
+bin/tests/trainer/x_llama_kernels: CFLAGS += -Itemplates/host
+bin/tests/trainer/x_llama_kernels: $(wildcard templates/host/*.[ch] templates/host/llama/*.[ch])
+
 # CUDA kernel sources compiled for the CPU through the SIMT emulation header (templates/cuda/zr_simt.h).
 # The kernel tests compare with the host kernels: templates/host/*.c compiled as C (into
 # build/tests/cuda/<test>/), linked with OpenBLAS and OpenMP, and with libzrt (the CPU Adam).

@@ -43,7 +43,8 @@ static const char USAGE[] =
     "  -h, --help       this text\n"
     "exit status: 0 ok, 1 input errors, 2 usage\n"
     "\n"
-    "       zgen ckpt DIR --info | --export FILE [--dtype fp32|bf16]   (a checkpoint; zgen ckpt -h)\n";
+    "       zgen ckpt DIR --info | --export FILE [--dtype fp32|bf16]   (a checkpoint; zgen ckpt -h)\n"
+    "       zgen --spec-from-hf CONFIG.json [-o SPEC.yaml] [--name NAME]  (a Hugging Face model's spec)\n";
 
 static int usage_error(const char *msg, const char *arg)
 {
@@ -58,6 +59,16 @@ static void dump_spec(const ZgModel *m, const ZgZero *z)
            (long long)m->context, (long long)m->d_model, (long long)m->n_layers,
            (long long)m->n_heads, (long long)m->d_ff, (long long)m->seq_len, m->world_size,
            m->gpus_per_node);
+    const ZgArch *arch = zg_arch_find(m->arch);
+    if (arch && arch->rope) {           /* rotary archs only: gpt2's dump is unchanged */
+        printf("n_kv_heads %lld norm_eps %g rope_theta %g tie_embeddings %d rope_scaling ", (long long)m->n_kv_heads,
+               m->norm_eps, m->rope_theta, m->tie_embeddings);
+        if (m->rope_llama3)
+            printf("llama3 factor %g low_freq_factor %g high_freq_factor %g original_context %lld\n", m->rope_factor,
+                   m->rope_low_freq_factor, m->rope_high_freq_factor, (long long)m->rope_original_context);
+        else
+            printf("none\n");
+    }
     printf("stage %d dtype %s batch %lld = %lld x %lld x %d optimizer %s lr %g offload_optimizer %s "
            "offload_param %s overlap_comm %d reduce_bucket_size %lld sub_group_size %lld\n", z->stage,
            zg_dtype_name(z->dtype), (long long)z->train_batch_size, (long long)z->micro_batch,
@@ -142,6 +153,20 @@ static int pipeline(const Opts *o)
     const char *dir = o->outdir ? o->outdir : zg_fmt("out/%s", m.name);
     if (!zg_plan_write_files(&p, dir)) return errors_exit();
     if (o->predict) return predict(&p, o, dir);
+    /* An arch the trainer cannot run yet is planned (plan.txt, --estimate, --dump=plan) but not
+    ** emitted: a trainer that would fail at its first step is worse than a clear refusal. */
+    const ZgArch *arch = zg_arch_find(m.arch);
+    if (arch && arch->emit_missing) {
+        if (o->dump && !strcmp(o->dump, "plan")) {
+            if (o->json) zg_plan_write_json(&p, stdout);
+            else zg_plan_write_txt(&p, stdout);
+            fprintf(stderr, "zgen: note: arch %s: no trainer emitted: %s\n", arch->name, arch->emit_missing);
+            return 0;
+        }
+        zg_error(m.loc_arch, "cannot emit a trainer for arch %s: %s", arch->name, arch->emit_missing);
+        zg_note(m.loc_arch, "the plan is written (%s/plan.txt, plan.json); --estimate and --dump=plan work", dir);
+        return errors_exit();
+    }
     if (!zg_render(&p, dir)) return errors_exit();
     if (o->dump && !strcmp(o->dump, "plan")) {
         if (o->json) zg_plan_write_json(&p, stdout);
@@ -156,6 +181,7 @@ int main(int argc, char **argv)
 {
     Opts o = {0};
     if (argc > 1 && !strcmp(argv[1], "ckpt")) return zg_ckpt_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "--spec-from-hf")) return zg_hf_main(argc - 1, argv + 1);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

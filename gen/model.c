@@ -1,11 +1,158 @@
 /*
 ** model.c — the model IR: every parameter tensor of the architecture with its Hugging Face name,
-** [in, out] shape, owning module, layer, weight-decay flag and init kind, and the module table in
-** forward order. Everything later (partition, schedule, memory, emitted tables) walks these two
-** tables, so the trainer never hard-codes a tensor index (STYLE.md "Avoid" on llm.c).
+** shape (in the arch's own layout: gpt2 [in, out] as HF's Conv1D, llama [out, in] as nn.Linear),
+** owning module, layer, weight-decay flag and init kind, and the module table in forward order.
+** Everything later (partition, schedule, memory, emitted tables) walks these two tables, so the
+** trainer never hard-codes a tensor index (STYLE.md "Avoid" on llm.c).
+**
+** Each architecture is one entry of `archs` below: its modules in forward order and, per module, its
+** tensors with symbolic dimensions. Nothing else in the generator branches on the arch name; what the
+** front end needs to know (rotary keys, tying rules, whether the trainer can run it) is in ZgArch.
 */
 #include <string.h>
 #include "zg.h"
+
+/* Symbolic dimensions, resolved against the spec by dim(). */
+typedef enum {
+    D_NONE,                     /* second dimension of a vector */
+    D_VOCAB, D_CONTEXT, D_MODEL,
+    D_QKV,                      /* 3 * d_model (gpt2's fused q|k|v) */
+    D_KV,                       /* n_kv_heads * head size (llama's k and v projections) */
+    D_FF,                       /* d_ff */
+} Dim;
+
+typedef struct ArchTensor {
+    const char *name;           /* Hugging Face name; in a block, relative to the block's prefix */
+    Dim d0, d1;
+    ZgInit init;
+    bool residual_proj;         /* init std / sqrt(2 * n_layers): projections into the residual */
+    bool untied_only;           /* exists only with tie_embeddings: false (llama's lm_head.weight) */
+} ArchTensor;
+
+typedef struct ZgArchModule {
+    ZgModKind kind;             /* ZG_MOD_BLOCK: repeated n_layers times */
+    const char *name;           /* module name; a block's is a prefix taking the layer ("h.%d") */
+    const ArchTensor *tensors;
+    int n_tensors;
+} ArchModule;
+
+#define N(a) ((int)(sizeof a / sizeof a[0]))
+
+/* GPT-2 as Hugging Face's GPT2LMHeadModel (transformer.* prefix dropped, as in its safetensors). */
+static const ArchTensor gpt2_embed[] = {
+    {"wte.weight", D_VOCAB, D_MODEL, ZG_INIT_NORMAL, false, false},
+    {"wpe.weight", D_CONTEXT, D_MODEL, ZG_INIT_NORMAL, false, false},
+};
+static const ArchTensor gpt2_block[] = {
+    {"ln_1.weight", D_MODEL, D_NONE, ZG_INIT_ONES, false, false},
+    {"ln_1.bias", D_MODEL, D_NONE, ZG_INIT_ZEROS, false, false},
+    {"attn.c_attn.weight", D_MODEL, D_QKV, ZG_INIT_NORMAL, false, false},
+    {"attn.c_attn.bias", D_QKV, D_NONE, ZG_INIT_ZEROS, false, false},
+    {"attn.c_proj.weight", D_MODEL, D_MODEL, ZG_INIT_NORMAL, true, false},
+    {"attn.c_proj.bias", D_MODEL, D_NONE, ZG_INIT_ZEROS, false, false},
+    {"ln_2.weight", D_MODEL, D_NONE, ZG_INIT_ONES, false, false},
+    {"ln_2.bias", D_MODEL, D_NONE, ZG_INIT_ZEROS, false, false},
+    {"mlp.c_fc.weight", D_MODEL, D_FF, ZG_INIT_NORMAL, false, false},
+    {"mlp.c_fc.bias", D_FF, D_NONE, ZG_INIT_ZEROS, false, false},
+    {"mlp.c_proj.weight", D_FF, D_MODEL, ZG_INIT_NORMAL, true, false},
+    {"mlp.c_proj.bias", D_MODEL, D_NONE, ZG_INIT_ZEROS, false, false},
+};
+static const ArchTensor gpt2_final[] = {
+    {"ln_f.weight", D_MODEL, D_NONE, ZG_INIT_ONES, false, false},
+    {"ln_f.bias", D_MODEL, D_NONE, ZG_INIT_ZEROS, false, false},
+};
+static const ArchModule gpt2_modules[] = {
+    {ZG_MOD_EMBED, "embed", gpt2_embed, N(gpt2_embed)},
+    {ZG_MOD_BLOCK, "h.%d", gpt2_block, N(gpt2_block)},
+    {ZG_MOD_FINAL_NORM, "ln_f", gpt2_final, N(gpt2_final)},
+    {ZG_MOD_HEAD, "lm_head", NULL, 0},      /* tied: owns nothing, reads wte */
+};
+
+/* LLaMA as Hugging Face's LlamaForCausalLM: nn.Linear weights [out, in], no biases. */
+static const ArchTensor llama_embed[] = {
+    {"model.embed_tokens.weight", D_VOCAB, D_MODEL, ZG_INIT_NORMAL, false, false},
+};
+static const ArchTensor llama_block[] = {
+    {"input_layernorm.weight", D_MODEL, D_NONE, ZG_INIT_ONES, false, false},
+    {"self_attn.q_proj.weight", D_MODEL, D_MODEL, ZG_INIT_NORMAL, false, false},
+    {"self_attn.k_proj.weight", D_KV, D_MODEL, ZG_INIT_NORMAL, false, false},
+    {"self_attn.v_proj.weight", D_KV, D_MODEL, ZG_INIT_NORMAL, false, false},
+    {"self_attn.o_proj.weight", D_MODEL, D_MODEL, ZG_INIT_NORMAL, true, false},
+    {"post_attention_layernorm.weight", D_MODEL, D_NONE, ZG_INIT_ONES, false, false},
+    {"mlp.gate_proj.weight", D_FF, D_MODEL, ZG_INIT_NORMAL, false, false},
+    {"mlp.up_proj.weight", D_FF, D_MODEL, ZG_INIT_NORMAL, false, false},
+    {"mlp.down_proj.weight", D_MODEL, D_FF, ZG_INIT_NORMAL, true, false},
+};
+static const ArchTensor llama_final[] = {
+    {"model.norm.weight", D_MODEL, D_NONE, ZG_INIT_ONES, false, false},
+};
+static const ArchTensor llama_head[] = {
+    {"lm_head.weight", D_VOCAB, D_MODEL, ZG_INIT_NORMAL, false, true},
+};
+static const ArchModule llama_modules[] = {
+    {ZG_MOD_EMBED, "embed", llama_embed, N(llama_embed)},
+    {ZG_MOD_BLOCK, "model.layers.%d", llama_block, N(llama_block)},
+    {ZG_MOD_FINAL_NORM, "model.norm", llama_final, N(llama_final)},
+    {ZG_MOD_HEAD, "lm_head", llama_head, N(llama_head)},
+};
+
+static const ZgArch archs[] = {
+    {"gpt2", "GPT2LMHeadModel", "[in, out]", false, true, true, false, NULL,
+     gpt2_modules, N(gpt2_modules)},
+    {"llama", "LlamaForCausalLM", "[out, in]", true, false, false, true,
+     "the trainer's executor does not run the llama kernels (RMSNorm, RoPE, grouped-query attention, "
+     "SwiGLU; templates/host/llama_host.c) yet",
+     llama_modules, N(llama_modules)},
+};
+
+const ZgArch *zg_arch_find(const char *name)
+{
+    for (int i = 0; name && i < N(archs); i++)
+        if (!strcmp(archs[i].name, name)) return &archs[i];
+    return NULL;
+}
+
+const char *zg_arch_names(void)
+{
+    static char buf[128];
+    if (!buf[0])
+        for (int i = 0; i < N(archs); i++)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? ", " : "", archs[i].name);
+    return buf;
+}
+
+static int64_t dim(const ZgModel *m, Dim d)
+{
+    switch (d) {
+    case D_NONE: return 0;
+    case D_VOCAB: return m->vocab_size;
+    case D_CONTEXT: return m->context;
+    case D_MODEL: return m->d_model;
+    case D_QKV: return 3 * m->d_model;
+    case D_KV: return m->n_heads > 0 ? m->n_kv_heads * (m->d_model / m->n_heads) : 0;
+    case D_FF: return m->d_ff;
+    }
+    zg_unreachable();
+}
+
+static bool present(const ZgModel *m, const ArchTensor *t) { return !t->untied_only || !m->tie_embeddings; }
+
+double zg_arch_params(const ZgModel *m)
+{
+    const ZgArch *a = zg_arch_find(m->arch);
+    double total = 0;
+    for (int i = 0; a && i < a->n_modules; i++) {
+        const ArchModule *am = &a->modules[i];
+        double sum = 0;
+        for (int k = 0; k < am->n_tensors; k++) {
+            const ArchTensor *t = &am->tensors[k];
+            if (!present(m, t)) continue;
+            sum += (double)dim(m, t->d0) * (t->d1 == D_NONE ? 1.0 : (double)dim(m, t->d1));
+        }
+        total += am->kind == ZG_MOD_BLOCK ? (double)m->n_layers * sum : sum;
+    }
+    return total;
+}
 
 typedef struct Builder {
     ZgPlan *p;
@@ -29,7 +176,8 @@ static int add_module(Builder *b, ZgModKind kind, int layer, const char *name)
     return p->n_modules++;
 }
 
-/* Adds tensor `prefix``local` to the last module. d1 == 0 means a vector. */
+/* Adds tensor `prefix``local` to the last module. d1 == 0 means a vector. The C identifier is the
+** name without the block prefix (a block's fields repeat per layer), dots made underscores. */
 static void add_tensor(Builder *b, const char *prefix, const char *local, int64_t d0, int64_t d1,
                        ZgInit init, bool residual_proj)
 {
@@ -41,7 +189,7 @@ static void add_tensor(Builder *b, const char *prefix, const char *local, int64_
     ZgTensor *t = &p->tensors[p->n_tensors];
     memset(t, 0, sizeof *t);
     t->name = zg_fmt("%s%s", prefix, local);
-    char *field = zg_xstrdup(prefix[0] == 'h' && prefix[1] == '.' ? local : t->name);
+    char *field = zg_xstrdup(local);
     for (char *c = field; *c; c++)
         if (*c == '.') *c = '_';
     t->field = field;
@@ -64,33 +212,26 @@ static void add_tensor(Builder *b, const char *prefix, const char *local, int64_
     p->n_tensors++;
 }
 
-static void build_gpt2(const ZgModel *m, Builder *b)
+static void add_arch_module(const ZgModel *m, Builder *b, const ArchModule *am, int layer)
 {
-    int64_t V = m->vocab_size, C = m->d_model, F = m->d_ff, P = m->context;
-    add_module(b, ZG_MOD_EMBED, -1, "embed");
-    add_tensor(b, "", "wte.weight", V, C, ZG_INIT_NORMAL, false);
-    add_tensor(b, "", "wpe.weight", P, C, ZG_INIT_NORMAL, false);
-    for (int l = 0; l < (int)m->n_layers; l++) {
-        const char *pre = zg_fmt("h.%d.", l);
-        add_module(b, ZG_MOD_BLOCK, l, zg_fmt("h.%d", l));
-        add_tensor(b, pre, "ln_1.weight", C, 0, ZG_INIT_ONES, false);
-        add_tensor(b, pre, "ln_1.bias", C, 0, ZG_INIT_ZEROS, false);
-        add_tensor(b, pre, "attn.c_attn.weight", C, 3 * C, ZG_INIT_NORMAL, false);
-        add_tensor(b, pre, "attn.c_attn.bias", 3 * C, 0, ZG_INIT_ZEROS, false);
-        add_tensor(b, pre, "attn.c_proj.weight", C, C, ZG_INIT_NORMAL, true);
-        add_tensor(b, pre, "attn.c_proj.bias", C, 0, ZG_INIT_ZEROS, false);
-        add_tensor(b, pre, "ln_2.weight", C, 0, ZG_INIT_ONES, false);
-        add_tensor(b, pre, "ln_2.bias", C, 0, ZG_INIT_ZEROS, false);
-        add_tensor(b, pre, "mlp.c_fc.weight", C, F, ZG_INIT_NORMAL, false);
-        add_tensor(b, pre, "mlp.c_fc.bias", F, 0, ZG_INIT_ZEROS, false);
-        add_tensor(b, pre, "mlp.c_proj.weight", F, C, ZG_INIT_NORMAL, true);
-        add_tensor(b, pre, "mlp.c_proj.bias", C, 0, ZG_INIT_ZEROS, false);
+    const char *name = layer >= 0 ? zg_fmt(am->name, layer) : am->name;
+    const char *prefix = layer >= 0 ? zg_fmt("%s.", name) : "";
+    add_module(b, am->kind, layer, name);
+    for (int k = 0; k < am->n_tensors; k++) {
+        const ArchTensor *t = &am->tensors[k];
+        if (present(m, t))
+            add_tensor(b, prefix, t->name, dim(m, t->d0), dim(m, t->d1), t->init, t->residual_proj);
     }
-    add_module(b, ZG_MOD_FINAL_NORM, -1, "ln_f");
-    add_tensor(b, "", "ln_f.weight", C, 0, ZG_INIT_ONES, false);
-    add_tensor(b, "", "ln_f.bias", C, 0, ZG_INIT_ZEROS, false);
-    int head = add_module(b, ZG_MOD_HEAD, -1, "lm_head");
-    (void)head;                 /* tied: owns nothing, reads wte */
+}
+
+static void build(const ZgModel *m, const ZgArch *a, Builder *b)
+{
+    for (int i = 0; i < a->n_modules; i++) {
+        const ArchModule *am = &a->modules[i];
+        if (am->kind != ZG_MOD_BLOCK) add_arch_module(m, b, am, -1);
+        else
+            for (int l = 0; l < (int)m->n_layers; l++) add_arch_module(m, b, am, l);
+    }
 }
 
 /* DeepSpeed's "largest layer": the most parameters held directly by one HF module, i.e. tensors
@@ -117,12 +258,14 @@ static int64_t largest_hf_module(const ZgPlan *p)
 
 bool zg_model_build(const ZgModel *m, ZgPlan *p)
 {
-    if (!m->arch || strcmp(m->arch, "gpt2") != 0) {
-        zg_error(m->loc_name, "model.arch '%s' is not supported (gpt2 only)", m->arch ? m->arch : "");
+    const ZgArch *a = zg_arch_find(m->arch);
+    if (!a) {
+        zg_error(m->loc_name, "model.arch '%s' is not supported (%s)", m->arch ? m->arch : "",
+                 zg_arch_names());
         return false;
     }
-    if (!m->tie_embeddings) {
-        zg_error(m->loc_name, "gpt2 with tie_embeddings: false is not supported");
+    if (a->tie_required && !m->tie_embeddings) {
+        zg_error(m->loc_name, "%s with tie_embeddings: false is not supported", a->name);
         return false;
     }
     Builder b = {.p = p};
@@ -130,17 +273,23 @@ bool zg_model_build(const ZgModel *m, ZgPlan *p)
     p->tensors = NULL;
     p->modules = NULL;
     p->n_tensors = p->n_modules = 0;
-    build_gpt2(m, &b);
+    build(m, a, &b);
     p->n_params = 0;
     for (int i = 0; i < p->n_tensors; i++) {
         p->tensors[i].flat_offset = p->n_params;
         p->n_params += p->tensors[i].numel;
     }
-    p->tied_tensor = 0;                     /* wte */
+    /* Tied: lm_head owns no tensor and reads the embedding module's first tensor (the token table). */
+    p->tied_tensor = -1;
+    for (int i = 0; i < p->n_modules; i++)
+        if (p->modules[i].kind == ZG_MOD_HEAD && p->modules[i].n_tensors == 0)
+            for (int j = 0; j < p->n_modules; j++)
+                if (p->modules[j].kind == ZG_MOD_EMBED) p->tied_tensor = p->modules[j].first_tensor;
     p->max_use_numel = 0;
     for (int i = 0; i < p->n_modules; i++) {
         ZgModule *md = &p->modules[i];
-        md->use_numel = md->kind == ZG_MOD_HEAD ? p->tensors[p->tied_tensor].numel : md->numel;
+        md->use_numel = md->kind == ZG_MOD_HEAD && p->tied_tensor >= 0 ? p->tensors[p->tied_tensor].numel
+                                                                       : md->numel;
         if (md->use_numel > p->max_use_numel) p->max_use_numel = md->use_numel;
     }
     p->largest_layer = largest_hf_module(p);

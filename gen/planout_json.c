@@ -134,6 +134,21 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jint(j, "d_ff", m->d_ff);
     jint(j, "seq_len", m->seq_len);
     jbool(j, "tie_embeddings", m->tie_embeddings);
+    const ZgArch *arch = zg_arch_find(m->arch);
+    if (arch && arch->rope) {           /* rotary archs only: a gpt2 plan.json is unchanged */
+        jint(j, "n_kv_heads", m->n_kv_heads);
+        jdbl(j, "norm_eps", m->norm_eps);
+        jdbl(j, "rope_theta", m->rope_theta);
+        if (m->rope_llama3) {
+            jopen(j, "rope_scaling", '{');
+            jstr(j, "type", "llama3");
+            jdbl(j, "factor", m->rope_factor);
+            jdbl(j, "low_freq_factor", m->rope_low_freq_factor);
+            jdbl(j, "high_freq_factor", m->rope_high_freq_factor);
+            jint(j, "original_context", m->rope_original_context);
+            jclose(j, '}');
+        }
+    }
     jint(j, "n_params", p->n_params);
     jint(j, "largest_layer", p->largest_layer);
     jint(j, "world_size", m->world_size);

@@ -14,12 +14,14 @@
 #include <string.h>
 
 #define MAX_PARAMS 1e14         /* 100T parameters: x 18 bytes x 1024 ranks still fits int64 */
+#define MAX_VOCAB (1 << 24)     /* token ids are int32 in the 32-bit token files; fp32-exact */
 
 /* Every spec key, as "section.key", for "did you mean" across sections. */
 static const char *const spec_keys[] = {
     "name", "model", "train", "deepspeed", "hardware",
     "model.arch", "model.vocab_size", "model.context", "model.d_model", "model.n_layers",
     "model.n_heads", "model.d_ff", "model.norm_eps", "model.tie_embeddings",
+    "model.n_kv_heads", "model.rope_theta", "model.rope_scaling",
     "train.seq_len", "train.world_size", "train.seed", "train.micro_batch_size",
     "train.batch_size", "train.grad_accum", "train.lr", "train.activation_checkpointing",
     "hardware.device_memory", "hardware.host_memory", "hardware.gpus_per_node",
@@ -30,6 +32,9 @@ static const char *const spec_keys[] = {
 typedef struct Seen {
     bool name, model, arch, vocab, context, d_model, n_layers, n_heads, d_ff, seq_len, world, gpn;
     ZgLoc model_loc, seq_len_loc, n_heads_loc, d_ff_loc, vocab_loc, tie_loc, gpn_loc;
+    /* rotary-arch keys (llama): given or not, and where, to refuse them for other archs */
+    bool tie, n_kv_heads, rope_theta, rope_scaling;
+    ZgLoc n_kv_heads_loc, rope_theta_loc, rope_scaling_loc;
 } Seen;
 
 void zg_model_defaults(ZgModel *m)
@@ -40,6 +45,7 @@ void zg_model_defaults(ZgModel *m)
     m->tie_embeddings = true;
     m->world_size = 1;
     m->seed = 1234;
+    m->rope_theta = 10000.0;
 }
 
 void zg_model_set_world_size(ZgModel *m, int ws)
@@ -94,14 +100,74 @@ static void load_arch(const ZgNode *v, ZgModel *m)
 {
     const char *s;
     if (!zg_node_str(v, "model.arch", &s)) return;
-    if (!strcmp(s, "gpt2")) {
-        m->arch = "gpt2";
-    } else if (!strcmp(s, "llama")) {
-        zg_error(v->loc, "model.arch 'llama' is not supported yet");
-        zg_note(v->loc, "zgen supports arch gpt2 today; llama (RMSNorm, SwiGLU, RoPE) is next");
+    const ZgArch *a = zg_arch_find(s);
+    if (a) {
+        m->arch = a->name;
     } else {
         zg_error(v->loc, "unknown model.arch '%s'", s);
-        zg_note(v->loc, "zgen supports arch gpt2");
+        zg_note(v->loc, "zgen supports arch %s", zg_arch_names());
+    }
+}
+
+/* rope_scaling: none (or null), or {type: llama3, factor, low_freq_factor, high_freq_factor,
+** original_context} as LLaMA 3.1's config.json (original_max_position_embeddings there). */
+static void load_rope_scaling(const ZgNode *v, ZgModel *m)
+{
+    static const char *const keys[] = {"type", "factor", "low_freq_factor", "high_freq_factor",
+                                       "original_context"};
+    if (zg_node_is_null(v) || (v->kind == ZG_NSCALAR && !strcmp(v->scalar, "none"))) return;
+    if (v->kind != ZG_NMAP) {
+        zg_error(v->loc, "model.rope_scaling must be none or a mapping {type: llama3, factor, low_freq_factor, "
+                 "high_freq_factor, original_context}, not %s", zg_node_kind_name(v));
+        return;
+    }
+    bool seen[5] = {0};
+    for (int i = 0; i < v->n; i++) {
+        const char *k = v->keys[i];
+        const ZgNode *x = v->vals[i];
+        int j = 0;
+        while (j < 5 && strcmp(keys[j], k)) j++;
+        if (j == 5) {
+            const char *sug = zg_suggest(k, keys, 5);
+            zg_error(v->key_locs[i], "unknown key 'model.rope_scaling.%s' in the spec", k);
+            if (!strcmp(k, "rope_type")) zg_note(v->key_locs[i], "zgen spells it 'type' (llama3)");
+            else if (!strcmp(k, "original_max_position_embeddings"))
+                zg_note(v->key_locs[i], "zgen spells it 'original_context'");
+            else if (sug) zg_note(v->key_locs[i], "did you mean '%s'?", sug);
+            else zg_note(v->key_locs[i], "rope_scaling takes type, factor, low_freq_factor, high_freq_factor, "
+                         "original_context");
+            continue;
+        }
+        seen[j] = true;
+        const char *str;
+        double d;
+        char *what = zg_fmt("model.rope_scaling.%s", k);
+        if (j == 0) {
+            if (zg_node_str(x, what, &str)) {
+                if (!strcmp(str, "llama3")) m->rope_llama3 = true;
+                else {
+                    zg_error(x->loc, "model.rope_scaling.type '%s' is not supported", str);
+                    zg_note(x->loc, "zgen implements LLaMA 3's frequency scaling (type: llama3); linear, dynamic "
+                            "and yarn scaling are not implemented; use rope_scaling: none for no scaling");
+                }
+            }
+        } else if (j == 4) {
+            zg_node_int(x, what, 1, 1 << 24, &m->rope_original_context);
+        } else if (zg_node_num(x, what, 0, 1e6, &d)) {
+            if (d <= 0) zg_error(x->loc, "%s must be positive, not %g", what, d);
+            else if (j == 1) m->rope_factor = d;
+            else if (j == 2) m->rope_low_freq_factor = d;
+            else m->rope_high_freq_factor = d;
+        }
+        free(what);
+    }
+    for (int j = 0; j < 5; j++)
+        if (!seen[j]) zg_error(v->loc, "missing key 'model.rope_scaling.%s'", keys[j]);
+    if (seen[2] && seen[3] && m->rope_low_freq_factor > 0 &&
+        m->rope_high_freq_factor <= m->rope_low_freq_factor) {
+        zg_error(v->loc, "model.rope_scaling.high_freq_factor %g must exceed low_freq_factor %g",
+                 m->rope_high_freq_factor, m->rope_low_freq_factor);
+        zg_note(v->loc, "LLaMA 3 interpolates between the two wavelength bounds they set (LLaMA 3.1: 1 and 4)");
     }
 }
 
@@ -111,18 +177,34 @@ static void load_model(const ZgNode *sec, ZgModel *m, Seen *seen)
         const char *k = sec->keys[i];
         const ZgNode *v = sec->vals[i];
         char *what = zg_fmt("model.%s", k);
-        if (!strcmp(k, "arch")) seen->arch = true, load_arch(v, m);
+        if (!strcmp(k, "arch")) seen->arch = true, m->loc_arch = v->loc, load_arch(v, m);
         else if (!strcmp(k, "vocab_size")) {
-            /* Tokens are uint16 in the data files (llm.c / nanoGPT format). */
+            /* Tokens are uint16 in llm.c / nanoGPT files, int32 in zgen's 32-bit token files. */
             seen->vocab = true;
             seen->vocab_loc = v->loc;
             int64_t x;
-            if (v->kind == ZG_NSCALAR && zg_parse_int64(v->scalar, &x) && x > 65536) {
-                zg_error(v->loc, "model.vocab_size %lld exceeds 65536: tokens are stored as uint16",
-                         (long long)x);
+            if (v->kind == ZG_NSCALAR && zg_parse_int64(v->scalar, &x) && x > MAX_VOCAB) {
+                zg_error(v->loc, "model.vocab_size %lld exceeds %d: token ids are int32 and the logits fp32",
+                         (long long)x, MAX_VOCAB);
             } else {
-                zg_node_int(v, what, 1, 65536, &m->vocab_size);
+                zg_node_int(v, what, 1, MAX_VOCAB, &m->vocab_size);
             }
+        } else if (!strcmp(k, "n_kv_heads")) {
+            seen->n_kv_heads = true;
+            seen->n_kv_heads_loc = v->loc;
+            zg_node_int(v, what, 1, 1 << 16, &m->n_kv_heads);
+        } else if (!strcmp(k, "rope_theta")) {
+            seen->rope_theta = true;
+            seen->rope_theta_loc = v->loc;
+            double th;
+            if (zg_node_num(v, what, 0, 1e12, &th)) {
+                if (th <= 0) zg_error(v->loc, "model.rope_theta must be positive, not %g", th);
+                else m->rope_theta = th;
+            }
+        } else if (!strcmp(k, "rope_scaling")) {
+            seen->rope_scaling = true;
+            seen->rope_scaling_loc = v->loc;
+            load_rope_scaling(v, m);
         } else if (!strcmp(k, "context")) seen->context = true, zg_node_int(v, what, 1, 1 << 20, &m->context);
         else if (!strcmp(k, "d_model")) seen->d_model = true, zg_node_int(v, what, 1, 1 << 20, &m->d_model);
         else if (!strcmp(k, "n_layers")) {
@@ -146,6 +228,7 @@ static void load_model(const ZgNode *sec, ZgModel *m, Seen *seen)
             }
         } else if (!strcmp(k, "tie_embeddings")) {
             seen->tie_loc = v->loc;
+            seen->tie = true;
             zg_node_bool(v, what, &m->tie_embeddings);
         } else unknown_key("model", k, sec->key_locs[i]);
         free(what);
@@ -223,12 +306,42 @@ static bool section(const ZgNode *v, const char *name)
     return false;
 }
 
-/* Parameters of the gpt2 shape, in double so that absurd shapes are measured, not overflowed. */
-static double gpt2_params(const ZgModel *m)
+/* The rotary-arch keys: refused for archs without RoPE, cross-checked for those with it. */
+static void check_rope(ZgModel *m, const Seen *s, const ZgArch *arch)
 {
-    double d = (double)m->d_model, f = (double)m->d_ff;
-    double block = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d);
-    return (double)m->vocab_size * d + (double)m->context * d + (double)m->n_layers * block + 2 * d;
+    if (!arch) return;
+    if (!arch->rope) {
+        const bool given[3] = {s->n_kv_heads, s->rope_theta, s->rope_scaling};
+        const ZgLoc locs[3] = {s->n_kv_heads_loc, s->rope_theta_loc, s->rope_scaling_loc};
+        static const char *const names[3] = {"n_kv_heads", "rope_theta", "rope_scaling"};
+        for (int i = 0; i < 3; i++)
+            if (given[i]) {
+                zg_error(locs[i], "model.%s applies to arch llama, not %s", names[i], arch->name);
+                zg_note(locs[i], "%s has no rotary embeddings or grouped-query attention; remove the key",
+                        arch->name);
+            }
+        return;
+    }
+    if (m->n_heads <= 0 || m->d_model <= 0) return;
+    if (m->n_kv_heads > 0 && m->n_heads % m->n_kv_heads != 0) {
+        zg_error(s->n_kv_heads_loc, "model.n_heads %lld is not divisible by model.n_kv_heads %lld",
+                 (long long)m->n_heads, (long long)m->n_kv_heads);
+        zg_note(s->n_kv_heads_loc, "each key/value head serves n_heads / n_kv_heads query heads; pick a "
+                "divisor of %lld (n_heads for plain attention, 1 for multi-query)", (long long)m->n_heads);
+    }
+    if (m->d_model % m->n_heads == 0 && (m->d_model / m->n_heads) % 2 != 0) {
+        zg_error(s->n_heads_loc, "the head size d_model / n_heads = %lld / %lld = %lld is odd",
+                 (long long)m->d_model, (long long)m->n_heads, (long long)(m->d_model / m->n_heads));
+        zg_note(s->n_heads_loc, "rotary embeddings rotate pairs of dimensions (rotate-half): the head size "
+                "must be even");
+    }
+    if (m->rope_original_context > 0 && m->context > 0 &&
+        m->rope_original_context > m->context) {
+        zg_error(s->rope_scaling_loc, "model.rope_scaling.original_context %lld exceeds model.context %lld",
+                 (long long)m->rope_original_context, (long long)m->context);
+        zg_note(s->rope_scaling_loc, "scaling extends a model trained on original_context positions to "
+                "context; LLaMA 3.1: 8192 -> 131072");
+    }
 }
 
 static void check_model(ZgModel *m, const Seen *s, ZgLoc root)
@@ -239,13 +352,22 @@ static void check_model(ZgModel *m, const Seen *s, ZgLoc root)
         zg_error(root, "missing section 'model' (arch, vocab_size, context, d_model, n_layers, n_heads)");
         return;
     }
-    if (!s->arch) zg_error(at, "missing key 'model.arch' (gpt2)");
+    if (!s->arch) zg_error(at, "missing key 'model.arch' (%s)", zg_arch_names());
     if (!s->vocab) zg_error(at, "missing key 'model.vocab_size'");
     if (!s->context) zg_error(at, "missing key 'model.context' (maximum positions)");
     if (!s->d_model) zg_error(at, "missing key 'model.d_model'");
     if (!s->n_layers) zg_error(at, "missing key 'model.n_layers'");
     if (!s->n_heads) zg_error(at, "missing key 'model.n_heads'");
-    if (!s->d_ff) m->d_ff = 4 * m->d_model;
+    const ZgArch *arch = zg_arch_find(m->arch);
+    if (!s->d_ff) {
+        if (arch && arch->d_ff_required && s->arch)
+            zg_error(at, "missing key 'model.d_ff' (the %s MLP's intermediate size; LLaMA 2 7B: 11008)",
+                     arch->name);
+        m->d_ff = 4 * m->d_model;
+    }
+    if (!s->tie && arch) m->tie_embeddings = arch->tie_default;
+    if (!s->n_kv_heads) m->n_kv_heads = m->n_heads;
+    check_rope(m, s, arch);
     if (!s->seq_len) m->seq_len = m->context;
     if (m->d_model > 0 && m->n_heads > 0 && m->d_model % m->n_heads != 0) {
         zg_error(s->n_heads_loc, "model.d_model %lld is not divisible by model.n_heads %lld",
@@ -259,12 +381,12 @@ static void check_model(ZgModel *m, const Seen *s, ZgLoc root)
         zg_note(s->seq_len_loc, "the model has positions for %lld tokens; lower seq_len or raise context",
                 (long long)m->context);
     }
-    if (!m->tie_embeddings && !strcmp(m->arch, "gpt2")) {
-        zg_error(s->tie_loc, "model.tie_embeddings must be true for arch gpt2");
+    if (!m->tie_embeddings && arch && arch->tie_required) {
+        zg_error(s->tie_loc, "model.tie_embeddings must be true for arch %s", arch->name);
         zg_note(s->tie_loc, "GPT-2's lm_head is the token embedding (wte); remove the key or set true");
     }
     if (m->vocab_size > 0 && m->context > 0 && m->d_model > 0 && m->n_layers > 0 && m->d_ff > 0) {
-        double p = gpt2_params(m);
+        double p = zg_arch_params(m);
         if (p > MAX_PARAMS)
             zg_error(at, "the model has %.3g parameters; zgen plans models up to %.0e", p, MAX_PARAMS);
     }
@@ -284,6 +406,7 @@ const ZgNode *zg_spec_load(const char *path, ZgModel *m)
     if (!root) return NULL;
     ZgLoc rat = {path, root->loc.line, root->loc.col};
     m->loc_n_layers = rat;
+    m->loc_arch = rat;
     if (root->kind != ZG_NMAP) {
         zg_error(root->loc, "a spec is a mapping (name, model, train, deepspeed, hardware), not %s",
                  zg_node_kind_name(root));

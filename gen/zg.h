@@ -110,6 +110,14 @@ typedef struct ZgModel {
     bool gpus_per_node_given;   /* hardware.gpus_per_node was in the spec */
     /* Added by the reliability work (spec.c): where model.n_layers is, for plan-size refusals. */
     ZgLoc loc_n_layers;
+    /* Added by the llama work (spec.c). Archs without rotary embeddings leave n_kv_heads = n_heads
+    ** and the rope fields at their defaults. */
+    int64_t n_kv_heads;         /* key/value heads (grouped-query attention); divides n_heads */
+    double rope_theta;          /* RoPE base (10000) */
+    bool rope_llama3;           /* rope_scaling {type: llama3, ...}: LLaMA 3 frequency scaling */
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int64_t rope_original_context;
+    ZgLoc loc_arch;             /* model.arch (the spec's top level when absent) */
 } ZgModel;
 
 typedef struct ZgOffloadCfg {
@@ -202,6 +210,34 @@ bool zg_path_is_sane(const char *s);
 ** integral value written as a float ("5e8") like DeepSpeed's pydantic models. */
 bool zg_parse_int64(const char *s, int64_t *out);
 bool zg_parse_double(const char *s, double *out);
+
+/* ======================================================================= model.c: architectures */
+/* An architecture is data (model.c): its tensor table with Hugging Face names, shapes, module, init
+** and decay, its module kinds, and these facts the front end checks against. Adding an arch is a
+** table entry there, kernels and tests; spec.c and main.c read only this struct. */
+typedef struct ZgArch {
+    const char *name;           /* model.arch */
+    const char *hf_class;       /* Hugging Face architectures[0], e.g. "LlamaForCausalLM" */
+    const char *linear_layout;  /* how linear weights are stored: "[in, out]" or "[out, in]" */
+    bool rope;                  /* rotary positions: n_kv_heads, rope_theta, rope_scaling apply */
+    bool tie_required;          /* lm_head must be the token embedding (tie_embeddings: true) */
+    bool tie_default;           /* tie_embeddings when the spec does not say */
+    bool d_ff_required;         /* no default d_ff (else 4 * d_model) */
+    const char *emit_missing;   /* NULL: the emitted trainer runs this arch; else what it lacks
+                                ** (zgen plans, estimates and writes plan.txt but refuses to emit) */
+    const struct ZgArchModule *modules;     /* model.c's tensor table */
+    int n_modules;
+} ZgArch;
+/* The arch named `name`, or NULL. */
+const ZgArch *zg_arch_find(const char *name);
+/* "gpt2, llama": every arch, for messages. */
+const char *zg_arch_names(void);
+/* Parameters of m's shape from its arch's table, in double so that absurd shapes are measured, not
+** overflowed (0 for an unknown arch). */
+double zg_arch_params(const ZgModel *m);
+
+/* hf.c: `zgen --spec-from-hf CONFIG.json [-o SPEC.yaml] [--name NAME]`; argv[0] is the option. */
+int zg_hf_main(int argc, char **argv);
 
 /* The table of every DeepSpeed config key zgen knows (zero_keys.c), read by zero.c. */
 typedef enum {

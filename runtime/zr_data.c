@@ -71,6 +71,31 @@ int zr_data_open(ZrData *d, const char *path, int seq_len)
         }
         d->tokens = (const uint16_t *)((const char *)d->map + hdr);
         d->ntokens = head[2];
+    } else if (head[0] == ZR_DATA_MAGIC32) {
+        /* the 32-bit variant: same header, uint32 tokens (vocabularies beyond 65536) */
+        const int64_t hdr = ZR_DATA_HEADER_INTS * 4;
+        int64_t avail;
+        d->format = ZR_DATA_LLMC32;
+        if ((int64_t)d->map_bytes < hdr) {
+            rc = zr_train_fail(-EINVAL, "data %s: 32-bit token file magic but only %zu bytes, the header "
+                               "alone is %lld (truncated? HINT: copy or regenerate it whole)", path,
+                               d->map_bytes, (long long)hdr);
+            goto err;
+        }
+        if (head[1] != ZR_DATA_VERSION32) {
+            rc = zr_train_fail(-EINVAL, "data %s: 32-bit token file version %d, expected %d (llm.c's "
+                               "llama-3 files; HINT: regenerate it)", path, head[1], ZR_DATA_VERSION32);
+            goto err;
+        }
+        avail = ((int64_t)d->map_bytes - hdr) / 4;
+        if (head[2] < 0 || head[2] > avail) {
+            rc = zr_train_fail(-EINVAL, "data %s: header says %d tokens but the file holds %lld "
+                               "(truncated? HINT: copy or regenerate it whole)", path, head[2],
+                               (long long)avail);
+            goto err;
+        }
+        d->tokens32 = (const uint32_t *)((const char *)d->map + hdr);
+        d->ntokens = head[2];
     } else if (d->map_bytes >= ZR_DATA_HEADER_INTS * 4 && head[1] == ZR_DATA_VERSION && head[2] > 0 &&
                (int64_t)d->map_bytes == ZR_DATA_HEADER_INTS * 4 + 2 * (int64_t)head[2]) {
         /* version and token count agree with the size: an llm.c file whose magic was damaged, not
@@ -107,6 +132,7 @@ void zr_data_close(ZrData *d)
     if (d->map) munmap(d->map, d->map_bytes);
     d->map = NULL;
     d->tokens = NULL;
+    d->tokens32 = NULL;
     d->ntokens = 0;
 }
 
@@ -114,10 +140,10 @@ int zr_data_check_vocab(const ZrData *d, int vocab_size)
 {
     int64_t i;
     for (i = 0; i < d->ntokens; i++)
-        if (d->tokens[i] >= vocab_size)
+        if (zr_data_token(d, i) >= (uint32_t)vocab_size)
             return zr_train_fail(-EINVAL, "data %s: token %lld is %u, not below vocab_size %d (HINT: "
                                  "tokenize with the model's tokenizer, or raise vocab_size in the "
-                                 "spec)", d->path, (long long)i, d->tokens[i], vocab_size);
+                                 "spec)", d->path, (long long)i, zr_data_token(d, i), vocab_size);
     return 0;
 }
 
@@ -133,8 +159,17 @@ int64_t zr_data_seq_start(const ZrData *d, int64_t step, int64_t tbs, int64_t j,
 void zr_data_fill_row(const ZrData *d, int64_t step, int64_t tbs, int64_t j, int seq_len,
                       int32_t *inputs, int32_t *targets)
 {
-    const uint16_t *t = d->tokens + zr_data_seq_start(d, step, tbs, j, seq_len);
+    int64_t start = zr_data_seq_start(d, step, tbs, j, seq_len);
     int k;
+    if (d->tokens32) {
+        const uint32_t *t32 = d->tokens32 + start;
+        for (k = 0; k < seq_len; k++) {
+            inputs[k] = (int32_t)t32[k];
+            targets[k] = (int32_t)t32[k + 1];
+        }
+        return;
+    }
+    const uint16_t *t = d->tokens + start;
     for (k = 0; k < seq_len; k++) {
         inputs[k] = t[k];
         targets[k] = t[k + 1];
@@ -175,6 +210,28 @@ int zr_data_write(const char *path, const uint16_t *tokens, int64_t n, int llmc)
         rc = zr_afile_write(&a, head, sizeof head);
     }
     if (!rc) rc = zr_afile_write(&a, tokens, (size_t)n * 2);
+    if (rc) {
+        zr_afile_abort(&a);
+        return rc;
+    }
+    return zr_afile_commit(&a);
+}
+
+int zr_data_write32(const char *path, const uint32_t *tokens, int64_t n)
+{
+    ZrAfile a;
+    int32_t head[ZR_DATA_HEADER_INTS];
+    int rc;
+    if (n < 0 || n > INT32_MAX)
+        return zr_train_fail(-EINVAL, "data %s: %lld tokens do not fit a token file header", path,
+                             (long long)n);
+    if ((rc = zr_afile_open(&a, path)) != 0) return rc;
+    memset(head, 0, sizeof head);
+    head[0] = ZR_DATA_MAGIC32;
+    head[1] = ZR_DATA_VERSION32;
+    head[2] = (int32_t)n;
+    rc = zr_afile_write(&a, head, sizeof head);
+    if (!rc) rc = zr_afile_write(&a, tokens, (size_t)n * 4);
     if (rc) {
         zr_afile_abort(&a);
         return rc;

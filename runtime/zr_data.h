@@ -5,6 +5,8 @@
 **
 ** Formats, told apart by the first int32:
 **   llm.c : 256 x int32 header { magic 20240520, version 1, token count, 0... } then uint16 tokens.
+**   llm.c 32-bit (LLaMA 3 and any vocabulary beyond 65536): the same header with magic 20240801 and
+**           version 7 (llm.c's llama-3 files), then uint32 tokens.
 **   raw   : the whole file is uint16 tokens (little endian); anything whose first int32 is not the
 **           magic. A raw file of an odd number of bytes is refused.
 ** Batch order: at step s, sequence j of the global batch (j = 0 .. tbs-1) is the seq_len+1 tokens
@@ -22,16 +24,19 @@
 #define ZR_DATA_MAGIC 20240520
 #define ZR_DATA_VERSION 1
 #define ZR_DATA_HEADER_INTS 256
+#define ZR_DATA_MAGIC32 20240801
+#define ZR_DATA_VERSION32 7
 
-typedef enum { ZR_DATA_LLMC, ZR_DATA_RAW } ZrDataFormat;
+typedef enum { ZR_DATA_LLMC, ZR_DATA_RAW, ZR_DATA_LLMC32 } ZrDataFormat;
 
 typedef struct ZrData {
-    const uint16_t *tokens;     /* [ntokens], points into the mapping */
+    const uint16_t *tokens;     /* [ntokens], points into the mapping; NULL for ZR_DATA_LLMC32 */
     int64_t ntokens;
     int format;                 /* ZrDataFormat */
     void *map;                  /* whole-file mapping, NULL when closed */
     size_t map_bytes;
     char path[512];             /* for messages */
+    const uint32_t *tokens32;   /* ZR_DATA_LLMC32: [ntokens] into the mapping; else NULL */
 } ZrData;
 
 /* Maps `path` and validates it for sequences of seq_len tokens: magic/version, token count not larger
@@ -56,4 +61,11 @@ int zr_data_fill_micro(const ZrData *d, int64_t step, int seq_len, int mb, int g
 
 /* Writes a token file (llm.c format when llmc != 0, raw otherwise) atomically; for tests and demos. */
 int zr_data_write(const char *path, const uint16_t *tokens, int64_t n, int llmc);
+/* Writes a 32-bit token file (magic 20240801, version 7, uint32 tokens) atomically. */
+int zr_data_write32(const char *path, const uint32_t *tokens, int64_t n);
+/* Token i of an open file, whatever its width. */
+static inline uint32_t zr_data_token(const ZrData *d, int64_t i)
+{
+    return d->tokens32 ? d->tokens32[i] : d->tokens[i];
+}
 #endif

@@ -23,6 +23,9 @@ static const Case cases[] = {
     {"specs/gpt2-10b.yaml", NULL, true, NULL, 0},
     {"specs/gpt3-175b.yaml", NULL, true, NULL, 0},
     {"specs/gpt-1t.yaml", NULL, true, NULL, 0},
+    {"specs/llama-tiny.yaml", NULL, true, NULL, 0},       /* llama: tests/gen/t_llama.c */
+    {"specs/llama2-7b.yaml", NULL, true, NULL, 0},
+    {"specs/llama3-8b.yaml", NULL, true, NULL, 0},
     {"specs/gpt2-124m.yaml", "specs/configs/hf_auto_zero3.yaml", true, NULL, 0},
     {"specs/gpt2-124m-bf16.yaml", NULL, true, NULL, 0},
     {"specs/gpt2-10b-ckpt.yaml", "specs/configs/zero_offload_tutorial_mb10.json", true, NULL, 0},

@@ -1,5 +1,6 @@
 /*
-** t_data.c — token files (llm.c and raw uint16), their validation messages, and the batch order:
+** t_data.c — token files (llm.c, raw uint16 and the 32-bit variant), their validation messages, and
+** the batch order:
 ** the global batch follows DESIGN.md's formula and does not depend on the world size.
 */
 #include <errno.h>
@@ -102,6 +103,68 @@ static void t_vocab(void)
 }
 
 /* DESIGN.md: sequence j of step s starts at ((s*tbs + j) * T) mod (N - T - 1). */
+/* The 32-bit variant (llm.c's llama-3 files): ids beyond 65535 come through whole, in the same batch
+** order as a 16-bit file of the same (smaller) ids; its header is checked like llm.c's. */
+static void t_tokens32(void)
+{
+    enum { N = 3000, T = 16 };
+    static uint32_t t32[N];
+    static uint16_t t16[N];
+    for (int i = 0; i < N; i++) {
+        t16[i] = (uint16_t)(i * 7 % 60000);
+        t32[i] = (uint32_t)t16[i] + (i % 3 == 0 ? 100000u : 0u);
+    }
+    t32[5] = 128255;                                    /* LLaMA 3's last id */
+    ZrData d, e;
+    ZT_EQ_INT(zr_data_write32(tmp("w.bin"), t32, N), 0);
+    ZT_EQ_INT(zr_data_open(&d, tmp("w.bin"), T), 0);
+    ZT_EQ_INT(d.format, ZR_DATA_LLMC32);
+    ZT_EQ_INT(d.ntokens, N);
+    ZT_CHECK(d.tokens == NULL && d.tokens32 && memcmp(d.tokens32, t32, sizeof t32) == 0);
+    {   /* the header, byte by byte as documented: magic 20240801, version 7, count; then uint32 ids */
+        FILE *f = fopen(tmp("w.bin"), "rb");
+        int32_t h[256];
+        uint32_t first[6];
+        ZT_CHECK(f && fread(h, 4, 256, f) == 256 && fread(first, 4, 6, f) == 6);
+        if (f) fclose(f);
+        ZT_CHECK(h[0] == 20240801 && h[1] == 7 && h[2] == N && h[3] == 0 && h[255] == 0);
+        ZT_CHECK(first[0] == 100000u && first[5] == 128255u);
+    }
+    ZT_EQ_INT(zr_data_check_vocab(&d, 128256), 0);
+    ZT_EQ_INT(zr_data_check_vocab(&d, 128255), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "token 5 is 128255") != NULL);
+    ZT_EQ_INT(zr_data_write(tmp("n.bin"), t16, N, 1), 0);
+    ZT_EQ_INT(zr_data_open(&e, tmp("n.bin"), T), 0);
+    int32_t in32[2 * T], tg32[2 * T], in16[2 * T], tg16[2 * T];
+    for (int step = 0; step < 40; step += 13) {
+        ZT_EQ_INT(zr_data_fill_micro(&d, step, T, 2, 2, 2, 1, 1, in32, tg32), 0);
+        ZT_EQ_INT(zr_data_fill_micro(&e, step, T, 2, 2, 2, 1, 1, in16, tg16), 0);
+        for (int k = 0; k < 2 * T; k++) {
+            ZT_CHECK(in32[k] == in16[k] || in32[k] == in16[k] + 100000);
+            ZT_CHECK(tg32[k] == tg16[k] || tg32[k] == tg16[k] + 100000);
+        }
+    }
+    {   /* the input row is exactly the file's ids from the documented start */
+        int64_t s0 = zr_data_seq_start(&d, 3, 8, 2, T);
+        zr_data_fill_row(&d, 3, 8, 2, T, in32, tg32);
+        ZT_CHECK(in32[0] == (int32_t)t32[s0] && tg32[T - 1] == (int32_t)t32[s0 + T]);
+    }
+    zr_data_close(&d);
+    zr_data_close(&e);
+    /* header errors */
+    int32_t h[256] = { 20240801, 1, 10 };
+    put_file(tmp("w1.bin"), h, sizeof h, t32, 40);
+    ZT_EQ_INT(zr_data_open(&d, tmp("w1.bin"), 4), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "32-bit token file version 1, expected 7") != NULL);
+    h[1] = 7;
+    h[2] = 11;                                          /* the file holds 10 */
+    put_file(tmp("w2.bin"), h, sizeof h, t32, 40);
+    ZT_EQ_INT(zr_data_open(&d, tmp("w2.bin"), 4), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "11 tokens") && strstr(zr_train_error(), "holds 10"));
+    put_file(tmp("w3.bin"), h, 64, NULL, 0);
+    ZT_EQ_INT(zr_data_open(&d, tmp("w3.bin"), 4), -EINVAL);
+}
+
 static void t_batch_order(void)
 {
     ZrData d;
@@ -176,6 +239,7 @@ int main(void)
     ZT_RUN(t_formats);
     ZT_RUN(t_errors);
     ZT_RUN(t_vocab);
+    ZT_RUN(t_tokens32);
     ZT_RUN(t_batch_order);
     ZT_RUN(t_world_independent);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
