@@ -173,9 +173,8 @@ static void setup(int argc, char **argv)
     if (T.rank == 0 && !T.a.quiet) {
         fprintf(stderr, "train: plan %s, %d ranks, ZeRO-%d, %s; arenas per rank (bytes):", ZG_NAME,
                 T.ws, ZG_STAGE, ZG_DTYPE_NAME);
-        static const char *const tier[ZR_NTIERS] = {"device", "pinned", "host", "nvme"};
         for (int t = 0; t < ZR_TIER_NVME; t++)
-            fprintf(stderr, " %s %lld", tier[t], (long long)(T.arena[t] ? zr_arena_bytes(T.arena[t]) : 0));
+            fprintf(stderr, " %s %lld", zr_tier_names[t], (long long)(T.arena[t] ? zr_arena_bytes(T.arena[t]) : 0));
         fprintf(stderr, " nvme %lld%s\n", (long long)ZG_TIER_BYTES_NVME,
                 zr_mem_debug() ? " (ZR_DEBUG_MEM: guards and poisoning on)" : "");
     }
