@@ -92,6 +92,14 @@ int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s);
 int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64_t count,
                 ZrDtype dt);
 
+/* ---- footprints for the stand-in's race checker (additive; docs/CUDA_TRAINER.md, Races)
+** Declares that the next operation enqueued on s reads (write 0) or writes (write 1) the byte range
+** [p, p + bytes). Copies, fills, gemms and collectives declare their own footprints; a kernel
+** launch has only those declared before it. The stand-in checks every declared access against the
+** accesses of other streams that record/wait/sync do not order before it; the driver build ignores
+** the declarations. Returns 0. */
+int zr_gpu_footprint(ZrGpuStream *s, const void *p, size_t bytes, int write);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,8 @@
 #     the same run with ZR_CUDA_HOST_ADAM=1 (cmp);
 #   - `train-cuda-emu --check` compares the first step's gradients with the host reference, tensor
 #     by tensor, and passes;
+#   - every emulated run has the stand-in's race checker on (zr_gpu_emu.cpp: declared footprints,
+#     ordering only through record/wait/sync), so the real executor passes it;
 #   - a stream dependency removed from the executor (the compute stream no longer waits for the
 #     gather) is caught: the losses are no longer the host's.
 # Skips (77) without mpirun / numpy; the real build is skipped without the CUDA toolkit.
