@@ -21,6 +21,8 @@
 #     by tensor, and passes;
 #   - every emulated run has the stand-in's race checker on (zr_gpu_emu.cpp: declared footprints,
 #     ordering only through record/wait/sync), so the real executor passes it;
+#   - a rank that freezes at step 0 ends the stand-in run within the collective watchdog's time
+#     (ZR_COLL_TIMEOUT_S=3), rank 0 naming the collective, the step and the missing rank;
 #   - a stream dependency removed from the executor (the compute stream no longer waits for the
 #     gather) is caught: the losses are no longer the host's.
 # Skips (77) without mpirun / numpy; the real build is skipped without the CUDA toolkit.
@@ -213,6 +215,21 @@ if [ -f "$d/cuda/trainer/cuda_exec.c" ]; then
     run "$tag" 2 train-cuda-emu mutant.jsonl
     if out=$(near "$tmp/$tag/host.jsonl" "$tmp/$tag/mutant.jsonl" 2>&1); then bad missing_event_caught "mutant matched: $out"
     else ok "missing_event_caught ($out)"; fi
+  fi
+fi
+
+# a collective that never completes: rank 1 freezes as step 0 begins; rank 0's queued collective
+# (run by the stand-in's scheduler) ends under the watchdog, naming it, the step and rank 1
+tag=s3_w2_onvme_pcpu
+if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
+  t0=$SECONDS
+  ZG_FAULT_SIGNAL=STOP ZG_FAULT_EXIT_RANK=1 ZG_FAULT_EXIT_STEP=0 ZR_COLL_TIMEOUT_S=3 run "$tag" 2 train-cuda-emu hang.jsonl
+  rc=$? el=$((SECONDS - t0)) h=$tmp/$tag/hang.jsonl.out
+  if [ $rc -ne 0 ] && [ $el -le 30 ] && grep -Eq "TIMEOUT after [0-9]+ s in (all_gather|all_reduce|reduce_scatter).*step 0" "$h" \
+     && grep -q "ranks not arrived: 1" "$h"; then
+    ok "emu_hung_collective_ends ($el s: $(grep -m1 -o 'TIMEOUT after [0-9]* s in [a-z_]*' "$h"))"
+  else
+    bad emu_hung_collective_ends "rc $rc after $el s" "$(grep -m3 -E 'TIMEOUT|arrived|error' "$h")"
   fi
 fi
 finish
