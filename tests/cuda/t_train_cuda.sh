@@ -24,7 +24,8 @@
 #   - a rank that freezes at step 0 ends the stand-in run within the collective watchdog's time
 #     (ZR_COLL_TIMEOUT_S=3), rank 0 naming the collective, the step and the missing rank;
 #   - a stream dependency removed from the executor (the compute stream no longer waits for the
-#     gather) is caught: the losses are no longer the host's.
+#     gather) is caught by the race checker at the enqueue, naming the widening kernel and the
+#     all-gather.
 # Skips (77) without mpirun / numpy; the real build is skipped without the CUDA toolkit.
 set -u
 cd "$(dirname "$0")/../.."
@@ -213,8 +214,13 @@ if [ -f "$d/cuda/trainer/cuda_exec.c" ]; then
   elif ! make -s -C "$d" cuda-emu >/dev/null 2>&1; then bad missing_event_caught "mutant did not build"
   else
     run "$tag" 2 train-cuda-emu mutant.jsonl
+    # the race checker stops it at the enqueue: the widening of a gathered slot reads what the
+    # all-gather writes, unordered
+    m=$tmp/$tag/mutant.jsonl.out
     if out=$(near "$tmp/$tag/host.jsonl" "$tmp/$tag/mutant.jsonl" 2>&1); then bad missing_event_caught "mutant matched: $out"
-    else ok "missing_event_caught ($out)"; fi
+    elif ! grep -q "race: kernel zd_16_to_f32 .* reads .* that all_gather" "$m"; then
+      bad missing_event_caught "the race checker did not name the two operations" "$(grep -m2 -E 'race|error' "$m")"
+    else ok "missing_event_caught ($(grep -m1 -o 'race: kernel zd_16_to_f32 ([^)]*)' "$m") vs all_gather)"; fi
   fi
 fi
 
