@@ -401,6 +401,12 @@ static void push_ops(lua_State *L, const ZgOp *ops, int n)
         push_enum(L, zg_lua_op_name((int)ops[i].kind), (int)ops[i].kind);
         lua_setfield(L, -2, "kind");
         SETI("arg", ops[i].arg); SETI("slot", ops[i].slot);
+        SETS("xfer", zg_xfer_name(ops[i].xfer)); SETS("stream", zg_stream_name(ops[i].stream));
+        SETI("src", ops[i].src); SETI("dst", ops[i].dst);
+        SETI("src_off", ops[i].src_off); SETI("dst_off", ops[i].dst_off);
+        SETI("count", ops[i].count);
+        SETS("src_dt", zg_dtype_name(ops[i].src_dt)); SETS("dst_dt", zg_dtype_name(ops[i].dst_dt));
+        SETB("accumulate", ops[i].accumulate); SETI("flat", ops[i].flat);
         lua_rawseti(L, -2, i + 1);
     }
 }
@@ -482,9 +488,40 @@ static void push_subgroup(lua_State *L, const ZgPlan *p, int i)
     SETI("nvme_offset_bytes", s->nvme_offset_bytes); SETI("buffer", s->buffer);
 }
 
+/* enums.<list>: the enumerator names of runtime/zr_enums.h in enum order (1-based), so a template
+** iterates the same list the C enums are built from (enums.tiers, enums.memcats, ...). */
+static void push_names(lua_State *L, const char *const *n, int count, const char *field)
+{
+    lua_createtable(L, count, 0);
+    for (int i = 0; i < count; i++) {
+        lua_pushstring(L, n[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, field);
+}
+
+static void set_enums(ZgLua *z)
+{
+    static const char *const tiers[] = {ZR_TIER_LIST(ZR_ENUM_NAME)};
+    static const char *const memcats[] = {ZR_MEMCAT_LIST(ZR_ENUM_NAME)};
+    static const char *const ops[] = {ZR_OP_LIST(ZR_ENUM_NAME)};
+    static const char *const dtypes[] = {ZR_DTYPE_LIST(ZR_ENUM_NAME)};
+    static const char *const modkinds[] = {ZR_MODKIND_LIST(ZR_ENUM_NAME)};
+    static const char *const xfers[] = {ZR_XFER_LIST(ZR_ENUM_NAME)};
+    static const char *const streams[] = {ZR_STREAM_LIST(ZR_ENUM_NAME)};
+    lua_State *L = z->L;
+    lua_createtable(L, 0, 7);
+#define PUSH_NAMES(a) push_names(L, a, (int)(sizeof a / sizeof a[0]), #a)
+    PUSH_NAMES(tiers); PUSH_NAMES(memcats); PUSH_NAMES(ops); PUSH_NAMES(dtypes);
+    PUSH_NAMES(modkinds); PUSH_NAMES(xfers); PUSH_NAMES(streams);
+#undef PUSH_NAMES
+    set_base(z, "enums");
+}
+
 void zg_lua_set_plan(ZgLua *z, const ZgPlan *p)
 {
     lua_State *L = z->L;
+    set_enums(z);
     lua_createtable(L, 0, 32);
     push_model(L, p->model); lua_setfield(L, -2, "model");
     push_zero(L, p->zero); lua_setfield(L, -2, "zero");
@@ -504,6 +541,7 @@ void zg_lua_set_plan(ZgLua *z, const ZgPlan *p)
     push_rows(L, p, p->n_subgroups, push_subgroup); lua_setfield(L, -2, "subgroups");
     SETI("sg_align", p->sg_align); SETI("nvme_align", p->nvme_align);
     SETI("max_use_numel", p->max_use_numel);
+    SETB("act_ckpt", p->act_ckpt);
     lua_createtable(L, 0, 4);
     push_ops(L, p->sched.micro, p->sched.n_micro); lua_setfield(L, -2, "micro");
     push_ops(L, p->sched.last, p->sched.n_last); lua_setfield(L, -2, "last");

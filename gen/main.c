@@ -146,6 +146,7 @@ static int pipeline(const Opts *o)
         return 0;
     }
     if (!zg_model_build(&m, &p) || !zg_plan_build(&m, &z, &p)) return errors_exit();
+    zg_lower_build(&p);         /* every op row complete: what trainers execute */
     if (o->estimate) {
         zg_estimate_print(&p, o->json, stdout);
         return 0;

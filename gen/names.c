@@ -4,66 +4,24 @@
 */
 #include "zg.h"
 
-const char *zg_tier_name(ZgTier t)
-{
-    switch (t) {
-    case ZG_TIER_DEVICE: return "device";
-    case ZG_TIER_PINNED: return "pinned";
-    case ZG_TIER_HOST: return "host";
-    case ZG_TIER_NVME: return "nvme";
-    case ZG_NTIERS: break;
+/* Every list comes from runtime/zr_enums.h, the one the runtime and the templates use too. */
+#define NAME_FN(fn, type, list, count)                                                 \
+    const char *fn(type k)                                                             \
+    {                                                                                  \
+        static const char *const n[] = {list(ZR_ENUM_NAME)};                           \
+        if ((unsigned)k >= sizeof n / sizeof n[0] || (count) != sizeof n / sizeof n[0]) \
+            zg_unreachable();                                                          \
+        return n[k];                                                                   \
     }
-    zg_unreachable();
-}
 
-const char *zg_memcat_name(ZgMemCat c)
-{
-    switch (c) {
-    case ZG_MEM_PARAM16: return "param16";
-    case ZG_MEM_MASTER: return "master";
-    case ZG_MEM_GRAD: return "grad";
-    case ZG_MEM_ADAM_M: return "adam_m";
-    case ZG_MEM_ADAM_V: return "adam_v";
-    case ZG_MEM_GATHER_SLOTS: return "gather_slots";
-    case ZG_MEM_COMM_BUCKETS: return "comm_buckets";
-    case ZG_MEM_SWAP_BUFFERS: return "swap_buffers";
-    case ZG_MEM_ACTIVATIONS: return "activations";
-    case ZG_MEM_STAGING: return "staging";
-    case ZG_NMEM: break;
-    }
-    zg_unreachable();
-}
-
-const char *zg_op_name(ZgOpKind k)
-{
-    switch (k) {
-    case ZG_OP_GATHER: return "GATHER";
-    case ZG_OP_WAIT_GATHER: return "WAIT_GATHER";
-    case ZG_OP_RELEASE: return "RELEASE";
-    case ZG_OP_FORWARD: return "FORWARD";
-    case ZG_OP_BACKWARD: return "BACKWARD";
-    case ZG_OP_REDUCE: return "REDUCE";
-    case ZG_OP_WAIT_REDUCE: return "WAIT_REDUCE";
-    case ZG_OP_SWAP_IN: return "SWAP_IN";
-    case ZG_OP_OPTIMIZER: return "OPTIMIZER";
-    case ZG_OP_SWAP_OUT: return "SWAP_OUT";
-    case ZG_OP_ALLGATHER_PARAMS: return "ALLGATHER_PARAMS";
-    case ZG_OP_PARAM_SWAP_IN: return "PARAM_SWAP_IN";
-    case ZG_OP_GRAD_COPY: return "GRAD_COPY";
-    case ZG_NOPS: break;
-    }
-    zg_unreachable();
-}
-
-const char *zg_dtype_name(ZgDtype d)
-{
-    switch (d) {
-    case ZG_DTYPE_FP32: return "fp32";
-    case ZG_DTYPE_BF16: return "bf16";
-    case ZG_DTYPE_FP16: return "fp16";
-    }
-    zg_unreachable();
-}
+NAME_FN(zg_tier_name, ZgTier, ZR_TIER_LIST, ZG_NTIERS)
+NAME_FN(zg_memcat_name, ZgMemCat, ZR_MEMCAT_LIST, ZG_NMEM)
+NAME_FN(zg_op_name, ZgOpKind, ZR_OP_LIST, ZG_NOPS)
+NAME_FN(zg_dtype_name, ZgDtype, ZR_DTYPE_LIST, ZG_DTYPE_FP16 + 1)
+NAME_FN(zg_modkind_name, ZgModKind, ZR_MODKIND_LIST, ZG_MOD_HEAD + 1)
+NAME_FN(zg_init_name, int, ZR_INIT_LIST, ZG_INIT_ONES + 1)
+NAME_FN(zg_xfer_name, int, ZR_XFER_LIST, ZG_NXFERS)
+NAME_FN(zg_stream_name, int, ZR_STREAM_LIST, ZG_NSTREAMS)
 
 int zg_dtype_size(ZgDtype d)
 {
@@ -76,27 +34,6 @@ const char *zg_offload_name(ZgOffload o)
     case ZG_OFFLOAD_NONE: return "none";
     case ZG_OFFLOAD_CPU: return "cpu";
     case ZG_OFFLOAD_NVME: return "nvme";
-    }
-    zg_unreachable();
-}
-
-const char *zg_modkind_name(ZgModKind k)
-{
-    switch (k) {
-    case ZG_MOD_EMBED: return "embed";
-    case ZG_MOD_BLOCK: return "block";
-    case ZG_MOD_FINAL_NORM: return "final_norm";
-    case ZG_MOD_HEAD: return "head";
-    }
-    zg_unreachable();
-}
-
-const char *zg_init_name(int init)
-{
-    switch (init) {
-    case ZG_INIT_NORMAL: return "normal";
-    case ZG_INIT_ZEROS: return "zeros";
-    case ZG_INIT_ONES: return "ones";
     }
     zg_unreachable();
 }

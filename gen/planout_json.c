@@ -100,7 +100,14 @@ static void ops_json(J *j, const char *k, const ZgOp *ops, int n)
 {
     jopen(j, k, '[');
     for (int i = 0; i < n; i++)
-        jline(j, NULL, "[\"%s\", %d, %d]", zg_op_name(ops[i].kind), ops[i].arg, ops[i].slot);
+        jline(j, NULL, "[\"%s\", %d, %d, {\"xfer\": \"%s\", \"stream\": \"%s\", \"src\": %d, "
+              "\"dst\": %d, \"src_off\": %lld, \"dst_off\": %lld, \"count\": %lld, "
+              "\"src_dt\": \"%s\", \"dst_dt\": \"%s\", \"accumulate\": %s, \"flat\": %lld}]",
+              zg_op_name(ops[i].kind), ops[i].arg, ops[i].slot, zg_xfer_name(ops[i].xfer),
+              zg_stream_name(ops[i].stream), ops[i].src, ops[i].dst, (long long)ops[i].src_off,
+              (long long)ops[i].dst_off, (long long)ops[i].count, zg_dtype_name(ops[i].src_dt),
+              zg_dtype_name(ops[i].dst_dt), ops[i].accumulate ? "true" : "false",
+              (long long)ops[i].flat);
     jclose(j, ']');
 }
 

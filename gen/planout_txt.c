@@ -94,6 +94,21 @@ static void op_line(const ZgPlan *p, FILE *f, int idx, const ZgOp *op, int last_
     }
 }
 
+/* The lowered row (lower.c) under the op's meaning, when it moves data: what the trainer runs. */
+static void lowered_line(const ZgPlan *p, FILE *f, const ZgOp *op)
+{
+    if (op->xfer == ZG_XFER_NONE) return;
+    const char *src = op->src >= 0 ? p->mem.regions[op->src].name : "-";
+    const char *dst = op->dst >= 0 ? p->mem.regions[op->dst].name : "-";
+    fprintf(f, "%27s%s on %s: %s[%lld] %s -> %s[%lld] %s, %lld elements%s", "-> ",
+            zg_xfer_name(op->xfer), zg_stream_name(op->stream), src, (long long)op->src_off,
+            zg_dtype_name(op->src_dt), dst, (long long)op->dst_off, zg_dtype_name(op->dst_dt),
+            (long long)op->count, op->accumulate ? ", added" : "");
+    if (op->flat >= 0) fprintf(f, ", this rank's part of flat [%lld, %lld)", (long long)op->flat,
+                               (long long)(op->flat + op->count));
+    fputc('\n', f);
+}
+
 static void ops_txt(const ZgPlan *p, FILE *f, const char *title, const ZgOp *ops, int n)
 {
     fprintf(f, "\n-- %s (%d ops) --\n", title, n);
@@ -101,6 +116,7 @@ static void ops_txt(const ZgPlan *p, FILE *f, const char *title, const ZgOp *ops
     for (int i = 0; i < n; i++) {
         if (ops[i].kind == ZG_OP_BACKWARD) last_bwd = ops[i].arg;
         op_line(p, f, i, &ops[i], last_bwd);
+        lowered_line(p, f, &ops[i]);
     }
 }
 
@@ -289,7 +305,8 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
     if (p->n_subgroups > 16) fprintf(f, "  ... %d sub-groups in all\n", p->n_subgroups);
 
     hr(f, "schedule (every rank runs exactly these lists)");
-    fprintf(f, "columns: index, op, arg, slot, meaning\n");
+    fprintf(f, "columns: index, op, arg, slot, meaning; then \"->\" the lowered row (gen/lower.c): "
+               "transfer on stream: source[offset] dtype -> destination[offset] dtype\n");
     if (z->grad_accum > 1)
         ops_txt(p, f, "micro-step (all but the last of each optimizer step)", p->sched.micro,
                 p->sched.n_micro);

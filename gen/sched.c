@@ -35,7 +35,7 @@ static void emit(OpList *l, ZgOpKind kind, int arg, int slot)
         l->cap = l->cap ? 2 * l->cap : 64;
         l->ops = zg_xrealloc(l->ops, (size_t)l->cap * sizeof *l->ops);
     }
-    l->ops[l->n++] = (ZgOp){kind, arg, slot};
+    l->ops[l->n++] = (ZgOp){.kind = kind, .arg = arg, .slot = slot, .src = -1, .dst = -1, .flat = -1};
 }
 
 typedef struct Use {

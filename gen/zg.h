@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdbool.h>
 
+#include "../runtime/zr_enums.h"  /* defines: the enumerator lists (X-macros) */
+
 /* ======================================================================= diag.c */
 typedef struct ZgLoc {
     const char *file;           /* path as given by the user; NULL = no location */
@@ -80,8 +82,11 @@ bool zg_node_str(const ZgNode *v, const char *what, const char **out);
 
 /* ======================================================================= config types */
 /* Byte and element counts are int64_t throughout: a 1T-parameter model overflows 32 bits. */
-typedef enum { ZG_DTYPE_FP32, ZG_DTYPE_BF16, ZG_DTYPE_FP16 } ZgDtype;
-typedef enum { ZG_TIER_DEVICE, ZG_TIER_PINNED, ZG_TIER_HOST, ZG_TIER_NVME, ZG_NTIERS } ZgTier;
+/* Enumerator lists shared with the runtime and the templates: runtime/zr_enums.h. */
+#define ZG_E_DTYPE(u, s) ZG_DTYPE_##u,
+#define ZG_E_TIER(u, s) ZG_TIER_##u,
+typedef enum { ZR_DTYPE_LIST(ZG_E_DTYPE) } ZgDtype;
+typedef enum { ZR_TIER_LIST(ZG_E_TIER) ZG_NTIERS } ZgTier;
 typedef enum { ZG_OFFLOAD_NONE, ZG_OFFLOAD_CPU, ZG_OFFLOAD_NVME } ZgOffload;
 typedef enum { ZG_SCHED_NONE, ZG_SCHED_WARMUP, ZG_SCHED_WARMUP_DECAY, ZG_SCHED_WARMUP_COSINE } ZgSchedKind;
 

@@ -35,18 +35,13 @@
 #define ZG_PLAN_H
 
 /* ----------------------------------------------------------------------- model IR (model.c) */
-typedef enum {
-    ZG_MOD_EMBED,               /* wte + wpe: token and position embedding */
-    ZG_MOD_BLOCK,               /* transformer block `layer` */
-    ZG_MOD_FINAL_NORM,          /* ln_f */
-    ZG_MOD_HEAD,                /* lm_head; tied: owns no tensor, uses wte */
-} ZgModKind;
-
-typedef enum {
-    ZG_INIT_NORMAL,             /* normal(0, 0.02), divided by sqrt(2*n_layers) if residual_proj */
-    ZG_INIT_ZEROS,              /* biases */
-    ZG_INIT_ONES,               /* LayerNorm gains */
-} ZgInit;
+/* Module kinds: EMBED (wte + wpe), BLOCK (transformer block `layer`), FINAL_NORM (ln_f), HEAD
+** (lm_head; tied: owns no tensor, uses wte). Inits: NORMAL (normal(0, 0.02), divided by
+** sqrt(2*n_layers) if residual_proj), ZEROS (biases), ONES (LayerNorm gains). */
+#define ZG_E_MOD(u, s) ZG_MOD_##u,
+#define ZG_E_INIT(u, s) ZG_INIT_##u,
+typedef enum { ZR_MODKIND_LIST(ZG_E_MOD) } ZgModKind;
+typedef enum { ZR_INIT_LIST(ZG_E_INIT) } ZgInit;
 
 typedef struct ZgTensor {
     const char *name;           /* Hugging Face name, e.g. "h.3.attn.c_attn.weight" */
@@ -173,41 +168,61 @@ typedef struct ZgSubGroup {
 ** Implicit waits (kept out of the list because they are local): SWAP_IN into a staging buffer first
 ** waits for the SWAP_OUT still writing from it; OPTIMIZER waits for its SWAP_IN; the driver waits
 ** for every outstanding SWAP_OUT before the step ends. */
-typedef enum {
-    ZG_OP_GATHER,               /* stage 3: start all-gather of gather group arg into slot `slot` */
-    ZG_OP_WAIT_GATHER,          /* wait for it (right before the module that uses it) */
-    ZG_OP_RELEASE,              /* gathered slot `slot` (group arg) may be reused */
-    ZG_OP_FORWARD,              /* forward of module arg */
-    ZG_OP_BACKWARD,             /* backward of module arg (gradients per GRADIENT FLOW above) */
-    ZG_OP_REDUCE,               /* start reduction of gradient bucket arg: stages 0-2 all-reduce
-                                ** (each rank keeps its part), stage 3 reduce-scatter */
-    ZG_OP_WAIT_REDUCE,          /* wait for it; stages 2/3 accumulate the owned part into grad32 */
-    ZG_OP_SWAP_IN,              /* start read of sub-group arg's master, m, v into opt_buf
-                                ** (ZG_SWAP_PARAMS: its fp32 parameters into master_buf) */
-    ZG_OP_OPTIMIZER,            /* unscale/clip + Adam on sub-group arg, then its 16-bit params
-                                ** are written to their home (params16 / params_shard; param_wb
-                                ** then the swap file when params are on NVMe). Its gradient is
-                                ** grad32 when planned, else the owned part of "grads"; its master
-                                ** is "master" (opt_buf with NVMe) when planned, else the owned
-                                ** part of the fp32 working params (params16 / params_shard) */
-    ZG_OP_SWAP_OUT,             /* start write-back of sub-group arg's master, m, v (ZG_SWAP_PARAMS:
-                                ** its updated fp32 parameters) */
-    ZG_OP_ALLGATHER_PARAMS,     /* stages 1-2: all-gather updated params16 partitions;
-                                ** stage 3: re-gather the persistent tensors into "persist" */
-    ZG_OP_PARAM_SWAP_IN,        /* stage 3 param offload: copy group arg's shard span from its
-                                ** tier into "param_buf_<slot>" (H2D, or NVMe read) */
-    ZG_OP_GRAD_COPY,            /* stages 2/3: copy (downcast) the gradients of bucket arg's
-                                ** tensors owned by the module of the preceding BACKWARD from the
-                                ** module grad area (GRADIENT FLOW) into its bucket buffer; a bucket
-                                ** spanning k modules gets k GRAD_COPY ops */
-    ZG_NOPS
-} ZgOpKind;
+/* The operations (enumerators: runtime/zr_enums.h, ZR_OP_LIST):
+**   GATHER             stage 3: start all-gather of gather group arg into slot `slot`
+**   WAIT_GATHER        wait for it (right before the module that uses it)
+**   RELEASE            gathered slot `slot` (group arg) may be reused
+**   FORWARD            forward of module arg
+**   BACKWARD           backward of module arg (gradients per GRADIENT FLOW above)
+**   REDUCE             start reduction of gradient bucket arg: stages 0-2 all-reduce
+**                      (each rank keeps its part), stage 3 reduce-scatter
+**   WAIT_REDUCE        wait for it; stages 2/3 accumulate the owned part into grad32
+**   SWAP_IN            start read of sub-group arg's master, m, v into opt_buf
+**                      (ZG_SWAP_PARAMS: its fp32 parameters into master_buf)
+**   OPTIMIZER          unscale/clip + Adam on sub-group arg, then its 16-bit params
+**                      are written to their home (params16 / params_shard; param_wb
+**                      then the swap file when params are on NVMe). Its gradient is
+**                      grad32 when planned, else the owned part of "grads"; its master
+**                      is "master" (opt_buf with NVMe) when planned, else the owned
+**                      part of the fp32 working params (params16 / params_shard)
+**   SWAP_OUT           start write-back of sub-group arg's master, m, v (ZG_SWAP_PARAMS:
+**                      its updated fp32 parameters)
+**   ALLGATHER_PARAMS   stages 1-2: all-gather updated params16 partitions;
+**                      stage 3: re-gather the persistent tensors into "persist"
+**   PARAM_SWAP_IN      stage 3 param offload: copy group arg's shard span from its
+**                      tier into "param_buf_<slot>" (H2D, or NVMe read)
+**   GRAD_COPY          stages 2/3: copy (downcast) the gradients of bucket arg's
+**                      tensors owned by the module of the preceding BACKWARD from the
+**                      module grad area (GRADIENT FLOW) into its bucket buffer; a bucket
+**                      spanning k modules gets k GRAD_COPY ops */
+#define ZG_E_OP(u, s) ZG_OP_##u,
+typedef enum { ZR_OP_LIST(ZG_E_OP) ZG_NOPS } ZgOpKind;
+
+/* What a lowered op moves and on which stream (lower.c; runtime/zr_enums.h). */
+#define ZG_E_XFER(u, s) ZG_XFER_##u,
+#define ZG_E_STREAM(u, s) ZG_STREAM_##u,
+typedef enum { ZR_XFER_LIST(ZG_E_XFER) ZG_NXFERS } ZgXfer;
+typedef enum { ZR_STREAM_LIST(ZG_E_STREAM) ZG_NSTREAMS } ZgStream;
 
 typedef struct ZgOp {
     ZgOpKind kind;
     int arg;
     int slot;                   /* GATHER, WAIT_GATHER, RELEASE, PARAM_SWAP_IN: gather slot;
                                 ** FORWARD: ZG_RECOMPUTE for a recompute; else -1 */
+    /* The lowered row (lower.c): the data movement this op starts (or, for a WAIT, finishes),
+    ** complete, so a trainer executes it without re-deciding. xfer NONE: no data moves. */
+    ZgXfer xfer;
+    ZgStream stream;
+    int src, dst;               /* region indices (ZgMemPlan.regions), -1 none */
+    int64_t src_off, dst_off;   /* elements of src_dt / dst_dt from the region's start */
+    int64_t count;              /* elements; per rank for ALL_GATHER (sent) and REDUCE_SCATTER
+                                ** (received) */
+    ZgDtype src_dt, dst_dt;
+    bool accumulate;            /* dst += src (widened to dst_dt) instead of dst = src */
+    int64_t flat;               /* >= 0: src element src_off is flat parameter `flat`, and only
+                                ** this rank's optimizer-shard part of the flat range
+                                ** [flat, flat + count) moves, to dst_off + (its start in the
+                                ** shard) (stages 0-2 gradient hand-over); -1: the whole range */
 } ZgOp;
 
 /* ZgOp.slot of a FORWARD that recomputes a block in backward (activation checkpointing,
@@ -232,18 +247,14 @@ typedef struct ZgSchedule {
 } ZgSchedule;
 
 /* ----------------------------------------------------------------------- memory plan (memplan.c) */
-typedef enum {
-    ZG_MEM_PARAM16,             /* 16-bit (or fp32 when no mixed precision) working parameters */
-    ZG_MEM_MASTER,              /* fp32 master parameters (owned shard) */
-    ZG_MEM_GRAD,                /* gradients (working precision / fp32 accumulation) */
-    ZG_MEM_ADAM_M, ZG_MEM_ADAM_V,
-    ZG_MEM_GATHER_SLOTS,        /* stage 3 gathered-parameter slots */
-    ZG_MEM_COMM_BUCKETS,        /* reduce / all-gather buckets */
-    ZG_MEM_SWAP_BUFFERS,        /* pinned NVMe / offload staging buffers */
-    ZG_MEM_ACTIVATIONS,         /* one micro-batch ("acts") and backward scratch ("scratch") */
-    ZG_MEM_STAGING,             /* fp32 upcast / module-gradient staging ("stage32", ...) */
-    ZG_NMEM
-} ZgMemCat;
+/* Memory categories (runtime/zr_enums.h, ZR_MEMCAT_LIST): PARAM16 16-bit (or fp32 when no mixed
+** precision) working parameters; MASTER fp32 master parameters (owned shard); GRAD gradients
+** (working precision / fp32 accumulation); ADAM_M, ADAM_V; GATHER_SLOTS stage 3 gathered-parameter
+** slots; COMM_BUCKETS reduce / all-gather buckets; SWAP_BUFFERS pinned NVMe / offload staging
+** buffers; ACTIVATIONS one micro-batch ("acts") and backward scratch ("scratch"); STAGING fp32
+** upcast / module-gradient staging ("stage32", ...). */
+#define ZG_E_MEM(u, s) ZG_MEM_##u,
+typedef enum { ZR_MEMCAT_LIST(ZG_E_MEM) ZG_NMEM } ZgMemCat;
 
 /* A named buffer at a fixed byte offset in its tier's single arena (one allocation per tier per
 ** rank; NVMe: the rank's swap file). Offsets are multiples of arena_align (64), and of nvme_align
@@ -351,6 +362,9 @@ bool zg_plan_build(const ZgModel *m, const ZgZero *z, ZgPlan *p);
 void zg_plan_partition(ZgPlan *p);
 /* sched.c: p->sched from the partition map. */
 void zg_sched_build(ZgPlan *p);
+/* lower.c: completes every op row of p->sched (ZgOp.xfer ... part) from the partition map and
+** the memory plan. Run after zg_memplan_build; idempotent. */
+void zg_lower_build(ZgPlan *p);
 /* memplan.c: p->mem and p->cost. Does not check the hardware limits. */
 void zg_memplan_build(ZgPlan *p);
 /* memplan.c: the activation and scratch bytes of one micro-batch (the formula in docs/PLAN.md). */
@@ -380,6 +394,8 @@ const char *zg_dtype_name(ZgDtype d);
 const char *zg_offload_name(ZgOffload o);
 const char *zg_modkind_name(ZgModKind k);
 const char *zg_init_name(int init);
+const char *zg_xfer_name(int x);         /* ZgXfer */
+const char *zg_stream_name(int s);       /* ZgStream */
 int zg_dtype_size(ZgDtype d);
 
 #endif

@@ -102,6 +102,14 @@ void zr_gpu_set_sync_debug(ZrGpu *g, int on);
 typedef int (*ZrGpuWaitHook)(void *arg, const char *what, double waited_s);
 void zr_gpu_set_wait_hook(ZrGpu *g, ZrGpuWaitHook hook, void *arg);
 
+/* ---- footprints for the stand-in's race checker (additive; docs/CUDA_TRAINER.md, Races)
+** Declares that the next operation enqueued on s reads (write 0) or writes (write 1) the byte range
+** [p, p + bytes). Copies, fills, gemms and collectives declare their own footprints; a kernel
+** launch has only those declared before it. The stand-in checks every declared access against the
+** accesses of other streams that record/wait/sync do not order before it; the driver build ignores
+** the declarations. Returns 0. */
+int zr_gpu_footprint(ZrGpuStream *s, const void *p, size_t bytes, int write);
+
 #ifdef __cplusplus
 }
 #endif

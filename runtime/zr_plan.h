@@ -4,17 +4,27 @@
 ** generator's plan (gen/zg_plan.h: read its comments for the meaning of every field, the gradient
 ** flow and the region names) with everything a run needs. Element counts/offsets are int64_t
 ** elements unless named _bytes. Indices (module, bucket, gather, ...) are 0-based table indices;
-** -1 means none. Enumerators are in the generator's order (ZrOpKind = ZgOpKind, ...), and emitted
+** -1 means none. Enumerators come from zr_enums.h, the list the generator uses too, and emitted
 ** tables use the names, never the numbers. docs/TEMPLATES.md lists the tables and ZG_* constants.
 */
 #ifndef ZR_PLAN_H
 #define ZR_PLAN_H
 #include <stdint.h>
 
-typedef enum { ZR_DT_FP32, ZR_DT_BF16, ZR_DT_FP16 } ZrDtype;
-typedef enum { ZR_TIER_DEVICE, ZR_TIER_PINNED, ZR_TIER_HOST, ZR_TIER_NVME, ZR_NTIERS } ZrTier;
-typedef enum { ZR_MOD_EMBED, ZR_MOD_BLOCK, ZR_MOD_FINAL_NORM, ZR_MOD_HEAD } ZrModKind;
-typedef enum { ZR_INIT_NORMAL, ZR_INIT_ZEROS, ZR_INIT_ONES } ZrInit;
+#include "zr_enums.h"         /* defines: the enumerator lists shared with the generator */
+
+#define ZR_E_DT(u, s) ZR_DT_##u,
+#define ZR_E_TIER(u, s) ZR_TIER_##u,
+#define ZR_E_MOD(u, s) ZR_MOD_##u,
+#define ZR_E_INIT(u, s) ZR_INIT_##u,
+#define ZR_E_MEM(u, s) ZR_MEM_##u,
+#define ZR_E_OP(u, s) ZR_OP_##u,
+#define ZR_E_XFER(u, s) ZR_XFER_##u,
+#define ZR_E_STREAM(u, s) ZR_STREAM_##u,
+typedef enum { ZR_DTYPE_LIST(ZR_E_DT) } ZrDtype;
+typedef enum { ZR_TIER_LIST(ZR_E_TIER) ZR_NTIERS } ZrTier;
+typedef enum { ZR_MODKIND_LIST(ZR_E_MOD) } ZrModKind;
+typedef enum { ZR_INIT_LIST(ZR_E_INIT) } ZrInit;
 
 typedef struct ZrTensorRow {
     const char *name;           /* Hugging Face GPT-2 name, e.g. "h.0.attn.c_attn.weight" */
@@ -67,11 +77,7 @@ typedef struct ZrSubGroupRow {
     int buffer;                 /* optimizer on NVMe: staging buffer "opt_buf_<buffer>"; else -1 */
 } ZrSubGroupRow;
 
-typedef enum {
-    ZR_MEM_PARAM16, ZR_MEM_MASTER, ZR_MEM_GRAD, ZR_MEM_ADAM_M, ZR_MEM_ADAM_V,
-    ZR_MEM_GATHER_SLOTS, ZR_MEM_COMM_BUCKETS, ZR_MEM_SWAP_BUFFERS, ZR_MEM_ACTIVATIONS,
-    ZR_MEM_STAGING, ZR_NMEM
-} ZrMemCat;                     /* same order as the generator's ZgMemCat */
+typedef enum { ZR_MEMCAT_LIST(ZR_E_MEM) ZR_NMEM } ZrMemCat;
 
 typedef struct ZrRegionRow {
     const char *name;           /* "master", "adam_m", "acts", "gather_slot_0", ... */
@@ -80,17 +86,31 @@ typedef struct ZrRegionRow {
     int64_t offset_bytes, bytes;
 } ZrRegionRow;
 
-typedef enum {
-    ZR_OP_GATHER, ZR_OP_WAIT_GATHER, ZR_OP_RELEASE, ZR_OP_FORWARD, ZR_OP_BACKWARD,
-    ZR_OP_REDUCE, ZR_OP_WAIT_REDUCE, ZR_OP_SWAP_IN, ZR_OP_OPTIMIZER, ZR_OP_SWAP_OUT,
-    ZR_OP_ALLGATHER_PARAMS, ZR_OP_PARAM_SWAP_IN, ZR_OP_GRAD_COPY, ZR_NOPS
-} ZrOpKind;                     /* same order as the generator's ZgOpKind */
+typedef enum { ZR_OP_LIST(ZR_E_OP) ZR_NOPS } ZrOpKind;
+typedef enum { ZR_XFER_LIST(ZR_E_XFER) ZR_NXFERS } ZrXfer;
+typedef enum { ZR_STREAM_LIST(ZR_E_STREAM) ZR_NSTREAMS } ZrStream;
+
+/* Name of each enumerator, indexed by the enum (the same strings plan.json uses). */
+static const char *const zr_tier_names[ZR_NTIERS] = {ZR_TIER_LIST(ZR_ENUM_NAME)};
+static const char *const zr_op_names[ZR_NOPS] = {ZR_OP_LIST(ZR_ENUM_NAME)};
+static const char *const zr_xfer_names[ZR_NXFERS] = {ZR_XFER_LIST(ZR_ENUM_NAME)};
 
 typedef struct ZrOpRow {
     int kind;                   /* ZrOpKind */
     int arg;                    /* module, bucket, gather group or sub-group index */
     int slot;                   /* GATHER, WAIT_GATHER, RELEASE, PARAM_SWAP_IN: gather slot;
                                 ** FORWARD: ZR_RECOMPUTE for a recompute; else -1 */
+    /* The lowered row (gen/lower.c): what the op moves, complete; NONE moves nothing. */
+    int xfer;                   /* ZrXfer */
+    int stream;                 /* ZrStream */
+    int src, dst;               /* zg_regions indices, -1 none */
+    int64_t src_off, dst_off;   /* elements of src_dt / dst_dt from the region's start */
+    int64_t count;              /* elements; per rank for ALL_GATHER and REDUCE_SCATTER */
+    int src_dt, dst_dt;         /* ZrDtype */
+    int accumulate;             /* dst += src (widened) instead of dst = src */
+    int64_t flat;               /* >= 0: [flat, flat + count) is a flat parameter range of which
+                                ** only this rank's optimizer-shard part moves (to dst_off + its
+                                ** start in the shard); -1: the whole range */
 } ZrOpRow;
 
 /* ZrOpRow.slot of a FORWARD that recomputes a block right before its BACKWARD (activation

@@ -17,8 +17,10 @@
 **   WAIT_REDUCE b     d2h      ev_reduced[b]; D2H of the reduced range    ev_d2h[b], ev_buf_free
 **                              into the host shadow; the host adds it into grad32 later (cz_flush
 **                              or before the shadow buffer is reused)
-** Stage 3 always all-reduces the rank-major bucket in place and keeps chunk `rank` (the host's
-** non-direct path: libzrt and the host give the same sums; see docs/TRAINER.md).
+** REDUCE runs the plan's lowered row: stage 3 reduce-scatters the rank-major bucket into the
+** device "bucket_recv_<b>" (or grad32 on the device), and only this rank's chunk crosses to the
+** host. Only where the row's destination is host memory (a direct reduce-scatter into an offloaded
+** grad32), which NCCL cannot write, the bucket is all-reduced in place and chunk `rank` kept.
 ** 16-bit plans (bf16, fp16) convert exactly where the host executor does, with convert.cu's kernels
 ** (zr_half.h's bits): the working copy is widened into the device "stage32" before a module runs,
 ** the module gradient area is the second half of "stage32", GRAD_COPY rounds it into the 16-bit
@@ -44,6 +46,10 @@ void cz_convert(ZrGpuStream *s, const char *kernel, void *dst, const void *src, 
     int fmt = CZ_FMT;
     const unsigned grid[3] = {(unsigned)((n + 255) / 256), 1, 1}, block[3] = {256, 1, 1};
     void *args[] = {&dst, &src, &nn, &fmt, NULL};
+    /* footprints for the stand-in's race checker: 16-bit on the side the kernel's name says */
+    size_t sb = strstr(kernel, "_16_to") ? 2 : 4, db = strstr(kernel, "to_16") ? 2 : 4;
+    CZ_CHECK(zr_gpu_footprint(s, src, (size_t)n * sb, 0));
+    CZ_CHECK(zr_gpu_footprint(s, dst, (size_t)n * db, 1));
     CZ_CHECK(zr_gpu_launch(s, kernel, grid, block, 0, args));
 }
 
@@ -311,22 +317,40 @@ static void grad_copy(int k)
     }
 }
 
-static void reduce(int k)
+/* How REDUCE k ran, for its WAIT_REDUCE and the host's hand-over (stage 3 follows the plan's row:
+** reduce-scatter wherever the row's destination is device memory). */
+enum { RED_IN_PLACE, RED_RECV, RED_DIRECT };
+static int red_mode[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
+
+static int dev_region(int r)
 {
-    const ZrBucketRow *br = &zg_buckets[k];
+    return r >= 0 && zg_regions[r].tier == ZR_TIER_DEVICE;
+}
+
+/* The lowered row (gen/lower.c): stages 0-2 all-reduce "grads" or a bucket in place; stage 3
+** reduce-scatters the rank-major bucket into "bucket_recv_<b>" (or, one fp32 micro-step, straight
+** into grad32). NCCL cannot write host memory, so a direct reduce-scatter whose grad32 the plan puts
+** in host memory (optimizer offload) all-reduces the bucket in place instead and keeps chunk
+** `rank` (the same sums; libzrt and NCCL forbid an in-place reduce-scatter). */
+static void reduce(const ZrOpRow *op)
+{
+    int k = op->arg;
     CZ_CHECK(zr_gpu_record(CZ.ev_compute, CZ.compute));
     CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_compute));
-#if ZG_STAGE <= 1
-    void *p = cz_dev(tr_w_at(T.grads, br->flat_offset));
-    int64_t n = br->numel;
-#elif ZG_STAGE == 2
-    void *p = cz_dev(T.bucket[bucket_bufi(k)]);
-    int64_t n = br->numel;
-#else
-    void *p = cz_dev(T.bucket[bucket_bufi(k)]);
-    int64_t n = br->padded_numel;
-#endif
-    if (T.ws > 1) CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_ALL_REDUCE, p, p, n, ZG_DTYPE));
+    red_mode[k] = RED_IN_PLACE;
+    if (op->xfer == ZR_XFER_REDUCE_SCATTER && dev_region(op->dst)) {
+        red_mode[k] = strcmp(zg_regions[op->dst].name, "grad32") == 0 ? RED_DIRECT : RED_RECV;
+        CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_REDUCE_SCATTER,
+                             cz_dev(tr_region_at(op->src, op->src_off, op->src_dt)),
+                             cz_dev(tr_region_at(op->dst, op->dst_off, op->dst_dt)), op->count,
+                             (ZrDtype)op->src_dt));
+    } else if (op->xfer == ZR_XFER_REDUCE_SCATTER) {
+        void *p = cz_dev(tr_region_at(op->src, op->src_off, op->src_dt));
+        CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_ALL_REDUCE, p, p, op->count * T.ws, (ZrDtype)op->src_dt));
+    } else if (op->xfer == ZR_XFER_ALL_REDUCE) {
+        void *p = cz_dev(tr_region_at(op->src, op->src_off, op->src_dt));
+        CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_ALL_REDUCE, p, p, op->count, (ZrDtype)op->src_dt));
+    }
     CZ_CHECK(zr_gpu_record(CZ.ev_reduced[k], CZ.nccl));
 }
 
@@ -348,8 +372,10 @@ static void finish_bucket(int k)
     tr_take_flat_part(T.bucket[bucket_bufi(k)], br->flat_offset, br->flat_offset + br->numel, 1);
 #else
     int64_t chunk = br->padded_numel / T.ws;
-    tr_w_into_f32(T.grad32 + zg_tensors[br->first_tensor].shard_offset,
-            (const char *)T.bucket[bucket_bufi(k)] + (size_t)T.rank * chunk * ZG_DTYPE_SIZE, chunk, 1);
+    if (red_mode[k] == RED_DIRECT) return;       /* the D2H wrote grad32 itself */
+    const char *src = red_mode[k] == RED_RECV ? (const char *)T.bucket_recv[bucket_bufi(k)]
+                    : (const char *)T.bucket[bucket_bufi(k)] + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
+    tr_w_into_f32(T.grad32 + zg_tensors[br->first_tensor].shard_offset, src, chunk, 1);
 #endif
 }
 
@@ -376,14 +402,17 @@ static void dev_take(int k)
 #endif
 #else
     int64_t chunk = br->padded_numel / T.ws;
-    const char *src = (const char *)cz_dev(T.bucket[bucket_bufi(k)]) + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
+    if (red_mode[k] == RED_DIRECT) return;       /* the reduce-scatter wrote grad32 itself */
+    const char *src = red_mode[k] == RED_RECV ? (const char *)cz_dev(T.bucket_recv[bucket_bufi(k)])
+                    : (const char *)cz_dev(T.bucket[bucket_bufi(k)]) + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
     cz_convert(CZ.d2h, ZG_MIXED ? "zd_add_16_to_f32" : "zd_add_f32",
                g32 + zg_tensors[br->first_tensor].shard_offset, src, chunk);
 #endif
 }
 
-static void wait_reduce(int k)
+static void wait_reduce(const ZrOpRow *op)
 {
+    int k = op->arg;
     const ZrBucketRow *br = &zg_buckets[k];
     char *host;
     const char *dev;
@@ -399,9 +428,16 @@ static void wait_reduce(int k)
     host = T.bucket[bi];
     bytes = (size_t)br->numel * ZG_DTYPE_SIZE;
 #else
+    /* only this rank's reduced chunk crosses to the host */
     int64_t chunk = br->padded_numel / T.ws;
-    host = (char *)T.bucket[bi] + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
-    bytes = (size_t)chunk * ZG_DTYPE_SIZE;
+    if (red_mode[k] == RED_DIRECT) {
+        host = (char *)(T.grad32 + zg_tensors[br->first_tensor].shard_offset);
+        bytes = (size_t)chunk * 4;
+    } else {
+        host = red_mode[k] == RED_RECV ? (char *)T.bucket_recv[bi]
+                                       : (char *)T.bucket[bi] + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
+        bytes = (size_t)chunk * ZG_DTYPE_SIZE;
+    }
 #endif
 #endif
     dev = cz_dev(host);
@@ -495,8 +531,8 @@ static void run_op(const ZrOpRow *op)
     case ZR_OP_RELEASE: release(a, op->slot); break;
     case ZR_OP_FORWARD: forward(a); break;
     case ZR_OP_BACKWARD: if (!T.forward_only) backward(a); break;
-    case ZR_OP_REDUCE: if (!T.forward_only) reduce(a); break;
-    case ZR_OP_WAIT_REDUCE: if (!T.forward_only) wait_reduce(a); break;
+    case ZR_OP_REDUCE: if (!T.forward_only) reduce(op); break;
+    case ZR_OP_WAIT_REDUCE: if (!T.forward_only) wait_reduce(op); break;
     case ZR_OP_GRAD_COPY: if (!T.forward_only) grad_copy(a); break;
     default: tr_die("op kind %d in a micro-step list", op->kind);
     }

@@ -16,6 +16,14 @@
 **   own (as NCCL has its own), blocking inside the queued operation.
 ** - ZR_GPU_EMU_GUARD=1: device memory is PROT_NONE except while a queued operation runs, so host
 **   code that dereferences a device address crashes here as it would on a GPU.
+** - Races (on unless ZR_GPU_EMU_RACE=0), checked when an operation is enqueued, so the verdict does
+**   not depend on the scheduler's interleaving: every operation declares the byte ranges it reads
+**   and writes (copies, fills, gemms and collectives their own; kernels what zr_gpu_footprint
+**   declared), and ordering flows only through vector clocks that record/wait and the host's
+**   event/stream syncs carry. An access that conflicts with another stream's access that no chain of
+**   record/wait/sync orders before it fails the enqueue with -EFAULT and a message naming both
+**   operations. Async copies whose host side is not registered (zr_gpu_host_register: pinned) are
+**   counted, and fail the same way with ZR_GPU_EMU_PAGEABLE=1.
 */
 /* GCC contracts a*b+c into an FMA in C++ even with -std=c++17 when the target has FMA
 ** (-march=native): the __f*_rn intrinsics must each round on their own, as on the GPU (adamw.cu's
@@ -23,7 +31,9 @@
 #pragma GCC optimize("fp-contract=off")
 #define ZR_SIMT_IMPL
 #include "zr_simt.h"
+#ifndef ZK_C                  /* a test may set the shapes itself, as zk_common.cuh allows */
 #include "kernels/zk_shapes.h"
+#endif
 #undef ZK_IO
 #define ZK_IO 0
 #include "kernels/adamw.cu"
@@ -86,9 +96,12 @@ static const std::map<std::string, KCapture> &kernels()
 }
 
 /* ---------------------------------------------------------------------- objects */
+typedef std::vector<uint64_t> Clock;   /* operations of stream i ordered before: clock[i] */
+
 struct ZrGpuEvent {
     ZrGpu *g = nullptr;
     uint64_t recorded = 0, done = 0;
+    Clock vc;                   /* the recording stream's clock at the last record */
 };
 
 struct Op {
@@ -97,11 +110,23 @@ struct Op {
     uint64_t wait_seq = 0;
 };
 
+/* A byte range one operation reads or writes. */
+struct Fp { uintptr_t a, b; int write; };
+
 struct ZrGpuStream {
     ZrGpu *g;
     std::string name;
     std::deque<Op> q;
+    int id = 0;                 /* index in the race checker's clocks */
+    uint64_t n = 0;             /* operations enqueued */
+    Clock vc;
+    std::vector<Fp> declared;   /* zr_gpu_footprint's, for the next operation */
 };
+
+/* The race checker's shadow: disjoint byte segments, each with its last writer and, per stream, its
+** last reader since that write. */
+struct Acc { int stream = -1; uint64_t idx = 0; std::string what; };
+struct Seg { uintptr_t end; Acc w; std::vector<Acc> r; };
 
 struct Block { void *p; size_t n; };
 
@@ -114,6 +139,11 @@ struct ZrGpu {
     std::string err;
     std::string desc;
     long ops_run = 0;
+    int race = 1, pageable_fail = 0, n_ids = 0;
+    long pageable = 0;          /* async copies touching unregistered host memory */
+    Clock host_vc;              /* what the host has waited for */
+    std::map<uintptr_t, Seg> shadow;
+    std::vector<Block> registered;
 };
 
 static std::string g_err;
@@ -136,6 +166,9 @@ extern "C" int zr_gpu_open(ZrGpu **out, int local_rank, const ZrGpuBlob *blobs, 
     if (s && *s) g->rng ^= strtoull(s, nullptr, 0) * 0x9e3779b97f4a7c15ull;
     const char *gd = getenv("ZR_GPU_EMU_GUARD");
     g->guard = gd && *gd == '1';
+    const char *rc = getenv("ZR_GPU_EMU_RACE"), *pg = getenv("ZR_GPU_EMU_PAGEABLE");
+    g->race = !(rc && *rc == '0');
+    g->pageable_fail = pg && *pg == '1';
     char buf[256];
     snprintf(buf, sizeof buf, "GPU stand-in (zr_simt.h kernels, OpenBLAS gemm, MPI collectives; "
              "local rank %d; %d embedded blobs unused%s)", local_rank, n_blobs,
@@ -190,12 +223,120 @@ static int drive(ZrGpu *g, const std::function<bool()> &done)
     return rc;
 }
 
-static int push(ZrGpuStream *s, std::function<int()> fn)
+/* ---------------------------------------------------------------------- the race checker */
+static uint64_t at(const Clock &c, int i) { return (size_t)i < c.size() ? c[(size_t)i] : 0; }
+
+static void join(Clock &c, const Clock &o)
 {
+    if (c.size() < o.size()) c.resize(o.size(), 0);
+    for (size_t i = 0; i < o.size(); i++) if (o[i] > c[i]) c[i] = o[i];
+}
+
+/* Segment boundary at x: the segment containing x is cut in two. */
+static void cut(ZrGpu *g, uintptr_t x)
+{
+    auto it = g->shadow.upper_bound(x);
+    if (it == g->shadow.begin()) return;
+    --it;
+    if (it->first == x || it->second.end <= x) return;
+    Seg tail = it->second;
+    it->second.end = x;
+    g->shadow.emplace(x, std::move(tail));
+}
+
+static bool ordered(const Acc &a, const Clock &vc) { return a.stream < 0 || at(vc, a.stream) >= a.idx; }
+
+static int race_report(ZrGpu *g, const std::string &b, int bw, const Acc &a, int aw, uintptr_t lo,
+                       uintptr_t hi)
+{
+    char buf[160];
+    snprintf(buf, sizeof buf, " bytes [%#lx, %#lx)", (unsigned long)lo, (unsigned long)hi);
+    std::string m = "emulated GPU: race: " + b + (bw ? " writes" : " reads") + buf + " that " + a.what +
+                    (aw ? " wrote" : " read") + ", and no record/wait/sync orders the two";
+    fprintf(stderr, "%s\n", m.c_str());
+    return fail(g, -EFAULT, m);
+}
+
+/* One access of the operation `what` (stream s, its clock vc, index n) to [f.a, f.b). */
+static int check_access(ZrGpu *g, ZrGpuStream *s, const std::string &what, const Fp &f)
+{
+    if (f.b <= f.a) return 0;
+    cut(g, f.a);
+    cut(g, f.b);
+    uintptr_t x = f.a;                   /* fill the gaps with fresh segments */
+    while (x < f.b) {
+        auto it = g->shadow.lower_bound(x);
+        uintptr_t next = it == g->shadow.end() || it->first > f.b ? f.b : it->first;
+        if (next > x) { g->shadow.emplace(x, Seg{next, Acc(), {}}); x = next; continue; }
+        x = it->second.end;
+    }
+    Acc me{s->id, s->n, what};
+    for (auto it = g->shadow.lower_bound(f.a); it != g->shadow.end() && it->first < f.b; ++it) {
+        Seg &sg = it->second;
+        if (!ordered(sg.w, s->vc)) return race_report(g, what, f.write, sg.w, 1, it->first, sg.end);
+        if (f.write) {
+            for (const Acc &r : sg.r)
+                if (!ordered(r, s->vc)) return race_report(g, what, 1, r, 0, it->first, sg.end);
+            sg.w = me;
+            sg.r.clear();
+        } else {
+            if (sg.r.size() <= (size_t)s->id) sg.r.resize((size_t)s->id + 1);
+            sg.r[(size_t)s->id] = me;
+        }
+    }
+    return 0;
+}
+
+static bool registered(const ZrGpu *g, const void *p, size_t n)
+{
+    for (const Block &b : g->dev)
+        if ((const char *)p >= (const char *)b.p && (const char *)p + n <= (const char *)b.p + b.n) return true;
+    for (const Block &b : g->registered)
+        if ((const char *)p >= (const char *)b.p && (const char *)p + n <= (const char *)b.p + b.n) return true;
+    return false;
+}
+
+/* Enqueues fn as operation `what` with its footprint (plus what zr_gpu_footprint declared): the
+** stream's clock takes in what the host has waited for, then every access is checked. */
+static int push(ZrGpuStream *s, std::function<int()> fn, const std::string &what = "",
+                std::vector<Fp> fp = {})
+{
+    ZrGpu *g = s->g;
+    join(s->vc, g->host_vc);
+    s->n++;
+    if (s->vc.size() <= (size_t)s->id) s->vc.resize((size_t)s->id + 1, 0);
+    s->vc[(size_t)s->id] = s->n;
+    fp.insert(fp.end(), s->declared.begin(), s->declared.end());
+    s->declared.clear();
+    if (g->race && !fp.empty()) {
+        std::string name = what + " (operation " + std::to_string(s->n) + " on stream " + s->name + ")";
+        for (const Fp &f : fp) {
+            int rc = check_access(g, s, name, f);
+            if (rc < 0) return rc;
+        }
+    }
     Op o;
     o.fn = std::move(fn);
     s->q.push_back(std::move(o));
     return 0;
+}
+
+static Fp rd(const void *p, size_t n) { return Fp{(uintptr_t)p, (uintptr_t)p + n, 0}; }
+static Fp wr(const void *p, size_t n) { return Fp{(uintptr_t)p, (uintptr_t)p + n, 1}; }
+
+extern "C" int zr_gpu_footprint(ZrGpuStream *s, const void *p, size_t bytes, int write)
+{
+    s->declared.push_back(write ? wr(p, bytes) : rd(p, bytes));
+    return 0;
+}
+
+/* First-contact diagnostics of the driver build (zr_gpu.h). The stand-in runs each operation when
+** its stream is drained, so a fault already names its operation, and its waits never block on a
+** device: both are accepted and have nothing to do. */
+extern "C" void zr_gpu_set_sync_debug(ZrGpu *g, int on) { (void)g; (void)on; }
+extern "C" void zr_gpu_set_wait_hook(ZrGpu *g, ZrGpuWaitHook hook, void *arg)
+{
+    (void)g; (void)hook; (void)arg;
 }
 
 /* ---------------------------------------------------------------------- memory */
@@ -223,8 +364,16 @@ extern "C" void zr_gpu_free(ZrGpu *g, void *dptr)
         }
 }
 
-extern "C" int zr_gpu_host_register(ZrGpu *g, void *p, size_t bytes) { (void)g; (void)p; (void)bytes; return 0; }
-extern "C" void zr_gpu_host_unregister(ZrGpu *g, void *p) { (void)g; (void)p; }
+extern "C" int zr_gpu_host_register(ZrGpu *g, void *p, size_t bytes)
+{
+    g->registered.push_back({p, bytes});
+    return 0;
+}
+extern "C" void zr_gpu_host_unregister(ZrGpu *g, void *p)
+{
+    for (size_t i = 0; i < g->registered.size(); i++)
+        if (g->registered[i].p == p) { g->registered.erase(g->registered.begin() + (long)i); return; }
+}
 
 /* ---------------------------------------------------------------------- streams and events */
 extern "C" int zr_gpu_stream_create(ZrGpu *g, ZrGpuStream **out, const char *name)
@@ -232,6 +381,7 @@ extern "C" int zr_gpu_stream_create(ZrGpu *g, ZrGpuStream **out, const char *nam
     ZrGpuStream *s = new ZrGpuStream;
     s->g = g;
     s->name = name ? name : "stream";
+    s->id = g->n_ids++;
     g->streams.push_back(s);
     *out = s;
     return 0;
@@ -257,7 +407,9 @@ extern "C" void zr_gpu_event_destroy(ZrGpuEvent *e) { delete e; }
 extern "C" int zr_gpu_record(ZrGpuEvent *e, ZrGpuStream *s)
 {
     uint64_t n = ++e->recorded;
-    return push(s, [e, n]() { if (e->done < n) e->done = n; return 0; });
+    int rc = push(s, [e, n]() { if (e->done < n) e->done = n; return 0; });
+    e->vc = s->vc;
+    return rc;
 }
 
 extern "C" int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e)
@@ -266,6 +418,7 @@ extern "C" int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e)
     o.wait_ev = e;
     o.wait_seq = e->recorded;     /* the last record at the time of the call, as CUDA */
     s->q.push_back(std::move(o));
+    join(s->vc, e->vc);
     return 0;
 }
 
@@ -273,11 +426,13 @@ extern "C" int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e)
 extern "C" int zr_gpu_event_sync(ZrGpuEvent *e)
 {
     uint64_t n = e->recorded;
+    join(e->g->host_vc, e->vc);
     return drive(e->g, [e, n]() { return e->done >= n; });
 }
 
 extern "C" int zr_gpu_stream_sync(ZrGpuStream *s)
 {
+    join(s->g->host_vc, s->vc);
     return drive(s->g, [s]() { return s->q.empty(); });
 }
 
@@ -287,20 +442,35 @@ extern "C" void zr_gpu_close(ZrGpu *g)
     while (!g->streams.empty()) zr_gpu_stream_destroy(g->streams.back());
     while (!g->dev.empty()) zr_gpu_free(g, g->dev.back().p);
     if (g->comm) zr_comm_destroy(g->comm);
-    if (getenv("ZR_GPU_EMU_VERBOSE")) fprintf(stderr, "emulated GPU: %ld operations run\n", g->ops_run);
+    if (getenv("ZR_GPU_EMU_VERBOSE"))
+        fprintf(stderr, "emulated GPU: %ld operations run, %ld async copies with pageable host memory\n",
+                g->ops_run, g->pageable);
     delete g;
 }
 
 /* ---------------------------------------------------------------------- work */
 extern "C" int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void *src, size_t bytes)
 {
-    (void)kind;
-    return push(s, [=]() { memmove(dst, src, bytes); return 0; });
+    static const char *const names[] = {"copy H2D", "copy D2H", "copy D2D"};
+    std::string what = std::string(names[kind]) + " of " + std::to_string(bytes) + " bytes";
+    const void *host = kind == ZR_GPU_H2D ? src : kind == ZR_GPU_D2H ? dst : nullptr;
+    if (host && bytes && !registered(s->g, host, bytes)) {
+        s->g->pageable++;
+        if (s->g->pageable_fail) {
+            std::string m = "emulated GPU: " + what + " (operation " + std::to_string(s->n + 1) +
+                            " on stream " + s->name + ") " + (kind == ZR_GPU_H2D ? "reads" : "writes") +
+                            " pageable host memory (not registered with zr_gpu_host_register)";
+            fprintf(stderr, "%s\n", m.c_str());
+            return fail(s->g, -EFAULT, m);
+        }
+    }
+    return push(s, [=]() { memmove(dst, src, bytes); return 0; }, what, {rd(src, bytes), wr(dst, bytes)});
 }
 
 extern "C" int zr_gpu_memset(ZrGpuStream *s, void *dptr, int byte, size_t bytes)
 {
-    return push(s, [=]() { memset(dptr, byte, bytes); return 0; });
+    return push(s, [=]() { memset(dptr, byte, bytes); return 0; },
+                "memset of " + std::to_string(bytes) + " bytes", {wr(dptr, bytes)});
 }
 
 extern "C" int zr_gpu_launch(ZrGpuStream *s, const char *kernel, const unsigned grid[3],
@@ -316,18 +486,25 @@ extern "C" int zr_gpu_launch(ZrGpuStream *s, const char *kernel, const unsigned 
     return push(s, [=]() {
         int rc = run();
         return rc ? fail(g, -EIO, "kernel " + name + " failed under emulation") : 0;
-    });
+    }, "kernel " + name);
 }
 
 extern "C" int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha,
                             const float *A, int lda, const float *B, int ldb, float beta, float *C,
                             int ldc)
 {
+    /* row-major: A is M x K (K x M transposed), B K x N (N x K), C M x N; the spans they cover */
+    size_t na = (size_t)((ta ? K : M) - 1) * (size_t)lda + (size_t)(ta ? M : K);
+    size_t nb = (size_t)((tb ? N : K) - 1) * (size_t)ldb + (size_t)(tb ? K : N);
+    size_t nc = (size_t)(M - 1) * (size_t)ldc + (size_t)N;
+    std::vector<Fp> fp;
+    if (M > 0 && N > 0 && K > 0) fp = {rd(A, na * 4), rd(B, nb * 4)};
+    if (M > 0 && N > 0) fp.push_back(wr(C, nc * 4));
     return push(s, [=]() {
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return 0;
-    });
+    }, "sgemm", fp);
 }
 
 extern "C" int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s)
@@ -343,6 +520,15 @@ extern "C" int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *
 {
     ZrGpu *g = s->g;
     if (!g->comm) return fail(g, -EINVAL, "zr_gpu_coll before zr_gpu_coll_init");
+    size_t es = dt == ZR_DT_FP32 ? 4 : 2, ws = (size_t)zr_comm_world(g->comm), n = (size_t)count * es;
+    std::vector<Fp> fp;
+    std::string what;
+    switch (op) {
+    case ZR_COLL_ALL_GATHER: fp = {rd(send, n), wr(recv, n * ws)}; what = "all_gather"; break;
+    case ZR_COLL_REDUCE_SCATTER: fp = {rd(send, n * ws), wr(recv, n)}; what = "reduce_scatter"; break;
+    default: fp = {rd(send, n), wr(recv, n)}; what = "all_reduce"; break;
+    }
+    what += " of " + std::to_string(count) + " elements";
     return push(s, [=]() {
         switch (op) {
         case ZR_COLL_ALL_GATHER: return zr_all_gather(g->comm, send, recv, count, dt, nullptr);
@@ -350,5 +536,5 @@ extern "C" int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *
         case ZR_COLL_ALL_REDUCE: return zr_all_reduce(g->comm, send, recv, count, dt, nullptr);
         default: return fail(g, -EINVAL, "emulated GPU: collective not supported");
         }
-    });
+    }, what, fp);
 }

@@ -91,6 +91,9 @@ typedef struct Trainer {
     int64_t acts_floats;        /* floats of the "acts" region */
     int64_t max_use_numel;
 
+    /* every plan region by zg_regions index (NULL on NVMe): the lowered op rows name regions */
+    void *rg[ZG_N_REGIONS > 0 ? ZG_N_REGIONS : 1];
+
     /* derived */
     TrTensor t[ZG_N_TENSORS];
     int64_t opt_numel;          /* elements of this rank's optimizer shard */
@@ -143,14 +146,15 @@ size_t tr_wsize(void);                  /* bytes of one working-precision elemen
 void tr_w_to_f32(float *dst, const void *src, int64_t n);
 void tr_f32_to_w(void *dst, const float *src, int64_t n);
 void *tr_w_at(void *base, int64_t elem);
+/* Element `elem` (of dtype dt, a ZrDtype) of plan region r (a zg_regions index): how every lowered
+** op row's source and destination become addresses. */
+void *tr_region_at(int r, int64_t elem, int dt);
 /* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32 */
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add);
 /* Tensors module m reads: its own, or wte for the tied head. */
 void tr_module_tensors(int m, int *first, int *n);
-#if ZG_STAGE <= 2
-/* (+)= this rank's part of the reduced flat range [lo, hi) of src into grad32 */
+/* (+)= this rank's part of the reduced flat range [lo, hi) of src into grad32 (stages 0-2) */
 void tr_take_flat_part(const void *src, int64_t lo, int64_t hi, int add);
-#endif
 void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off);   /* blocking swap-file I/O */
 
 /* train_exec.c */

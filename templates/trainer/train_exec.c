@@ -33,20 +33,19 @@ void tr_module_tensors(int m, int *first, int *n)
     else { *first = mr->first_tensor; *n = mr->n_tensors; }
 }
 
-/* The working-precision copy of tensor t as module m sees it (full tensor, W elements). */
+/* The working-precision copy of tensor t as module m sees it (full tensor, W elements): the
+** tensor rows say where (stage 3: "persist" or the slot its gather group was waited into; else
+** its place in "params16"). */
 static void *param_w(int m, int t)
 {
-#if ZG_STAGE == 3
-    if (zg_tensors[t].persistent) return tr_w_at(T.persist, zg_tensors[t].persist_offset);
-    int g = zg_tensors[t].gather;
+    const ZrTensorRow *r = &zg_tensors[t];
+    if (r->persistent) return tr_w_at(T.persist, r->persist_offset);
+    if (r->gather < 0) return tr_w_at(T.params16, r->flat_offset);
     slots_init();
-    if (g < 0 || gslot[g] < 0)
-        tr_die("module %s runs before its parameters (group %d) were gathered", zg_modules[m].name, g);
-    return tr_w_at(T.slot[gslot[g]], zg_tensors[t].gather_offset);
-#else
-    (void)m;
-    return tr_w_at(T.params16, zg_tensors[t].flat_offset);
-#endif
+    if (gslot[r->gather] < 0)
+        tr_die("module %s runs before its parameters (group %d) were gathered", zg_modules[m].name,
+               r->gather);
+    return tr_w_at(T.slot[gslot[r->gather]], r->gather_offset);
 }
 
 static const float *P[ZG_N_TENSORS];     /* fp32 views for the module being run */
@@ -72,34 +71,28 @@ static void load_params(int m)
 /* ---------------------------------------------------------------------- gradients */
 static float *Gp[ZG_N_TENSORS];          /* fp32 gradient views for the module being run */
 
-static void prepare_grads(int m)
+/* The module gradient area G (gen/zg_plan.h, GRADIENT FLOW) is the BACKWARD row's destination:
+** accumulated into (stages 0/1, fp32: "grads" itself) or written fresh. */
+static void prepare_grads(const ZrOpRow *op)
 {
-    int first, n;
+    int m = op->arg, first, n;
     tr_module_tensors(m, &first, &n);
-    const ZrModuleRow *mr = &zg_modules[m];
     int64_t base = zg_tensors[first].flat_offset;
-    int64_t use = zg_tensors[first + n - 1].flat_offset + zg_tensors[first + n - 1].numel - base;
-    int head = mr->kind == ZR_MOD_HEAD && mr->n_tensors == 0;
-#if ZG_STAGE <= 1 && !ZG_MIXED
-    (void)use; (void)head;
-    for (int t = first; t < first + n; t++) Gp[t] = (float *)T.grads + zg_tensors[t].flat_offset;
-#else
-    float *area = ZG_MIXED ? T.stage32 + T.max_use_numel : T.grad_stage;
-    if (head && T.tied_grad) area = T.tied_grad;
-    memset(area, 0, (size_t)use * 4);
+    float *area = tr_region_at(op->dst, op->dst_off, ZR_DT_FP32);
+    if (!op->accumulate) memset(area, 0, (size_t)op->count * 4);
     for (int t = first; t < first + n; t++) Gp[t] = area + (zg_tensors[t].flat_offset - base);
     /* stages 2/3: the tied head's wte gradient joins embed's own (it completes here) */
-    if (mr->kind == ZR_MOD_EMBED && T.tied_grad)
+    if (zg_modules[m].kind == ZR_MOD_EMBED && T.tied_grad)
         memcpy(Gp[ZG_T_WTE_WEIGHT], T.tied_grad, (size_t)zg_tensors[ZG_T_WTE_WEIGHT].numel * 4);
-#endif
 }
 
-/* Stages 0/1 with a 16-bit dtype: add G into the 16-bit accumulation buffer "grads". */
-static void finish_grads(int m)
+/* Stages 0/1 with a 16-bit dtype (the plan has "grads" and no fp32 accumulation into it): add G
+** into the 16-bit accumulation buffer "grads". */
+static void finish_grads(const ZrOpRow *op)
 {
-#if ZG_STAGE <= 1 && ZG_MIXED
+    if (op->accumulate || !T.grads) return;
     int first, n;
-    tr_module_tensors(m, &first, &n);
+    tr_module_tensors(op->arg, &first, &n);
     for (int t = first; t < first + n; t++) {
         uint16_t *g = tr_w_at(T.grads, zg_tensors[t].flat_offset);
         const float *s = Gp[t];
@@ -110,9 +103,6 @@ static void finish_grads(int m)
             tr_f32_to_w(&g[i], &a, 1);
         }
     }
-#else
-    (void)m;
-#endif
 }
 
 void tr_grads_zero(void)
@@ -211,12 +201,13 @@ static void forward(int m, int recompute)
     }
 }
 
-static void backward(int m)
+static void backward(const ZrOpRow *op)
 {
+    int m = op->arg;
     const ZrModuleRow *mr = &zg_modules[m];
     const ZkDims *d = &T.dims;
     load_params(m);
-    prepare_grads(m);
+    prepare_grads(op);
     switch (mr->kind) {
     case ZR_MOD_HEAD:
         zk_head_backward(d, P[ZG_T_WTE_WEIGHT], Gp[ZG_T_WTE_WEIGHT], T.targets, &T.acts_v,
@@ -251,7 +242,7 @@ static void backward(int m)
         zk_embed_backward(d, T.inputs, Gp[ZG_T_WTE_WEIGHT], Gp[ZG_T_WPE_WEIGHT], &T.acts_v);
         break;
     }
-    finish_grads(m);
+    finish_grads(op);
     T.last_bwd_module = m;
 }
 
@@ -327,19 +318,6 @@ static void *bucket_buf(int k)
     return T.bucket[b];
 }
 
-/* Stage 3 reduce-scatters into grad32 directly when nothing needs adding (see reduce). */
-#define STAGE3_DIRECT (ZG_GRAD_ACCUM == 1 && !ZG_MIXED)
-
-#if ZG_STAGE == 3
-/* Where REDUCE k leaves this rank's reduced chunk: the plan's "bucket_recv_<b>", or with one rank
-** (no receive region: nothing moves) the bucket buffer itself, whose only chunk it is. */
-static void *recv_buf(int k)
-{
-    int b = zg_buckets[k].buffer;
-    return T.bucket_recv[b] ? T.bucket_recv[b] : bucket_buf(k);
-}
-#endif
-
 static void grad_copy(int k)
 {
     const ZrBucketRow *br = &zg_buckets[k];
@@ -348,43 +326,40 @@ static void grad_copy(int k)
         if (zg_tensors[t].module != T.last_bwd_module) continue;
         const float *g = Gp[t];
         int64_t numel = zg_tensors[t].numel;
-#if ZG_STAGE == 3
         int64_t pt = zg_tensors[t].part_numel, chunk = br->padded_numel / T.ws;
-        for (int r = 0; r < T.ws; r++) {
+        if (pt == 0) {                /* stages 0-2: flat order */
+            tr_f32_to_w(buf + zg_tensors[t].bucket_offset * ZG_DTYPE_SIZE, g, numel);
+            continue;
+        }
+        for (int r = 0; r < T.ws; r++) {   /* stage 3: rank-major, slice r of each tensor */
             char *dst = buf + (r * chunk + zg_tensors[t].bucket_offset) * ZG_DTYPE_SIZE;
             int64_t lo = r * pt, n = numel - lo < pt ? numel - lo : pt;
             if (n < 0) n = 0;
             tr_f32_to_w(dst, g + lo, n);
             memset(dst + n * ZG_DTYPE_SIZE, 0, (size_t)(pt - n) * ZG_DTYPE_SIZE);
         }
-#else
-        tr_f32_to_w(buf + zg_tensors[t].bucket_offset * ZG_DTYPE_SIZE, g, numel);
-#endif
     }
 }
 
-static void reduce(int k)
+/* The lowered row says what moves (gen/lower.c decided the stage's rules once): stages 0/1
+** all-reduce "grads" in place, stage 2 a bucket buffer; stage 3 reduce-scatters the rank-major
+** bucket into "bucket_recv_<b>", or, for one fp32 micro-step, straight into grad32 (zero at this
+** point, and 0 + x is exact, so this equals accumulating); over one rank an in-place sum moves
+** nothing. libzrt sums every element in rank order in fp32 (16-bit rounded once), the same bits an
+** all-reduce of the bucket would give. */
+static void reduce(const ZrOpRow *op)
 {
-    const ZrBucketRow *br = &zg_buckets[k];
-    /* an in-place sum over one rank is the identity: nothing to move (a reduce-scatter is not in
-    ** place, so STAGE3_DIRECT still runs) */
-    if (ZG_WORLD_SIZE == 1 && !(ZG_STAGE == 3 && STAGE3_DIRECT)) { T.reduce_req[k] = NULL; return; }
-#if ZG_STAGE <= 1
-    void *p = tr_w_at(T.grads, br->flat_offset);
-    ZR_CHECK(zr_all_reduce(T.comm, p, p, br->numel, ZG_DTYPE, &T.reduce_req[k]));
-#elif ZG_STAGE == 2
-    void *p = bucket_buf(k);
-    ZR_CHECK(zr_all_reduce(T.comm, p, p, br->numel, ZG_DTYPE, &T.reduce_req[k]));
-#else
-    /* Stage 3, one micro-step of fp32: the reduce-scatter lands straight in grad32, which is zero
-    ** at this point (0 + x is exact, so this equals accumulating). Otherwise it lands in the plan's
-    ** receive chunk and WAIT_REDUCE adds it into grad32. libzrt sums every element in rank order
-    ** in fp32 (16-bit rounded once), the same bits an all-reduce of the bucket would give. */
-    void *p = bucket_buf(k);
-    void *dst = STAGE3_DIRECT ? (void *)(T.grad32 + zg_tensors[br->first_tensor].shard_offset)
-                              : recv_buf(k);
-    ZR_CHECK(zr_reduce_scatter(T.comm, p, dst, br->padded_numel / T.ws, ZG_DTYPE, &T.reduce_req[k]));
-#endif
+    ZrCollReq **req = &T.reduce_req[op->arg];
+    *req = NULL;
+    if (op->xfer == ZR_XFER_NONE) return;
+    const void *src = tr_region_at(op->src, op->src_off, op->src_dt);
+    void *dst = tr_region_at(op->dst, op->dst_off, op->dst_dt);
+    if (op->xfer == ZR_XFER_ALL_REDUCE)
+        ZR_CHECK(zr_all_reduce(T.comm, src, dst, op->count, (ZrDtype)op->src_dt, req));
+    else if (op->xfer == ZR_XFER_REDUCE_SCATTER)
+        ZR_CHECK(zr_reduce_scatter(T.comm, src, dst, op->count, (ZrDtype)op->src_dt, req));
+    else
+        tr_die("REDUCE of bucket %d lowered to %s", op->arg, zr_xfer_names[op->xfer]);
 }
 
 /* d[i] (+)= W element i of s, for n elements: the widening loop of every gradient hand-over. */
@@ -404,7 +379,6 @@ void tr_w_into_f32(float *d, const void *s, int64_t n, int add)
 #endif
 }
 
-#if ZG_STAGE <= 2
 /* Adds (or, stages 0/1, copies) this rank's part of reduced flat range [lo, hi) into grad32. */
 void tr_take_flat_part(const void *src, int64_t lo, int64_t hi, int add)
 {
@@ -413,25 +387,21 @@ void tr_take_flat_part(const void *src, int64_t lo, int64_t hi, int add)
     if (b <= a) return;
     tr_w_into_f32(T.grad32 + (a - T.opt_flat0), (const char *)src + (a - lo) * ZG_DTYPE_SIZE, b - a, add);
 }
-#endif
 
-static void wait_reduce(int k)
+/* The hand-over of the reduced gradients into grad32, as lowered: a flat range of which this
+** rank's shard part is taken (stages 0-2), or this rank's reduce-scattered chunk (stage 3); NONE
+** when the reduction already landed in grad32 or there is no grad32. */
+static void wait_reduce(const ZrOpRow *op)
 {
-    const ZrBucketRow *br = &zg_buckets[k];
+    int k = op->arg;
     double t0 = tr_now();
     ZR_CHECK(zr_coll_wait(T.comm, T.reduce_req[k]));
     T.reduce_req[k] = NULL;
     tr_span(ZR_TRACK_COMM, "reduce", t0);
-#if ZG_STAGE <= 1
-    if (T.grad32) tr_take_flat_part(tr_w_at(T.grads, br->flat_offset), br->flat_offset,
-                                 br->flat_offset + br->numel, 0);
-#elif ZG_STAGE == 2
-    tr_take_flat_part(bucket_buf(k), br->flat_offset, br->flat_offset + br->numel, 1);
-#else
-    if (STAGE3_DIRECT) return;
-    tr_w_into_f32(T.grad32 + zg_tensors[br->first_tensor].shard_offset, recv_buf(k),
-               br->padded_numel / T.ws, 1);
-#endif
+    if (op->xfer == ZR_XFER_NONE) return;
+    const void *src = tr_region_at(op->src, op->src_off, op->src_dt);
+    if (op->flat >= 0) tr_take_flat_part(src, op->flat, op->flat + op->count, op->accumulate);
+    else tr_w_into_f32(tr_region_at(op->dst, op->dst_off, ZR_DT_FP32), src, op->count, op->accumulate);
 }
 
 /* ---------------------------------------------------------------------- the executor */
@@ -456,11 +426,11 @@ static void run_op(const ZrOpRow *op)
         break;
     case ZR_OP_BACKWARD:
         if (T.forward_only) break;
-        backward(a);
+        backward(op);
         tr_span(ZR_TRACK_COMPUTE, zg_modules[a].name, t0);
         break;
-    case ZR_OP_REDUCE: if (!T.forward_only) reduce(a); break;
-    case ZR_OP_WAIT_REDUCE: if (!T.forward_only) wait_reduce(a); break;
+    case ZR_OP_REDUCE: if (!T.forward_only) reduce(op); break;
+    case ZR_OP_WAIT_REDUCE: if (!T.forward_only) wait_reduce(op); break;
     case ZR_OP_GRAD_COPY: if (!T.forward_only) grad_copy(a); break;
     default:
         tr_die("op kind %d in a micro-step list", op->kind);

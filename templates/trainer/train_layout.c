@@ -44,6 +44,13 @@ void tr_f32_to_w(void *dst, const float *src, int64_t n)
 }
 
 /* ---------------------------------------------------------------------- regions */
+void *tr_region_at(int r, int64_t elem, int dt)
+{
+    if (r < 0 || r >= ZG_N_REGIONS || !T.rg[r])
+        tr_die("internal: an op row names region %d, which is not in memory", r);
+    return (char *)T.rg[r] + (size_t)elem * (dt == ZR_DT_FP32 ? 4 : 2);
+}
+
 static const ZrRegionRow *find_region(const char *name)
 {
     for (int i = 0; i < ZG_N_REGIONS; i++)
@@ -144,6 +151,10 @@ void tr_layout_init(void)
                                      ZG_N_REGIONS));
     if (tier_bytes[ZR_TIER_NVME] > 0) open_swap_file();
 
+    for (int i = 0; i < ZG_N_REGIONS; i++)
+        if (zg_regions[i].tier != ZR_TIER_NVME && zg_regions[i].bytes > 0)
+            ZR_CHECK_PTR(T.rg[i] = zr_arena_at(T.arena[zg_regions[i].tier], zg_regions[i].offset_bytes,
+                                               zg_regions[i].bytes));
     char name[64];
     int64_t bytes;
     T.params16 = region("params16", NULL, NULL);
@@ -204,7 +215,7 @@ void tr_layout_init(void)
     T.dims1.L = 1;
     int64_t btc = (int64_t)ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL;
     int64_t one = (int64_t)zk_acts_floats(&T.dims1) + ZG_N_LAYERS * btc;
-    T.act_ckpt = ZG_N_LAYERS > 0 && (int64_t)zk_acts_floats(d) * 4 > ab;
+    T.act_ckpt = ZG_ACT_CKPT && ZG_N_LAYERS > 0;     /* decided by the plan */
     T.area_layer = -1;
     if ((T.act_ckpt ? one * 4 : (int64_t)zk_acts_floats(d) * 4) > ab ||
         (int64_t)zk_scratch_floats(d) * 4 > sb)

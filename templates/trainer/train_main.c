@@ -173,9 +173,8 @@ static void setup(int argc, char **argv)
     if (T.rank == 0 && !T.a.quiet) {
         fprintf(stderr, "train: plan %s, %d ranks, ZeRO-%d, %s; arenas per rank (bytes):", ZG_NAME,
                 T.ws, ZG_STAGE, ZG_DTYPE_NAME);
-        static const char *const tier[ZR_NTIERS] = {"device", "pinned", "host", "nvme"};
         for (int t = 0; t < ZR_TIER_NVME; t++)
-            fprintf(stderr, " %s %lld", tier[t], (long long)(T.arena[t] ? zr_arena_bytes(T.arena[t]) : 0));
+            fprintf(stderr, " %s %lld", zr_tier_names[t], (long long)(T.arena[t] ? zr_arena_bytes(T.arena[t]) : 0));
         fprintf(stderr, " nvme %lld%s\n", (long long)ZG_TIER_BYTES_NVME,
                 zr_mem_debug() ? " (ZR_DEBUG_MEM: guards and poisoning on)" : "");
     }
@@ -203,6 +202,33 @@ static void finish(void)
     zr_data_close(&T.data);
     if (T.a.val) zr_data_close(&T.val);
     zr_comm_destroy(T.comm);
+}
+
+/* Progress on stderr: on a terminal one line rewritten in place (step, loss, tokens/s, ETA from the
+** mean step time so far, memory per tier); otherwise (a log file, a test) libzrt's full line per
+** step, which scripts parse. ZG_PROGRESS=line or =full overrides the choice. */
+static int prog_tty = -1;
+static double prog_ms;
+
+static void progress(const ZrLogStep *s, int64_t done, int64_t left, const char *mem)
+{
+    if (prog_tty < 0) {           /* mpirun hands ranks a pipe: ZG_PROGRESS=line asks for it anyway */
+        const char *e = getenv("ZG_PROGRESS"), *term = getenv("TERM");
+        prog_tty = e && *e ? strcmp(e, "line") == 0
+                           : isatty(STDERR_FILENO) && term && strcmp(term, "dumb") != 0;
+    }
+    if (!prog_tty) {
+        zr_progress(stderr, s, T.a.steps, mem);
+        return;
+    }
+    prog_ms += s->ms;
+    double eta = done > 0 ? prog_ms / (double)done * (double)left / 1000.0 : 0;
+    char val[32] = "";
+    if (s->has_val) snprintf(val, sizeof val, " | val %.4f", s->val_loss);
+    fprintf(stderr, "\rstep %lld/%lld | loss %.4f | %.0f tok/s | ETA %02d:%02d:%02d%s%s | %s\033[K",
+            (long long)s->step + 1, (long long)T.a.steps, s->loss, s->tokens_per_s, (int)(eta / 3600),
+            (int)(eta / 60) % 60, (int)eta % 60, s->skipped ? " | skipped" : "", val, mem);
+    fflush(stderr);
 }
 
 int main(int argc, char **argv)
@@ -243,13 +269,14 @@ int main(int argc, char **argv)
         }
         if (T.rank == 0) {
             if (T.a.log && zr_log_step(&lg, &ls) < 0) tr_die("--log: %s", zr_train_error());
-            if (!T.a.quiet) zr_progress(stderr, &ls, T.a.steps, mem);
+            if (!T.a.quiet) progress(&ls, T.step - first, T.a.steps - T.step, mem);
         }
         if (T.a.save && T.a.save_every > 0 && T.step % T.a.save_every == 0) tr_ckpt_save(T.a.save);
     }
     if (T.a.save && (T.a.save_every <= 0 || T.step % T.a.save_every != 0)) tr_ckpt_save(T.a.save);
     if (T.a.export_path) tr_export(T.a.export_path);
     if (T.rank == 0 && T.a.log) zr_log_close(&lg);
+    if (T.rank == 0 && !T.a.quiet && prog_tty) fputc('\n', stderr);   /* end the in-place line */
     finish();
     return 0;
 }

@@ -139,15 +139,16 @@
 #define ZG_BUCKET_BUFFER_NUMEL          ${cfmt.i64(plan.bucket_buffer_numel)}
 #define ZG_GATHER_SLOT_NUMEL            ${cfmt.i64(plan.gather_slot_numel)}
 #define ZG_MAX_USE_NUMEL                ${cfmt.i64(plan.max_use_numel)}
+#define ZG_ACT_CKPT                     ${cfmt.bool(plan.act_ckpt)}  /* "acts" holds the checkpointed layout; FORWARD rows with slot ZR_RECOMPUTE rebuild blocks */
 #define ZG_SG_ALIGN                     ${cfmt.i64(plan.sg_align)}
 #define ZG_NVME_ALIGN                   ${cfmt.i64(plan.nvme_align)}
 
 /* ---------------------------------------------------------------------- memory per rank */
 #define ZG_ARENA_ALIGN                  ${cfmt.i64(plan.mem.arena_align)}
-@@ for _, t in ipairs({"device", "pinned", "host", "nvme"}) do
+@@ for _, t in ipairs(enums.tiers) do
 #define ${cfmt.pad("ZG_TIER_BYTES_" .. t:upper(), 32)}${cfmt.i64(plan.mem.tier_bytes[t])}  /* ${shape.bytes(plan.mem.tier_bytes[t])} */
 @@ end
-@@ for _, t in ipairs({"device", "pinned", "host", "nvme"}) do
+@@ for _, t in ipairs(enums.tiers) do
 #define ${cfmt.pad("ZG_PEAK_BYTES_" .. t:upper(), 32)}${cfmt.i64(plan.mem.peak_bytes[t])}
 @@ end
 #define ZG_ACTS_BYTES                   ${cfmt.i64(plan.mem.acts_bytes)}

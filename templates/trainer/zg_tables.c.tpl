@@ -1,6 +1,7 @@
 @@ local function b(x) return cfmt.bool(x) end
-@@ local tiers = {"device", "pinned", "host", "nvme"}
-@@ local cats = {"param16", "master", "grad", "adam_m", "adam_v", "gather_slots", "comm_buckets", "swap_buffers", "activations", "staging"}
+@@ local function reg(i) return i < 0 and "-1" or "ZG_REGION_" .. cfmt.ident(plan.mem.regions[i + 1].name) end
+@@ local tiers = enums.tiers
+@@ local cats = enums.memcats
 /*
 ** zg_tables.c — the static tables of the ${plan.model.name} trainer: the partition map, every
 ** buffer's place, and the schedule of a step, as zgen planned them for ${plan.model.world_size} rank(s),
@@ -104,9 +105,13 @@ const int64_t zg_cat_bytes[ZR_NTIERS][ZR_NMEM] = {
 @@                     {"zg_step_ops", plan.sched.step, "the optimizer step, after the last micro-step"}}) do
 @@   R = rows.new()
 @@   for _, o in ipairs(l[2]) do
-@@     R:add({"ZR_OP_" .. o.kind:upper(), o.arg, o.slot}, describe.op(o, l[2]))
+@@     R:add({"ZR_OP_" .. o.kind:upper(), o.arg, o.slot, "ZR_XFER_" .. o.xfer:upper(),
+@@            "ZR_STREAM_" .. o.stream:upper(), reg(o.src), reg(o.dst), o.src_off, o.dst_off, o.count,
+@@            "ZR_DT_" .. o.src_dt:upper(), "ZR_DT_" .. o.dst_dt:upper(), b(o.accumulate), o.flat},
+@@           describe.op(o, l[2]))
 @@   end
-/* ${l[3]}: kind, arg, slot */
+/* ${l[3]}: kind, arg, slot, xfer, stream, src, dst, src_off, dst_off, count, src_dt, dst_dt,
+** accumulate, flat (gen/lower.c) */
 const ZrOpRow ${l[1]}[${R:size()}] = {
 ${R:render("    ", "no operations")}
 };

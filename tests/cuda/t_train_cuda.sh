@@ -19,8 +19,13 @@
 #     the same run with ZR_CUDA_HOST_ADAM=1 (cmp);
 #   - `train-cuda-emu --check` compares the first step's gradients with the host reference, tensor
 #     by tensor, and passes;
+#   - every emulated run has the stand-in's race checker on (zr_gpu_emu.cpp: declared footprints,
+#     ordering only through record/wait/sync), so the real executor passes it;
+#   - a rank that freezes at step 0 ends the stand-in run within the collective watchdog's time
+#     (ZR_COLL_TIMEOUT_S=3), rank 0 naming the collective, the step and the missing rank;
 #   - a stream dependency removed from the executor (the compute stream no longer waits for the
-#     gather) is caught: the losses are no longer the host's.
+#     gather) is caught by the race checker at the enqueue, naming the widening kernel and the
+#     all-gather.
 # Skips (77) without mpirun / numpy; the real build is skipped without the CUDA toolkit.
 set -u
 cd "$(dirname "$0")/../.."
@@ -209,8 +214,28 @@ if [ -f "$d/cuda/trainer/cuda_exec.c" ]; then
   elif ! make -s -C "$d" cuda-emu >/dev/null 2>&1; then bad missing_event_caught "mutant did not build"
   else
     run "$tag" 2 train-cuda-emu mutant.jsonl
+    # the race checker stops it at the enqueue: the widening of a gathered slot reads what the
+    # all-gather writes, unordered
+    m=$tmp/$tag/mutant.jsonl.out
     if out=$(near "$tmp/$tag/host.jsonl" "$tmp/$tag/mutant.jsonl" 2>&1); then bad missing_event_caught "mutant matched: $out"
-    else ok "missing_event_caught ($out)"; fi
+    elif ! grep -q "race: kernel zd_16_to_f32 .* reads .* that all_gather" "$m"; then
+      bad missing_event_caught "the race checker did not name the two operations" "$(grep -m2 -E 'race|error' "$m")"
+    else ok "missing_event_caught ($(grep -m1 -o 'race: kernel zd_16_to_f32 ([^)]*)' "$m") vs all_gather)"; fi
+  fi
+fi
+
+# a collective that never completes: rank 1 freezes as step 0 begins; rank 0's queued collective
+# (run by the stand-in's scheduler) ends under the watchdog, naming it, the step and rank 1
+tag=s3_w2_onvme_pcpu
+if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
+  t0=$SECONDS
+  ZG_FAULT_SIGNAL=STOP ZG_FAULT_EXIT_RANK=1 ZG_FAULT_EXIT_STEP=0 ZR_COLL_TIMEOUT_S=3 run "$tag" 2 train-cuda-emu hang.jsonl
+  rc=$? el=$((SECONDS - t0)) h=$tmp/$tag/hang.jsonl.out
+  if [ $rc -ne 0 ] && [ $el -le 30 ] && grep -Eq "TIMEOUT after [0-9]+ s in (all_gather|all_reduce|reduce_scatter).*step 0" "$h" \
+     && grep -q "ranks not arrived: 1" "$h"; then
+    ok "emu_hung_collective_ends ($el s: $(grep -m1 -o 'TIMEOUT after [0-9]* s in [a-z_]*' "$h"))"
+  else
+    bad emu_hung_collective_ends "rc $rc after $el s" "$(grep -m3 -E 'TIMEOUT|arrived|error' "$h")"
   fi
 fi
 finish

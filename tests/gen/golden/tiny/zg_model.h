@@ -134,6 +134,7 @@
 #define ZG_BUCKET_BUFFER_NUMEL          INT64_C(98560)
 #define ZG_GATHER_SLOT_NUMEL            INT64_C(196608)
 #define ZG_MAX_USE_NUMEL                INT64_C(198272)
+#define ZG_ACT_CKPT                     0  /* "acts" holds the checkpointed layout; FORWARD rows with slot ZR_RECOMPUTE rebuild blocks */
 #define ZG_SG_ALIGN                     INT64_C(524288)
 #define ZG_NVME_ALIGN                   INT64_C(1048576)
 

@@ -157,218 +157,221 @@ const int64_t zg_cat_bytes[ZR_NTIERS][ZR_NMEM] = {
 };
 
 /* ---------------------------------------------------------------------- the schedule */
-/* every micro-step but the last of an optimizer step (only with gradient_accumulation_steps > 1): kind, arg, slot */
+/* every micro-step but the last of an optimizer step (only with gradient_accumulation_steps > 1): kind, arg, slot, xfer, stream, src, dst, src_off, dst_off, count, src_dt, dst_dt,
+** accumulate, flat (gen/lower.c) */
 const ZrOpRow zg_micro_ops[99] = {
-    {ZR_OP_PARAM_SWAP_IN, 0,  0},   /* bring embed's shard span from host memory into param_buf_0 */
-    {ZR_OP_GATHER,        0,  0},   /* all-gather embed's shards into slot 0 for forward of embed (prefetch distance 0) */
-    {ZR_OP_PARAM_SWAP_IN, 1,  1},   /* bring h.0's shard span from host memory into param_buf_1 */
-    {ZR_OP_GATHER,        1,  1},   /* all-gather h.0's shards into slot 1 for forward of h.0 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   0,  0},   /* wait for embed's parameters in slot 0 */
-    {ZR_OP_FORWARD,       0,  -1},  /* forward of embed */
-    {ZR_OP_RELEASE,       0,  0},   /* slot 0 (embed's parameters) may be reused */
-    {ZR_OP_PARAM_SWAP_IN, 2,  0},   /* bring h.1's shard span from host memory into param_buf_0 */
-    {ZR_OP_GATHER,        2,  0},   /* all-gather h.1's shards into slot 0 for forward of h.1 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   1,  1},   /* wait for h.0's parameters in slot 1 */
-    {ZR_OP_FORWARD,       1,  -1},  /* forward of h.0 */
-    {ZR_OP_RELEASE,       1,  1},   /* slot 1 (h.0's parameters) may be reused */
-    {ZR_OP_PARAM_SWAP_IN, 3,  1},   /* bring h.2's shard span from host memory into param_buf_1 */
-    {ZR_OP_GATHER,        3,  1},   /* all-gather h.2's shards into slot 1 for forward of h.2 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   2,  0},   /* wait for h.1's parameters in slot 0 */
-    {ZR_OP_FORWARD,       2,  -1},  /* forward of h.1 */
-    {ZR_OP_RELEASE,       2,  0},   /* slot 0 (h.1's parameters) may be reused */
-    {ZR_OP_PARAM_SWAP_IN, 4,  0},   /* bring h.3's shard span from host memory into param_buf_0 */
-    {ZR_OP_GATHER,        4,  0},   /* all-gather h.3's shards into slot 0 for forward of h.3 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   3,  1},   /* wait for h.2's parameters in slot 1 */
-    {ZR_OP_FORWARD,       3,  -1},  /* forward of h.2 */
-    {ZR_OP_RELEASE,       3,  1},   /* slot 1 (h.2's parameters) may be reused */
-    {ZR_OP_PARAM_SWAP_IN, 0,  1},   /* bring embed's shard span from host memory into param_buf_1 */
-    {ZR_OP_GATHER,        0,  1},   /* all-gather embed's shards into slot 1 for forward of lm_head (prefetch distance 2) */
-    {ZR_OP_WAIT_GATHER,   4,  0},   /* wait for h.3's parameters in slot 0 */
-    {ZR_OP_FORWARD,       4,  -1},  /* forward of h.3 */
-    {ZR_OP_RELEASE,       4,  0},   /* slot 0 (h.3's parameters) may be reused */
-    {ZR_OP_FORWARD,       5,  -1},  /* forward of ln_f */
-    {ZR_OP_PARAM_SWAP_IN, 4,  0},   /* bring h.3's shard span from host memory into param_buf_0 */
-    {ZR_OP_GATHER,        4,  0},   /* all-gather h.3's shards into slot 0 for backward of h.3 (prefetch distance 3) */
-    {ZR_OP_WAIT_GATHER,   0,  1},   /* wait for embed's parameters in slot 1 */
-    {ZR_OP_FORWARD,       6,  -1},  /* forward of lm_head */
-    {ZR_OP_BACKWARD,      6,  -1},  /* backward of lm_head */
-    {ZR_OP_RELEASE,       0,  1},   /* slot 1 (embed's parameters) may be reused */
-    {ZR_OP_BACKWARD,      5,  -1},  /* backward of ln_f */
-    {ZR_OP_GRAD_COPY,     0,  -1},  /* copy ln_f's gradients in bucket 0 into bucket_0 */
-    {ZR_OP_PARAM_SWAP_IN, 3,  1},   /* bring h.2's shard span from host memory into param_buf_1 */
-    {ZR_OP_GATHER,        3,  1},   /* all-gather h.2's shards into slot 1 for backward of h.2 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   4,  0},   /* wait for h.3's parameters in slot 0 */
-    {ZR_OP_BACKWARD,      4,  -1},  /* backward of h.3 */
-    {ZR_OP_RELEASE,       4,  0},   /* slot 0 (h.3's parameters) may be reused */
-    {ZR_OP_GRAD_COPY,     0,  -1},  /* copy h.3's gradients in bucket 0 into bucket_0 */
-    {ZR_OP_REDUCE,        0,  -1},  /* reduce-scatter bucket 0: h.3.mlp.c_fc.bias .. ln_f.bias (5 tensors) */
-    {ZR_OP_GRAD_COPY,     1,  -1},  /* copy h.3's gradients in bucket 1 into bucket_1 */
-    {ZR_OP_REDUCE,        1,  -1},  /* reduce-scatter bucket 1: h.3.attn.c_attn.bias .. h.3.mlp.c_fc.weight (6 tensors) */
-    {ZR_OP_WAIT_REDUCE,   0,  -1},  /* wait for bucket 0; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     2,  -1},  /* copy h.3's gradients in bucket 2 into bucket_0 */
-    {ZR_OP_PARAM_SWAP_IN, 2,  0},   /* bring h.1's shard span from host memory into param_buf_0 */
-    {ZR_OP_GATHER,        2,  0},   /* all-gather h.1's shards into slot 0 for backward of h.1 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   3,  1},   /* wait for h.2's parameters in slot 1 */
-    {ZR_OP_BACKWARD,      3,  -1},  /* backward of h.2 */
-    {ZR_OP_RELEASE,       3,  1},   /* slot 1 (h.2's parameters) may be reused */
-    {ZR_OP_GRAD_COPY,     2,  -1},  /* copy h.2's gradients in bucket 2 into bucket_0 */
-    {ZR_OP_REDUCE,        2,  -1},  /* reduce-scatter bucket 2: h.2.mlp.c_proj.bias .. h.3.attn.c_attn.weight (4 tensors) */
-    {ZR_OP_WAIT_REDUCE,   1,  -1},  /* wait for bucket 1; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     3,  -1},  /* copy h.2's gradients in bucket 3 into bucket_1 */
-    {ZR_OP_REDUCE,        3,  -1},  /* reduce-scatter bucket 3: h.2.mlp.c_fc.bias .. h.2.mlp.c_proj.weight (2 tensors) */
-    {ZR_OP_WAIT_REDUCE,   2,  -1},  /* wait for bucket 2; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     4,  -1},  /* copy h.2's gradients in bucket 4 into bucket_0 */
-    {ZR_OP_REDUCE,        4,  -1},  /* reduce-scatter bucket 4: h.2.attn.c_attn.bias .. h.2.mlp.c_fc.weight (6 tensors) */
-    {ZR_OP_WAIT_REDUCE,   3,  -1},  /* wait for bucket 3; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     5,  -1},  /* copy h.2's gradients in bucket 5 into bucket_1 */
-    {ZR_OP_PARAM_SWAP_IN, 1,  1},   /* bring h.0's shard span from host memory into param_buf_1 */
-    {ZR_OP_GATHER,        1,  1},   /* all-gather h.0's shards into slot 1 for backward of h.0 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   2,  0},   /* wait for h.1's parameters in slot 0 */
-    {ZR_OP_BACKWARD,      2,  -1},  /* backward of h.1 */
-    {ZR_OP_RELEASE,       2,  0},   /* slot 0 (h.1's parameters) may be reused */
-    {ZR_OP_GRAD_COPY,     5,  -1},  /* copy h.1's gradients in bucket 5 into bucket_1 */
-    {ZR_OP_REDUCE,        5,  -1},  /* reduce-scatter bucket 5: h.1.mlp.c_proj.bias .. h.2.attn.c_attn.weight (4 tensors) */
-    {ZR_OP_WAIT_REDUCE,   4,  -1},  /* wait for bucket 4; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     6,  -1},  /* copy h.1's gradients in bucket 6 into bucket_0 */
-    {ZR_OP_REDUCE,        6,  -1},  /* reduce-scatter bucket 6: h.1.mlp.c_fc.bias .. h.1.mlp.c_proj.weight (2 tensors) */
-    {ZR_OP_WAIT_REDUCE,   5,  -1},  /* wait for bucket 5; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     7,  -1},  /* copy h.1's gradients in bucket 7 into bucket_1 */
-    {ZR_OP_REDUCE,        7,  -1},  /* reduce-scatter bucket 7: h.1.attn.c_attn.bias .. h.1.mlp.c_fc.weight (6 tensors) */
-    {ZR_OP_WAIT_REDUCE,   6,  -1},  /* wait for bucket 6; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     8,  -1},  /* copy h.1's gradients in bucket 8 into bucket_0 */
-    {ZR_OP_PARAM_SWAP_IN, 0,  0},   /* bring embed's shard span from host memory into param_buf_0 */
-    {ZR_OP_GATHER,        0,  0},   /* all-gather embed's shards into slot 0 for backward of embed (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   1,  1},   /* wait for h.0's parameters in slot 1 */
-    {ZR_OP_BACKWARD,      1,  -1},  /* backward of h.0 */
-    {ZR_OP_RELEASE,       1,  1},   /* slot 1 (h.0's parameters) may be reused */
-    {ZR_OP_GRAD_COPY,     8,  -1},  /* copy h.0's gradients in bucket 8 into bucket_0 */
-    {ZR_OP_REDUCE,        8,  -1},  /* reduce-scatter bucket 8: h.0.mlp.c_proj.bias .. h.1.attn.c_attn.weight (4 tensors) */
-    {ZR_OP_WAIT_REDUCE,   7,  -1},  /* wait for bucket 7; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     9,  -1},  /* copy h.0's gradients in bucket 9 into bucket_1 */
-    {ZR_OP_REDUCE,        9,  -1},  /* reduce-scatter bucket 9: h.0.mlp.c_fc.bias .. h.0.mlp.c_proj.weight (2 tensors) */
-    {ZR_OP_WAIT_REDUCE,   8,  -1},  /* wait for bucket 8; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     10, -1},  /* copy h.0's gradients in bucket 10 into bucket_0 */
-    {ZR_OP_REDUCE,        10, -1},  /* reduce-scatter bucket 10: h.0.attn.c_attn.bias .. h.0.mlp.c_fc.weight (6 tensors) */
-    {ZR_OP_WAIT_REDUCE,   9,  -1},  /* wait for bucket 9; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     11, -1},  /* copy h.0's gradients in bucket 11 into bucket_1 */
-    {ZR_OP_WAIT_GATHER,   0,  0},   /* wait for embed's parameters in slot 0 */
-    {ZR_OP_BACKWARD,      0,  -1},  /* backward of embed */
-    {ZR_OP_RELEASE,       0,  0},   /* slot 0 (embed's parameters) may be reused */
-    {ZR_OP_GRAD_COPY,     11, -1},  /* copy embed's gradients in bucket 11 into bucket_1 */
-    {ZR_OP_REDUCE,        11, -1},  /* reduce-scatter bucket 11: wte.weight .. h.0.attn.c_attn.weight (5 tensors) */
-    {ZR_OP_WAIT_REDUCE,   10, -1},  /* wait for bucket 10; add this rank's part into grad32 */
-    {ZR_OP_WAIT_REDUCE,   11, -1},  /* wait for bucket 11; add this rank's part into grad32 */
+    {ZR_OP_PARAM_SWAP_IN, 0,  0,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_0,   0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring embed's shard span from host memory into param_buf_0 */
+    {ZR_OP_GATHER,        0,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather embed's shards into slot 0 for forward of embed (prefetch distance 0) */
+    {ZR_OP_PARAM_SWAP_IN, 1,  1,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_1,   24704,  0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.0's shard span from host memory into param_buf_1 */
+    {ZR_OP_GATHER,        1,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.0's shards into slot 1 for forward of h.0 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   0,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for embed's parameters in slot 0 */
+    {ZR_OP_FORWARD,       0,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of embed */
+    {ZR_OP_RELEASE,       0,  0,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_0, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 0 (embed's parameters) may be reused */
+    {ZR_OP_PARAM_SWAP_IN, 2,  0,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_0,   123840, 0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.1's shard span from host memory into param_buf_0 */
+    {ZR_OP_GATHER,        2,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.1's shards into slot 0 for forward of h.1 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   1,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.0's parameters in slot 1 */
+    {ZR_OP_FORWARD,       1,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of h.0 */
+    {ZR_OP_RELEASE,       1,  1,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_1, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 1 (h.0's parameters) may be reused */
+    {ZR_OP_PARAM_SWAP_IN, 3,  1,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_1,   222976, 0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.2's shard span from host memory into param_buf_1 */
+    {ZR_OP_GATHER,        3,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.2's shards into slot 1 for forward of h.2 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   2,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.1's parameters in slot 0 */
+    {ZR_OP_FORWARD,       2,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of h.1 */
+    {ZR_OP_RELEASE,       2,  0,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_0, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 0 (h.1's parameters) may be reused */
+    {ZR_OP_PARAM_SWAP_IN, 4,  0,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_0,   322112, 0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.3's shard span from host memory into param_buf_0 */
+    {ZR_OP_GATHER,        4,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.3's shards into slot 0 for forward of h.3 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   3,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.2's parameters in slot 1 */
+    {ZR_OP_FORWARD,       3,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of h.2 */
+    {ZR_OP_RELEASE,       3,  1,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_1, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 1 (h.2's parameters) may be reused */
+    {ZR_OP_PARAM_SWAP_IN, 0,  1,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_1,   0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring embed's shard span from host memory into param_buf_1 */
+    {ZR_OP_GATHER,        0,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather embed's shards into slot 1 for forward of lm_head (prefetch distance 2) */
+    {ZR_OP_WAIT_GATHER,   4,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.3's parameters in slot 0 */
+    {ZR_OP_FORWARD,       4,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of h.3 */
+    {ZR_OP_RELEASE,       4,  0,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_0, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 0 (h.3's parameters) may be reused */
+    {ZR_OP_FORWARD,       5,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of ln_f */
+    {ZR_OP_PARAM_SWAP_IN, 4,  0,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_0,   322112, 0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.3's shard span from host memory into param_buf_0 */
+    {ZR_OP_GATHER,        4,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.3's shards into slot 0 for backward of h.3 (prefetch distance 3) */
+    {ZR_OP_WAIT_GATHER,   0,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for embed's parameters in slot 1 */
+    {ZR_OP_FORWARD,       6,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of lm_head */
+    {ZR_OP_BACKWARD,      6,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_TIED_GRAD,     0,      0,      32768,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of lm_head */
+    {ZR_OP_RELEASE,       0,  1,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_1, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 1 (embed's parameters) may be reused */
+    {ZR_OP_BACKWARD,      5,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GRAD_STAGE,    0,      0,      256,    ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of ln_f */
+    {ZR_OP_GRAD_COPY,     0,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      256,    ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy ln_f's gradients in bucket 0 into bucket_0 */
+    {ZR_OP_PARAM_SWAP_IN, 3,  1,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_1,   222976, 0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.2's shard span from host memory into param_buf_1 */
+    {ZR_OP_GATHER,        3,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.2's shards into slot 1 for backward of h.2 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   4,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.3's parameters in slot 0 */
+    {ZR_OP_BACKWARD,      4,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GRAD_STAGE,    0,      0,      198272, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of h.3 */
+    {ZR_OP_RELEASE,       4,  0,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_0, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 0 (h.3's parameters) may be reused */
+    {ZR_OP_GRAD_COPY,     0,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      66176,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.3's gradients in bucket 0 into bucket_0 */
+    {ZR_OP_REDUCE,        0,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_0,     ZG_REGION_GRAD32,        0,      388032, 33216,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 0: h.3.mlp.c_fc.bias .. ln_f.bias (5 tensors) */
+    {ZR_OP_GRAD_COPY,     1,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      82688,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.3's gradients in bucket 1 into bucket_1 */
+    {ZR_OP_REDUCE,        1,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_1,     ZG_REGION_GRAD32,        0,      346688, 41344,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 1: h.3.attn.c_attn.bias .. h.3.mlp.c_fc.weight (6 tensors) */
+    {ZR_OP_WAIT_REDUCE,   0,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 0; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     2,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      49408,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.3's gradients in bucket 2 into bucket_0 */
+    {ZR_OP_PARAM_SWAP_IN, 2,  0,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_0,   123840, 0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.1's shard span from host memory into param_buf_0 */
+    {ZR_OP_GATHER,        2,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.1's shards into slot 0 for backward of h.1 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   3,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.2's parameters in slot 1 */
+    {ZR_OP_BACKWARD,      3,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GRAD_STAGE,    0,      0,      198272, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of h.2 */
+    {ZR_OP_RELEASE,       3,  1,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_1, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 1 (h.2's parameters) may be reused */
+    {ZR_OP_GRAD_COPY,     2,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      128,    ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.2's gradients in bucket 2 into bucket_0 */
+    {ZR_OP_REDUCE,        2,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_0,     ZG_REGION_GRAD32,        0,      321920, 24768,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 2: h.2.mlp.c_proj.bias .. h.3.attn.c_attn.weight (4 tensors) */
+    {ZR_OP_WAIT_REDUCE,   1,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 1; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     3,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      66048,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.2's gradients in bucket 3 into bucket_1 */
+    {ZR_OP_REDUCE,        3,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_1,     ZG_REGION_GRAD32,        0,      288896, 33024,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 3: h.2.mlp.c_fc.bias .. h.2.mlp.c_proj.weight (2 tensors) */
+    {ZR_OP_WAIT_REDUCE,   2,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 2; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     4,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      82688,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.2's gradients in bucket 4 into bucket_0 */
+    {ZR_OP_REDUCE,        4,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_0,     ZG_REGION_GRAD32,        0,      247552, 41344,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 4: h.2.attn.c_attn.bias .. h.2.mlp.c_fc.weight (6 tensors) */
+    {ZR_OP_WAIT_REDUCE,   3,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 3; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     5,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      49408,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.2's gradients in bucket 5 into bucket_1 */
+    {ZR_OP_PARAM_SWAP_IN, 1,  1,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_1,   24704,  0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.0's shard span from host memory into param_buf_1 */
+    {ZR_OP_GATHER,        1,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.0's shards into slot 1 for backward of h.0 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   2,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.1's parameters in slot 0 */
+    {ZR_OP_BACKWARD,      2,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GRAD_STAGE,    0,      0,      198272, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of h.1 */
+    {ZR_OP_RELEASE,       2,  0,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_0, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 0 (h.1's parameters) may be reused */
+    {ZR_OP_GRAD_COPY,     5,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      128,    ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.1's gradients in bucket 5 into bucket_1 */
+    {ZR_OP_REDUCE,        5,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_1,     ZG_REGION_GRAD32,        0,      222784, 24768,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 5: h.1.mlp.c_proj.bias .. h.2.attn.c_attn.weight (4 tensors) */
+    {ZR_OP_WAIT_REDUCE,   4,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 4; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     6,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      66048,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.1's gradients in bucket 6 into bucket_0 */
+    {ZR_OP_REDUCE,        6,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_0,     ZG_REGION_GRAD32,        0,      189760, 33024,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 6: h.1.mlp.c_fc.bias .. h.1.mlp.c_proj.weight (2 tensors) */
+    {ZR_OP_WAIT_REDUCE,   5,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 5; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     7,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      82688,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.1's gradients in bucket 7 into bucket_1 */
+    {ZR_OP_REDUCE,        7,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_1,     ZG_REGION_GRAD32,        0,      148416, 41344,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 7: h.1.attn.c_attn.bias .. h.1.mlp.c_fc.weight (6 tensors) */
+    {ZR_OP_WAIT_REDUCE,   6,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 6; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     8,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      49408,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.1's gradients in bucket 8 into bucket_0 */
+    {ZR_OP_PARAM_SWAP_IN, 0,  0,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_0,   0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring embed's shard span from host memory into param_buf_0 */
+    {ZR_OP_GATHER,        0,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather embed's shards into slot 0 for backward of embed (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   1,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.0's parameters in slot 1 */
+    {ZR_OP_BACKWARD,      1,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GRAD_STAGE,    0,      0,      198272, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of h.0 */
+    {ZR_OP_RELEASE,       1,  1,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_1, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 1 (h.0's parameters) may be reused */
+    {ZR_OP_GRAD_COPY,     8,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      128,    ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.0's gradients in bucket 8 into bucket_0 */
+    {ZR_OP_REDUCE,        8,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_0,     ZG_REGION_GRAD32,        0,      123648, 24768,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 8: h.0.mlp.c_proj.bias .. h.1.attn.c_attn.weight (4 tensors) */
+    {ZR_OP_WAIT_REDUCE,   7,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 7; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     9,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      66048,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.0's gradients in bucket 9 into bucket_1 */
+    {ZR_OP_REDUCE,        9,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_1,     ZG_REGION_GRAD32,        0,      90624,  33024,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 9: h.0.mlp.c_fc.bias .. h.0.mlp.c_proj.weight (2 tensors) */
+    {ZR_OP_WAIT_REDUCE,   8,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 8; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     10, -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      82688,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.0's gradients in bucket 10 into bucket_0 */
+    {ZR_OP_REDUCE,        10, -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_0,     ZG_REGION_GRAD32,        0,      49280,  41344,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 10: h.0.attn.c_attn.bias .. h.0.mlp.c_fc.weight (6 tensors) */
+    {ZR_OP_WAIT_REDUCE,   9,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 9; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     11, -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      49408,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.0's gradients in bucket 11 into bucket_1 */
+    {ZR_OP_WAIT_GATHER,   0,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for embed's parameters in slot 0 */
+    {ZR_OP_BACKWARD,      0,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GRAD_STAGE,    0,      0,      49152,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of embed */
+    {ZR_OP_RELEASE,       0,  0,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_0, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 0 (embed's parameters) may be reused */
+    {ZR_OP_GRAD_COPY,     11, -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      49152,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy embed's gradients in bucket 11 into bucket_1 */
+    {ZR_OP_REDUCE,        11, -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_1,     ZG_REGION_GRAD32,        0,      0,      49280,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 11: wte.weight .. h.0.attn.c_attn.weight (5 tensors) */
+    {ZR_OP_WAIT_REDUCE,   10, -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 10; add this rank's part into grad32 */
+    {ZR_OP_WAIT_REDUCE,   11, -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 11; add this rank's part into grad32 */
 };
 
-/* the last micro-step of each optimizer step: kind, arg, slot */
+/* the last micro-step of each optimizer step: kind, arg, slot, xfer, stream, src, dst, src_off, dst_off, count, src_dt, dst_dt,
+** accumulate, flat (gen/lower.c) */
 const ZrOpRow zg_last_micro_ops[99] = {
-    {ZR_OP_PARAM_SWAP_IN, 0,  0},   /* bring embed's shard span from host memory into param_buf_0 */
-    {ZR_OP_GATHER,        0,  0},   /* all-gather embed's shards into slot 0 for forward of embed (prefetch distance 0) */
-    {ZR_OP_PARAM_SWAP_IN, 1,  1},   /* bring h.0's shard span from host memory into param_buf_1 */
-    {ZR_OP_GATHER,        1,  1},   /* all-gather h.0's shards into slot 1 for forward of h.0 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   0,  0},   /* wait for embed's parameters in slot 0 */
-    {ZR_OP_FORWARD,       0,  -1},  /* forward of embed */
-    {ZR_OP_RELEASE,       0,  0},   /* slot 0 (embed's parameters) may be reused */
-    {ZR_OP_PARAM_SWAP_IN, 2,  0},   /* bring h.1's shard span from host memory into param_buf_0 */
-    {ZR_OP_GATHER,        2,  0},   /* all-gather h.1's shards into slot 0 for forward of h.1 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   1,  1},   /* wait for h.0's parameters in slot 1 */
-    {ZR_OP_FORWARD,       1,  -1},  /* forward of h.0 */
-    {ZR_OP_RELEASE,       1,  1},   /* slot 1 (h.0's parameters) may be reused */
-    {ZR_OP_PARAM_SWAP_IN, 3,  1},   /* bring h.2's shard span from host memory into param_buf_1 */
-    {ZR_OP_GATHER,        3,  1},   /* all-gather h.2's shards into slot 1 for forward of h.2 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   2,  0},   /* wait for h.1's parameters in slot 0 */
-    {ZR_OP_FORWARD,       2,  -1},  /* forward of h.1 */
-    {ZR_OP_RELEASE,       2,  0},   /* slot 0 (h.1's parameters) may be reused */
-    {ZR_OP_PARAM_SWAP_IN, 4,  0},   /* bring h.3's shard span from host memory into param_buf_0 */
-    {ZR_OP_GATHER,        4,  0},   /* all-gather h.3's shards into slot 0 for forward of h.3 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   3,  1},   /* wait for h.2's parameters in slot 1 */
-    {ZR_OP_FORWARD,       3,  -1},  /* forward of h.2 */
-    {ZR_OP_RELEASE,       3,  1},   /* slot 1 (h.2's parameters) may be reused */
-    {ZR_OP_PARAM_SWAP_IN, 0,  1},   /* bring embed's shard span from host memory into param_buf_1 */
-    {ZR_OP_GATHER,        0,  1},   /* all-gather embed's shards into slot 1 for forward of lm_head (prefetch distance 2) */
-    {ZR_OP_WAIT_GATHER,   4,  0},   /* wait for h.3's parameters in slot 0 */
-    {ZR_OP_FORWARD,       4,  -1},  /* forward of h.3 */
-    {ZR_OP_RELEASE,       4,  0},   /* slot 0 (h.3's parameters) may be reused */
-    {ZR_OP_FORWARD,       5,  -1},  /* forward of ln_f */
-    {ZR_OP_PARAM_SWAP_IN, 4,  0},   /* bring h.3's shard span from host memory into param_buf_0 */
-    {ZR_OP_GATHER,        4,  0},   /* all-gather h.3's shards into slot 0 for backward of h.3 (prefetch distance 3) */
-    {ZR_OP_WAIT_GATHER,   0,  1},   /* wait for embed's parameters in slot 1 */
-    {ZR_OP_FORWARD,       6,  -1},  /* forward of lm_head */
-    {ZR_OP_BACKWARD,      6,  -1},  /* backward of lm_head */
-    {ZR_OP_RELEASE,       0,  1},   /* slot 1 (embed's parameters) may be reused */
-    {ZR_OP_BACKWARD,      5,  -1},  /* backward of ln_f */
-    {ZR_OP_GRAD_COPY,     0,  -1},  /* copy ln_f's gradients in bucket 0 into bucket_0 */
-    {ZR_OP_PARAM_SWAP_IN, 3,  1},   /* bring h.2's shard span from host memory into param_buf_1 */
-    {ZR_OP_GATHER,        3,  1},   /* all-gather h.2's shards into slot 1 for backward of h.2 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   4,  0},   /* wait for h.3's parameters in slot 0 */
-    {ZR_OP_BACKWARD,      4,  -1},  /* backward of h.3 */
-    {ZR_OP_RELEASE,       4,  0},   /* slot 0 (h.3's parameters) may be reused */
-    {ZR_OP_GRAD_COPY,     0,  -1},  /* copy h.3's gradients in bucket 0 into bucket_0 */
-    {ZR_OP_REDUCE,        0,  -1},  /* reduce-scatter bucket 0: h.3.mlp.c_fc.bias .. ln_f.bias (5 tensors) */
-    {ZR_OP_GRAD_COPY,     1,  -1},  /* copy h.3's gradients in bucket 1 into bucket_1 */
-    {ZR_OP_REDUCE,        1,  -1},  /* reduce-scatter bucket 1: h.3.attn.c_attn.bias .. h.3.mlp.c_fc.weight (6 tensors) */
-    {ZR_OP_WAIT_REDUCE,   0,  -1},  /* wait for bucket 0; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     2,  -1},  /* copy h.3's gradients in bucket 2 into bucket_0 */
-    {ZR_OP_PARAM_SWAP_IN, 2,  0},   /* bring h.1's shard span from host memory into param_buf_0 */
-    {ZR_OP_GATHER,        2,  0},   /* all-gather h.1's shards into slot 0 for backward of h.1 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   3,  1},   /* wait for h.2's parameters in slot 1 */
-    {ZR_OP_BACKWARD,      3,  -1},  /* backward of h.2 */
-    {ZR_OP_RELEASE,       3,  1},   /* slot 1 (h.2's parameters) may be reused */
-    {ZR_OP_GRAD_COPY,     2,  -1},  /* copy h.2's gradients in bucket 2 into bucket_0 */
-    {ZR_OP_REDUCE,        2,  -1},  /* reduce-scatter bucket 2: h.2.mlp.c_proj.bias .. h.3.attn.c_attn.weight (4 tensors) */
-    {ZR_OP_WAIT_REDUCE,   1,  -1},  /* wait for bucket 1; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     3,  -1},  /* copy h.2's gradients in bucket 3 into bucket_1 */
-    {ZR_OP_REDUCE,        3,  -1},  /* reduce-scatter bucket 3: h.2.mlp.c_fc.bias .. h.2.mlp.c_proj.weight (2 tensors) */
-    {ZR_OP_WAIT_REDUCE,   2,  -1},  /* wait for bucket 2; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     4,  -1},  /* copy h.2's gradients in bucket 4 into bucket_0 */
-    {ZR_OP_REDUCE,        4,  -1},  /* reduce-scatter bucket 4: h.2.attn.c_attn.bias .. h.2.mlp.c_fc.weight (6 tensors) */
-    {ZR_OP_WAIT_REDUCE,   3,  -1},  /* wait for bucket 3; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     5,  -1},  /* copy h.2's gradients in bucket 5 into bucket_1 */
-    {ZR_OP_PARAM_SWAP_IN, 1,  1},   /* bring h.0's shard span from host memory into param_buf_1 */
-    {ZR_OP_GATHER,        1,  1},   /* all-gather h.0's shards into slot 1 for backward of h.0 (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   2,  0},   /* wait for h.1's parameters in slot 0 */
-    {ZR_OP_BACKWARD,      2,  -1},  /* backward of h.1 */
-    {ZR_OP_RELEASE,       2,  0},   /* slot 0 (h.1's parameters) may be reused */
-    {ZR_OP_GRAD_COPY,     5,  -1},  /* copy h.1's gradients in bucket 5 into bucket_1 */
-    {ZR_OP_REDUCE,        5,  -1},  /* reduce-scatter bucket 5: h.1.mlp.c_proj.bias .. h.2.attn.c_attn.weight (4 tensors) */
-    {ZR_OP_WAIT_REDUCE,   4,  -1},  /* wait for bucket 4; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     6,  -1},  /* copy h.1's gradients in bucket 6 into bucket_0 */
-    {ZR_OP_REDUCE,        6,  -1},  /* reduce-scatter bucket 6: h.1.mlp.c_fc.bias .. h.1.mlp.c_proj.weight (2 tensors) */
-    {ZR_OP_WAIT_REDUCE,   5,  -1},  /* wait for bucket 5; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     7,  -1},  /* copy h.1's gradients in bucket 7 into bucket_1 */
-    {ZR_OP_REDUCE,        7,  -1},  /* reduce-scatter bucket 7: h.1.attn.c_attn.bias .. h.1.mlp.c_fc.weight (6 tensors) */
-    {ZR_OP_WAIT_REDUCE,   6,  -1},  /* wait for bucket 6; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     8,  -1},  /* copy h.1's gradients in bucket 8 into bucket_0 */
-    {ZR_OP_PARAM_SWAP_IN, 0,  0},   /* bring embed's shard span from host memory into param_buf_0 */
-    {ZR_OP_GATHER,        0,  0},   /* all-gather embed's shards into slot 0 for backward of embed (prefetch distance 1) */
-    {ZR_OP_WAIT_GATHER,   1,  1},   /* wait for h.0's parameters in slot 1 */
-    {ZR_OP_BACKWARD,      1,  -1},  /* backward of h.0 */
-    {ZR_OP_RELEASE,       1,  1},   /* slot 1 (h.0's parameters) may be reused */
-    {ZR_OP_GRAD_COPY,     8,  -1},  /* copy h.0's gradients in bucket 8 into bucket_0 */
-    {ZR_OP_REDUCE,        8,  -1},  /* reduce-scatter bucket 8: h.0.mlp.c_proj.bias .. h.1.attn.c_attn.weight (4 tensors) */
-    {ZR_OP_WAIT_REDUCE,   7,  -1},  /* wait for bucket 7; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     9,  -1},  /* copy h.0's gradients in bucket 9 into bucket_1 */
-    {ZR_OP_REDUCE,        9,  -1},  /* reduce-scatter bucket 9: h.0.mlp.c_fc.bias .. h.0.mlp.c_proj.weight (2 tensors) */
-    {ZR_OP_WAIT_REDUCE,   8,  -1},  /* wait for bucket 8; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     10, -1},  /* copy h.0's gradients in bucket 10 into bucket_0 */
-    {ZR_OP_REDUCE,        10, -1},  /* reduce-scatter bucket 10: h.0.attn.c_attn.bias .. h.0.mlp.c_fc.weight (6 tensors) */
-    {ZR_OP_WAIT_REDUCE,   9,  -1},  /* wait for bucket 9; add this rank's part into grad32 */
-    {ZR_OP_GRAD_COPY,     11, -1},  /* copy h.0's gradients in bucket 11 into bucket_1 */
-    {ZR_OP_WAIT_GATHER,   0,  0},   /* wait for embed's parameters in slot 0 */
-    {ZR_OP_BACKWARD,      0,  -1},  /* backward of embed */
-    {ZR_OP_RELEASE,       0,  0},   /* slot 0 (embed's parameters) may be reused */
-    {ZR_OP_GRAD_COPY,     11, -1},  /* copy embed's gradients in bucket 11 into bucket_1 */
-    {ZR_OP_REDUCE,        11, -1},  /* reduce-scatter bucket 11: wte.weight .. h.0.attn.c_attn.weight (5 tensors) */
-    {ZR_OP_WAIT_REDUCE,   10, -1},  /* wait for bucket 10; add this rank's part into grad32 */
-    {ZR_OP_WAIT_REDUCE,   11, -1},  /* wait for bucket 11; add this rank's part into grad32 */
+    {ZR_OP_PARAM_SWAP_IN, 0,  0,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_0,   0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring embed's shard span from host memory into param_buf_0 */
+    {ZR_OP_GATHER,        0,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather embed's shards into slot 0 for forward of embed (prefetch distance 0) */
+    {ZR_OP_PARAM_SWAP_IN, 1,  1,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_1,   24704,  0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.0's shard span from host memory into param_buf_1 */
+    {ZR_OP_GATHER,        1,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.0's shards into slot 1 for forward of h.0 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   0,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for embed's parameters in slot 0 */
+    {ZR_OP_FORWARD,       0,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of embed */
+    {ZR_OP_RELEASE,       0,  0,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_0, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 0 (embed's parameters) may be reused */
+    {ZR_OP_PARAM_SWAP_IN, 2,  0,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_0,   123840, 0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.1's shard span from host memory into param_buf_0 */
+    {ZR_OP_GATHER,        2,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.1's shards into slot 0 for forward of h.1 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   1,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.0's parameters in slot 1 */
+    {ZR_OP_FORWARD,       1,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of h.0 */
+    {ZR_OP_RELEASE,       1,  1,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_1, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 1 (h.0's parameters) may be reused */
+    {ZR_OP_PARAM_SWAP_IN, 3,  1,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_1,   222976, 0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.2's shard span from host memory into param_buf_1 */
+    {ZR_OP_GATHER,        3,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.2's shards into slot 1 for forward of h.2 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   2,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.1's parameters in slot 0 */
+    {ZR_OP_FORWARD,       2,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of h.1 */
+    {ZR_OP_RELEASE,       2,  0,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_0, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 0 (h.1's parameters) may be reused */
+    {ZR_OP_PARAM_SWAP_IN, 4,  0,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_0,   322112, 0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.3's shard span from host memory into param_buf_0 */
+    {ZR_OP_GATHER,        4,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.3's shards into slot 0 for forward of h.3 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   3,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.2's parameters in slot 1 */
+    {ZR_OP_FORWARD,       3,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of h.2 */
+    {ZR_OP_RELEASE,       3,  1,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_1, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 1 (h.2's parameters) may be reused */
+    {ZR_OP_PARAM_SWAP_IN, 0,  1,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_1,   0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring embed's shard span from host memory into param_buf_1 */
+    {ZR_OP_GATHER,        0,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather embed's shards into slot 1 for forward of lm_head (prefetch distance 2) */
+    {ZR_OP_WAIT_GATHER,   4,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.3's parameters in slot 0 */
+    {ZR_OP_FORWARD,       4,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of h.3 */
+    {ZR_OP_RELEASE,       4,  0,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_0, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 0 (h.3's parameters) may be reused */
+    {ZR_OP_FORWARD,       5,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of ln_f */
+    {ZR_OP_PARAM_SWAP_IN, 4,  0,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_0,   322112, 0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.3's shard span from host memory into param_buf_0 */
+    {ZR_OP_GATHER,        4,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.3's shards into slot 0 for backward of h.3 (prefetch distance 3) */
+    {ZR_OP_WAIT_GATHER,   0,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for embed's parameters in slot 1 */
+    {ZR_OP_FORWARD,       6,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_ACTS,          0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* forward of lm_head */
+    {ZR_OP_BACKWARD,      6,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_TIED_GRAD,     0,      0,      32768,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of lm_head */
+    {ZR_OP_RELEASE,       0,  1,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_1, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 1 (embed's parameters) may be reused */
+    {ZR_OP_BACKWARD,      5,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GRAD_STAGE,    0,      0,      256,    ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of ln_f */
+    {ZR_OP_GRAD_COPY,     0,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      256,    ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy ln_f's gradients in bucket 0 into bucket_0 */
+    {ZR_OP_PARAM_SWAP_IN, 3,  1,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_1,   222976, 0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.2's shard span from host memory into param_buf_1 */
+    {ZR_OP_GATHER,        3,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.2's shards into slot 1 for backward of h.2 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   4,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.3's parameters in slot 0 */
+    {ZR_OP_BACKWARD,      4,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GRAD_STAGE,    0,      0,      198272, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of h.3 */
+    {ZR_OP_RELEASE,       4,  0,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_0, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 0 (h.3's parameters) may be reused */
+    {ZR_OP_GRAD_COPY,     0,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      66176,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.3's gradients in bucket 0 into bucket_0 */
+    {ZR_OP_REDUCE,        0,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_0,     ZG_REGION_GRAD32,        0,      388032, 33216,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 0: h.3.mlp.c_fc.bias .. ln_f.bias (5 tensors) */
+    {ZR_OP_GRAD_COPY,     1,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      82688,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.3's gradients in bucket 1 into bucket_1 */
+    {ZR_OP_REDUCE,        1,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_1,     ZG_REGION_GRAD32,        0,      346688, 41344,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 1: h.3.attn.c_attn.bias .. h.3.mlp.c_fc.weight (6 tensors) */
+    {ZR_OP_WAIT_REDUCE,   0,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 0; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     2,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      49408,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.3's gradients in bucket 2 into bucket_0 */
+    {ZR_OP_PARAM_SWAP_IN, 2,  0,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_0,   123840, 0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.1's shard span from host memory into param_buf_0 */
+    {ZR_OP_GATHER,        2,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.1's shards into slot 0 for backward of h.1 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   3,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.2's parameters in slot 1 */
+    {ZR_OP_BACKWARD,      3,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GRAD_STAGE,    0,      0,      198272, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of h.2 */
+    {ZR_OP_RELEASE,       3,  1,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_1, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 1 (h.2's parameters) may be reused */
+    {ZR_OP_GRAD_COPY,     2,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      128,    ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.2's gradients in bucket 2 into bucket_0 */
+    {ZR_OP_REDUCE,        2,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_0,     ZG_REGION_GRAD32,        0,      321920, 24768,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 2: h.2.mlp.c_proj.bias .. h.3.attn.c_attn.weight (4 tensors) */
+    {ZR_OP_WAIT_REDUCE,   1,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 1; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     3,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      66048,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.2's gradients in bucket 3 into bucket_1 */
+    {ZR_OP_REDUCE,        3,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_1,     ZG_REGION_GRAD32,        0,      288896, 33024,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 3: h.2.mlp.c_fc.bias .. h.2.mlp.c_proj.weight (2 tensors) */
+    {ZR_OP_WAIT_REDUCE,   2,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 2; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     4,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      82688,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.2's gradients in bucket 4 into bucket_0 */
+    {ZR_OP_REDUCE,        4,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_0,     ZG_REGION_GRAD32,        0,      247552, 41344,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 4: h.2.attn.c_attn.bias .. h.2.mlp.c_fc.weight (6 tensors) */
+    {ZR_OP_WAIT_REDUCE,   3,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 3; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     5,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      49408,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.2's gradients in bucket 5 into bucket_1 */
+    {ZR_OP_PARAM_SWAP_IN, 1,  1,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_1,   24704,  0,      98944,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring h.0's shard span from host memory into param_buf_1 */
+    {ZR_OP_GATHER,        1,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather h.0's shards into slot 1 for backward of h.0 (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   2,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.1's parameters in slot 0 */
+    {ZR_OP_BACKWARD,      2,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GRAD_STAGE,    0,      0,      198272, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of h.1 */
+    {ZR_OP_RELEASE,       2,  0,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_0, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 0 (h.1's parameters) may be reused */
+    {ZR_OP_GRAD_COPY,     5,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      128,    ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.1's gradients in bucket 5 into bucket_1 */
+    {ZR_OP_REDUCE,        5,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_1,     ZG_REGION_GRAD32,        0,      222784, 24768,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 5: h.1.mlp.c_proj.bias .. h.2.attn.c_attn.weight (4 tensors) */
+    {ZR_OP_WAIT_REDUCE,   4,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 4; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     6,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      66048,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.1's gradients in bucket 6 into bucket_0 */
+    {ZR_OP_REDUCE,        6,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_0,     ZG_REGION_GRAD32,        0,      189760, 33024,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 6: h.1.mlp.c_fc.bias .. h.1.mlp.c_proj.weight (2 tensors) */
+    {ZR_OP_WAIT_REDUCE,   5,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 5; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     7,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      82688,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.1's gradients in bucket 7 into bucket_1 */
+    {ZR_OP_REDUCE,        7,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_1,     ZG_REGION_GRAD32,        0,      148416, 41344,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 7: h.1.attn.c_attn.bias .. h.1.mlp.c_fc.weight (6 tensors) */
+    {ZR_OP_WAIT_REDUCE,   6,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 6; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     8,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      49408,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.1's gradients in bucket 8 into bucket_0 */
+    {ZR_OP_PARAM_SWAP_IN, 0,  0,  ZR_XFER_COPY,           ZR_STREAM_H2D,     ZG_REGION_PARAMS_SHARD, ZG_REGION_PARAM_BUF_0,   0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* bring embed's shard span from host memory into param_buf_0 */
+    {ZR_OP_GATHER,        0,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMM,    ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* all-gather embed's shards into slot 0 for backward of embed (prefetch distance 1) */
+    {ZR_OP_WAIT_GATHER,   1,  1,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_1,  ZG_REGION_GATHER_SLOT_1, 0,      0,      98304,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for h.0's parameters in slot 1 */
+    {ZR_OP_BACKWARD,      1,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GRAD_STAGE,    0,      0,      198272, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of h.0 */
+    {ZR_OP_RELEASE,       1,  1,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_1, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 1 (h.0's parameters) may be reused */
+    {ZR_OP_GRAD_COPY,     8,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      128,    ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.0's gradients in bucket 8 into bucket_0 */
+    {ZR_OP_REDUCE,        8,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_0,     ZG_REGION_GRAD32,        0,      123648, 24768,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 8: h.0.mlp.c_proj.bias .. h.1.attn.c_attn.weight (4 tensors) */
+    {ZR_OP_WAIT_REDUCE,   7,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 7; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     9,  -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      66048,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.0's gradients in bucket 9 into bucket_1 */
+    {ZR_OP_REDUCE,        9,  -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_1,     ZG_REGION_GRAD32,        0,      90624,  33024,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 9: h.0.mlp.c_fc.bias .. h.0.mlp.c_proj.weight (2 tensors) */
+    {ZR_OP_WAIT_REDUCE,   8,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 8; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     10, -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_0,      0,      0,      82688,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.0's gradients in bucket 10 into bucket_0 */
+    {ZR_OP_REDUCE,        10, -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_0,     ZG_REGION_GRAD32,        0,      49280,  41344,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 10: h.0.attn.c_attn.bias .. h.0.mlp.c_fc.weight (6 tensors) */
+    {ZR_OP_WAIT_REDUCE,   9,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 9; add this rank's part into grad32 */
+    {ZR_OP_GRAD_COPY,     11, -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      49408,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy h.0's gradients in bucket 11 into bucket_1 */
+    {ZR_OP_WAIT_GATHER,   0,  0,  ZR_XFER_ALL_GATHER,     ZR_STREAM_COMPUTE, ZG_REGION_PARAM_BUF_0,  ZG_REGION_GATHER_SLOT_0, 0,      0,      24576,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for embed's parameters in slot 0 */
+    {ZR_OP_BACKWARD,      0,  -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GRAD_STAGE,    0,      0,      49152,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* backward of embed */
+    {ZR_OP_RELEASE,       0,  0,  ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     ZG_REGION_GATHER_SLOT_0, 0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* slot 0 (embed's parameters) may be reused */
+    {ZR_OP_GRAD_COPY,     11, -1, ZR_XFER_COPY,           ZR_STREAM_COMPUTE, ZG_REGION_GRAD_STAGE,   ZG_REGION_BUCKET_1,      0,      0,      49152,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* copy embed's gradients in bucket 11 into bucket_1 */
+    {ZR_OP_REDUCE,        11, -1, ZR_XFER_REDUCE_SCATTER, ZR_STREAM_COMM,    ZG_REGION_BUCKET_1,     ZG_REGION_GRAD32,        0,      0,      49280,  ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* reduce-scatter bucket 11: wte.weight .. h.0.attn.c_attn.weight (5 tensors) */
+    {ZR_OP_WAIT_REDUCE,   10, -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 10; add this rank's part into grad32 */
+    {ZR_OP_WAIT_REDUCE,   11, -1, ZR_XFER_NONE,           ZR_STREAM_COMPUTE, -1,                     -1,                      0,      0,      0,      ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* wait for bucket 11; add this rank's part into grad32 */
 };
 
-/* the optimizer step, after the last micro-step: kind, arg, slot */
+/* the optimizer step, after the last micro-step: kind, arg, slot, xfer, stream, src, dst, src_off, dst_off, count, src_dt, dst_dt,
+** accumulate, flat (gen/lower.c) */
 const ZrOpRow zg_step_ops[4] = {
-    {ZR_OP_SWAP_IN,          0, -1},  /* read sub-group 0's master, m, v from NVMe into opt_buf_0 */
-    {ZR_OP_OPTIMIZER,        0, -1},  /* AdamW on sub-group 0: shard elements [0, 421248) */
-    {ZR_OP_SWAP_OUT,         0, -1},  /* write sub-group 0's master, m, v back to NVMe */
-    {ZR_OP_ALLGATHER_PARAMS, 0, -1},  /* re-gather the persistent tensors (6912 elements) into persist */
+    {ZR_OP_SWAP_IN,          0, -1, ZR_XFER_NVME_READ,  ZR_STREAM_HOST, ZG_REGION_MASTER,       ZG_REGION_OPT_BUF_0, 0, 0, 421248, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* read sub-group 0's master, m, v from NVMe into opt_buf_0 */
+    {ZR_OP_OPTIMIZER,        0, -1, ZR_XFER_NONE,       ZR_STREAM_HOST, ZG_REGION_GRAD32,       ZG_REGION_OPT_BUF_0, 0, 0, 421248, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* AdamW on sub-group 0: shard elements [0, 421248) */
+    {ZR_OP_SWAP_OUT,         0, -1, ZR_XFER_NVME_WRITE, ZR_STREAM_HOST, ZG_REGION_OPT_BUF_0,    ZG_REGION_MASTER,    0, 0, 421248, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* write sub-group 0's master, m, v back to NVMe */
+    {ZR_OP_ALLGATHER_PARAMS, 0, -1, ZR_XFER_ALL_GATHER, ZR_STREAM_COMM, ZG_REGION_PARAMS_SHARD, ZG_REGION_PERSIST,   0, 0, 3456,   ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* re-gather the persistent tensors (6912 elements) into persist */
 };
 
 /* Each table agrees with its count in zg_model.h (a placeholder row stands in for none). */

@@ -1,0 +1,248 @@
+/*
+** lower.c — the lowering pass: completes every op row of the schedule with the data movement it
+** stands for — collective or copy kind, source and destination region (by index), offsets, counts,
+** dtypes, accumulate flag, stream — from the partition map (plan.c) and the memory plan
+** (memplan.c). Every rule a trainer would otherwise apply again is applied here once: which buffer a
+** stage reduces (the flat "grads" at stages 0/1, a bucket buffer at 2/3), all-reduce versus
+** reduce-scatter, the stage-3 "direct" rule (one fp32 micro-step reduce-scatters straight into the
+** zeroed grad32), the one-rank identity (an in-place sum over one rank moves nothing), where a
+** gradient hand-over lands and whether it adds, and which copy crosses PCIe. The trainers execute the
+** rows (templates/trainer/train_exec.c); plan.txt and plan.json show them.
+*/
+#include <string.h>
+
+#include "zg.h"
+
+typedef struct Lower {
+    ZgPlan *p;
+    int stage, ws;
+    ZgDtype w;                  /* working (and gradient communication) dtype */
+    bool direct;                /* stage 3: REDUCE lands in grad32 itself */
+    int last_bwd;               /* module of the latest BACKWARD in the list being lowered */
+} Lower;
+
+/* Index of region `name`, -1 when the plan has none. */
+static int rid(const ZgPlan *p, const char *name)
+{
+    for (int i = 0; i < p->mem.n_regions; i++)
+        if (!strcmp(p->mem.regions[i].name, name)) return i;
+    return -1;
+}
+
+static int ridn(const ZgPlan *p, const char *prefix, int n)
+{
+    return rid(p, zg_fmt("%s%d", prefix, n));
+}
+
+static ZgTier tier_of(const ZgPlan *p, int r)
+{
+    return r >= 0 ? p->mem.regions[r].tier : ZG_TIER_DEVICE;
+}
+
+/* The stream a copy between two regions runs on: the PCIe direction when it crosses tiers. */
+static ZgStream copy_stream(const ZgPlan *p, int src, int dst)
+{
+    bool sd = tier_of(p, src) == ZG_TIER_DEVICE, dd = tier_of(p, dst) == ZG_TIER_DEVICE;
+    if (sd && !dd) return ZG_STREAM_D2H;
+    if (!sd && dd) return ZG_STREAM_H2D;
+    return sd ? ZG_STREAM_COMPUTE : ZG_STREAM_HOST;
+}
+
+/* The module gradient area G of gen/zg_plan.h's GRADIENT FLOW for module m: region, offset. */
+static int grad_area(const Lower *L, int m, int64_t *off)
+{
+    const ZgPlan *p = L->p;
+    const ZgModule *mod = &p->modules[m];
+    *off = 0;
+    if (L->stage <= 1 && L->w == ZG_DTYPE_FP32) {
+        int first = mod->n_tensors ? mod->first_tensor : p->tied_tensor;
+        *off = first >= 0 ? p->tensors[first].flat_offset : 0;
+        return rid(p, "grads");
+    }
+    if (mod->kind == ZG_MOD_HEAD && mod->n_tensors == 0 && L->stage >= 2 && rid(p, "tied_grad") >= 0)
+        return rid(p, "tied_grad");
+    if (L->w != ZG_DTYPE_FP32) {
+        *off = p->max_use_numel;
+        return rid(p, "stage32");
+    }
+    return rid(p, "grad_stage");
+}
+
+static void lower_op(Lower *L, ZgOp *o)
+{
+    ZgPlan *p = L->p;
+    int a = o->arg, s = o->slot;
+    o->xfer = ZG_XFER_NONE;
+    o->stream = ZG_STREAM_COMPUTE;
+    o->src = o->dst = -1;
+    o->src_off = o->dst_off = o->count = 0;
+    o->src_dt = o->dst_dt = L->w;
+    o->accumulate = false;
+    o->flat = -1;
+    switch (o->kind) {
+    case ZG_OP_PARAM_SWAP_IN: {
+        const ZgGather *g = &p->gathers[a];
+        o->src = rid(p, "params_shard");
+        o->dst = ridn(p, "param_buf_", s);
+        o->xfer = tier_of(p, o->src) == ZG_TIER_NVME ? ZG_XFER_NVME_READ : ZG_XFER_COPY;
+        o->src_off = g->shard_offset;
+        o->count = g->shard_numel;
+        o->stream = o->xfer == ZG_XFER_NVME_READ ? ZG_STREAM_HOST : copy_stream(p, o->src, o->dst);
+        break;
+    }
+    case ZG_OP_GATHER:
+    case ZG_OP_WAIT_GATHER: {
+        const ZgGather *g = &p->gathers[a];
+        int buf = ridn(p, "param_buf_", s);
+        o->xfer = ZG_XFER_ALL_GATHER;
+        o->src = buf >= 0 ? buf : rid(p, "params_shard");
+        o->src_off = buf >= 0 ? 0 : g->shard_offset;
+        o->dst = ridn(p, "gather_slot_", s);
+        o->count = g->part_numel;
+        o->stream = o->kind == ZG_OP_GATHER ? ZG_STREAM_COMM : ZG_STREAM_COMPUTE;
+        break;
+    }
+    case ZG_OP_RELEASE:
+        o->dst = ridn(p, "gather_slot_", s);
+        break;
+    case ZG_OP_FORWARD:
+        o->dst = rid(p, "acts");
+        break;
+    case ZG_OP_BACKWARD:
+        o->dst = grad_area(L, a, &o->dst_off);
+        o->dst_dt = ZG_DTYPE_FP32;
+        o->accumulate = L->stage <= 1 && L->w == ZG_DTYPE_FP32;
+        o->count = p->modules[a].use_numel;
+        L->last_bwd = a;
+        break;
+    case ZG_OP_GRAD_COPY: {
+        const ZgBucket *k = &p->buckets[a];
+        o->xfer = ZG_XFER_COPY;
+        o->src = grad_area(L, L->last_bwd, &o->src_off);
+        o->src_dt = ZG_DTYPE_FP32;
+        o->dst = ridn(p, "bucket_", k->buffer);
+        for (int t = k->first_tensor; t < k->first_tensor + k->n_tensors; t++)
+            if (p->tensors[t].module == L->last_bwd)
+                o->count += L->stage == 3 ? p->tensors[t].part_numel * L->ws : p->tensors[t].numel;
+        break;
+    }
+    case ZG_OP_REDUCE:
+    case ZG_OP_WAIT_REDUCE: {
+        const ZgBucket *k = &p->buckets[a];
+        int buf = L->stage >= 2 ? ridn(p, "bucket_", k->buffer) : rid(p, "grads");
+        int64_t buf_off = L->stage >= 2 ? 0 : k->flat_offset;
+        int recv = L->stage == 3 ? ridn(p, "bucket_recv_", k->buffer) : -1;
+        int g32 = rid(p, "grad32");
+        int64_t g32_off = L->stage == 3 ? p->shard.shard_offset[k->first_tensor] : 0;
+        if (o->kind == ZG_OP_REDUCE) {
+            o->stream = ZG_STREAM_COMM;
+            o->src = buf;
+            o->src_off = buf_off;
+            if (L->stage < 3) {               /* in place: each rank keeps its part */
+                o->xfer = L->ws > 1 ? ZG_XFER_ALL_REDUCE : ZG_XFER_NONE;
+                o->dst = buf;
+                o->dst_off = buf_off;
+                o->count = k->numel;
+            } else {                          /* rank-major bucket: rank r receives chunk r */
+                o->count = k->padded_numel / L->ws;
+                if (L->direct) {
+                    o->xfer = ZG_XFER_REDUCE_SCATTER;
+                    o->dst = g32;
+                    o->dst_off = g32_off;
+                    o->dst_dt = ZG_DTYPE_FP32;
+                } else {
+                    /* one rank: the bucket's only chunk is already where it would land */
+                    o->xfer = L->ws > 1 ? ZG_XFER_REDUCE_SCATTER : ZG_XFER_NONE;
+                    o->dst = recv >= 0 ? recv : buf;
+                }
+            }
+            break;
+        }
+        /* WAIT_REDUCE: the hand-over of the reduced gradients into grad32 */
+        if (g32 < 0 || L->direct) {
+            o->xfer = ZG_XFER_NONE;
+            break;
+        }
+        o->xfer = ZG_XFER_COPY;
+        o->dst = g32;
+        o->dst_dt = ZG_DTYPE_FP32;
+        if (L->stage < 3) {
+            o->src = buf;
+            o->src_off = buf_off;
+            o->flat = k->flat_offset;
+            o->count = k->numel;
+            o->accumulate = L->stage == 2;    /* stages 0/1 reduce the accumulated sum once */
+        } else {
+            o->src = recv >= 0 ? recv : buf;
+            o->count = k->padded_numel / L->ws;
+            o->dst_off = g32_off;
+            o->accumulate = true;
+        }
+        o->stream = copy_stream(p, o->src, o->dst);
+        break;
+    }
+    case ZG_OP_SWAP_IN:
+    case ZG_OP_SWAP_OUT: {
+        const ZgSubGroup *sg = &p->subgroups[a];
+        bool par = p->sg_swap == ZG_SWAP_PARAMS;
+        int file = par ? rid(p, "params_shard") : rid(p, "master");
+        int stage_buf = ridn(p, par ? "master_buf_" : "opt_buf_", sg->buffer);
+        bool in = o->kind == ZG_OP_SWAP_IN;
+        o->xfer = in ? ZG_XFER_NVME_READ : ZG_XFER_NVME_WRITE;
+        o->stream = ZG_STREAM_HOST;
+        o->src = in ? file : stage_buf;
+        o->dst = in ? stage_buf : file;
+        o->src_off = in ? sg->shard_offset : 0;
+        o->dst_off = in ? 0 : sg->shard_offset;
+        o->src_dt = o->dst_dt = ZG_DTYPE_FP32;
+        o->count = sg->numel;
+        break;
+    }
+    case ZG_OP_OPTIMIZER: {
+        const ZgSubGroup *sg = &p->subgroups[a];
+        int g32 = rid(p, "grad32");
+        o->src = g32 >= 0 ? g32 : rid(p, "grads");
+        o->src_dt = g32 >= 0 ? ZG_DTYPE_FP32 : L->w;
+        o->src_off = sg->shard_offset;
+        o->dst = sg->buffer >= 0 ? ridn(p, p->sg_swap == ZG_SWAP_PARAMS ? "master_buf_" : "opt_buf_",
+                                        sg->buffer)
+                                 : rid(p, "master");
+        if (o->dst < 0) o->dst = rid(p, L->stage == 3 ? "params_shard" : "params16");
+        o->dst_dt = rid(p, "master") >= 0 || sg->buffer >= 0 ? ZG_DTYPE_FP32 : L->w;
+        o->dst_off = sg->buffer >= 0 ? 0 : sg->shard_offset;
+        o->count = sg->numel;
+        o->stream = tier_of(p, rid(p, "adam_m")) == ZG_TIER_DEVICE ? ZG_STREAM_COMPUTE : ZG_STREAM_HOST;
+        break;
+    }
+    case ZG_OP_ALLGATHER_PARAMS:
+        o->xfer = L->ws > 1 || L->stage == 3 ? ZG_XFER_ALL_GATHER : ZG_XFER_NONE;
+        o->stream = ZG_STREAM_COMM;
+        if (L->stage < 3) {                   /* in place: rank r's partition at r * count */
+            o->src = o->dst = rid(p, "params16");
+            o->count = p->shard.part_numel;
+        } else {                              /* the persistent tensors, whole, into "persist" */
+            o->src = rid(p, "params_shard");
+            o->dst = rid(p, "persist");
+            for (int t = 0; t < p->n_tensors; t++)
+                if (p->tensors[t].persistent) o->count += p->tensors[t].part_numel;
+        }
+        break;
+    case ZG_NOPS:
+        zg_unreachable();
+    }
+}
+
+static void lower_list(Lower *L, ZgOp *ops, int n)
+{
+    L->last_bwd = -1;
+    for (int i = 0; i < n; i++) lower_op(L, &ops[i]);
+}
+
+void zg_lower_build(ZgPlan *p)
+{
+    Lower L = {.p = p, .stage = p->zero->stage, .ws = p->model->world_size, .w = p->zero->dtype};
+    L.direct = L.stage == 3 && p->zero->grad_accum == 1 && L.w == ZG_DTYPE_FP32;
+    lower_list(&L, p->sched.micro, p->sched.n_micro);
+    lower_list(&L, p->sched.last, p->sched.n_last);
+    lower_list(&L, p->sched.step, p->sched.n_step);
+}

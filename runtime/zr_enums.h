@@ -1,0 +1,55 @@
+/*
+** zr_enums.h — the one list of the plan's enumerations, shared by the generator (gen/zg.h,
+** gen/zg_plan.h, gen/names.c), the runtime's table types (zr_plan.h) and the templates (gen/lua.c
+** hands every list to Lua as `enums`). Each list is an X-macro: X(UPPER, "name") per enumerator, in
+** enum order. The generator builds ZG_<KIND>_<UPPER>, the runtime ZR_<KIND>_<UPPER>, and both take
+** the name strings from here, so the generator, the emitted tables and the trainer cannot drift
+** apart: adding an enumerator here adds it everywhere. The names are part of the output format
+** (plan.json, plan.txt, emitted comments): change them only on purpose.
+** Meaning of each enumerator: gen/zg_plan.h (ops, regions, collectives) and gen/zg.h (config).
+*/
+#ifndef ZR_ENUMS_H
+#define ZR_ENUMS_H
+
+/* Memory tiers, fastest first. */
+#define ZR_TIER_LIST(X) \
+    X(DEVICE, "device") X(PINNED, "pinned") X(HOST, "host") X(NVME, "nvme")
+
+/* Element types of parameters, gradients and communication. */
+#define ZR_DTYPE_LIST(X) X(FP32, "fp32") X(BF16, "bf16") X(FP16, "fp16")
+
+/* Memory categories of the plan's regions. */
+#define ZR_MEMCAT_LIST(X) \
+    X(PARAM16, "param16") X(MASTER, "master") X(GRAD, "grad") X(ADAM_M, "adam_m") \
+    X(ADAM_V, "adam_v") X(GATHER_SLOTS, "gather_slots") X(COMM_BUCKETS, "comm_buckets") \
+    X(SWAP_BUFFERS, "swap_buffers") X(ACTIVATIONS, "activations") X(STAGING, "staging")
+
+/* Schedule operations (gen/zg_plan.h explains each). */
+#define ZR_OP_LIST(X) \
+    X(GATHER, "GATHER") X(WAIT_GATHER, "WAIT_GATHER") X(RELEASE, "RELEASE") \
+    X(FORWARD, "FORWARD") X(BACKWARD, "BACKWARD") X(REDUCE, "REDUCE") \
+    X(WAIT_REDUCE, "WAIT_REDUCE") X(SWAP_IN, "SWAP_IN") X(OPTIMIZER, "OPTIMIZER") \
+    X(SWAP_OUT, "SWAP_OUT") X(ALLGATHER_PARAMS, "ALLGATHER_PARAMS") \
+    X(PARAM_SWAP_IN, "PARAM_SWAP_IN") X(GRAD_COPY, "GRAD_COPY")
+
+/* Module kinds of the model IR. */
+#define ZR_MODKIND_LIST(X) \
+    X(EMBED, "embed") X(BLOCK, "block") X(FINAL_NORM, "final_norm") X(HEAD, "head")
+
+/* Parameter initialisations. */
+#define ZR_INIT_LIST(X) X(NORMAL, "normal") X(ZEROS, "zeros") X(ONES, "ones")
+
+/* What a lowered op row moves (gen/lower.c): the collective, copy or transfer it starts or ends. */
+#define ZR_XFER_LIST(X) \
+    X(NONE, "none") X(ALL_GATHER, "all_gather") X(ALL_REDUCE, "all_reduce") \
+    X(REDUCE_SCATTER, "reduce_scatter") X(COPY, "copy") X(NVME_READ, "nvme_read") \
+    X(NVME_WRITE, "nvme_write")
+
+/* The stream (queue) a lowered op row runs on. */
+#define ZR_STREAM_LIST(X) \
+    X(HOST, "host") X(COMPUTE, "compute") X(COMM, "comm") X(H2D, "h2d") X(D2H, "d2h")
+
+/* Helpers: X(UPPER, "name") -> the name string, for name tables indexed by the enum. */
+#define ZR_ENUM_NAME(u, s) s,
+
+#endif
