@@ -64,7 +64,7 @@ static void t_compute_bound_equals_flops_over_peak(void)
     ZgPlan *p = make_plan(64, 2, 32, 1, 0, ZG_OFFLOAD_NONE);
     ZT_CHECK(p != NULL);
     if (!p) return;
-    ZgOp ops[] = {{ZG_OP_FORWARD, 1, -1}};      /* block h.0 */
+    ZgOp ops[] = {{.kind = ZG_OP_FORWARD, .arg = 1, .slot = -1}};      /* block h.0 */
     set_last(p, ops, 1);
     ZgHw h = ideal();
     ZgPrediction pr;
@@ -113,8 +113,10 @@ static void t_wait_holds_compute(void)
     double red = 1e-3 + 2.0 * (2 - 1) * numel * 4 / 2 / 1e6;   /* fp32 all-reduce over 2 ranks */
     double C = 64, T = 32, BT = 4 * T;
     double fwd = (2 * BT * (12 * C * C + 13 * C) + 2 * BT * C * T) / 1e12;
-    ZgOp with[] = {{ZG_OP_BACKWARD, 1, -1}, {ZG_OP_REDUCE, k, -1}, {ZG_OP_WAIT_REDUCE, k, -1},
-                   {ZG_OP_FORWARD, 1, -1}};
+    ZgOp with[] = {{.kind = ZG_OP_BACKWARD, .arg = 1, .slot = -1},
+                   {.kind = ZG_OP_REDUCE, .arg = k, .slot = -1},
+                   {.kind = ZG_OP_WAIT_REDUCE, .arg = k, .slot = -1},
+                   {.kind = ZG_OP_FORWARD, .arg = 1, .slot = -1}};
     set_last(p, with, 4);
     ZgPrediction pr;
     zg_predict(p, &h, &pr);
@@ -128,7 +130,9 @@ static void t_wait_holds_compute(void)
     ZT_EQ_INT(pr.bottleneck, ZG_RES_NET);
     ZT_CHECK(strstr(zg_predict_verdict(&pr), "network-bound") != NULL);
     /* without the wait the forward overlaps the reduction */
-    ZgOp without[] = {{ZG_OP_BACKWARD, 1, -1}, {ZG_OP_REDUCE, k, -1}, {ZG_OP_FORWARD, 1, -1}};
+    ZgOp without[] = {{.kind = ZG_OP_BACKWARD, .arg = 1, .slot = -1},
+                      {.kind = ZG_OP_REDUCE, .arg = k, .slot = -1},
+                      {.kind = ZG_OP_FORWARD, .arg = 1, .slot = -1}};
     set_last(p, without, 3);
     zg_predict(p, &h, &pr);
     f = find_ev(&pr, ZG_OP_FORWARD, 0);
@@ -178,7 +182,7 @@ static void t_host_width_table(void)
 {
     ZgPlan *p = make_plan(64, 2, 32, 1, 0, ZG_OFFLOAD_NONE);
     if (!p) { ZT_CHECK(p != NULL); return; }
-    ZgOp ops[] = {{ZG_OP_FORWARD, 1, -1}};
+    ZgOp ops[] = {{.kind = ZG_OP_FORWARD, .arg = 1, .slot = -1}};
     set_last(p, ops, 1);
     ZgHw h = ideal();
     h.host = true;
