@@ -339,6 +339,17 @@ typedef struct ZgPlan {
     ZgSchedule sched;
     ZgMemPlan mem;
     ZgCost cost;
+    /* Added by the infinity work (plan.c): the sizes the plan used. A key the config left at
+    ** DeepSpeed's default (ZgZero.sizes_set clear and the default value) is sized by the planner:
+    ** its ZG_SET_* bit is in sized_auto, and ds_default_bytes says what DeepSpeed's default would
+    ** have planned per rank (docs/PLAN.md "Sizes zgen chooses"). */
+    unsigned sized_auto;
+    int64_t reduce_bucket_cap;              /* elements a gradient bucket holds at most */
+    int64_t prefetch_numel;                 /* stage3_prefetch_bucket_size the schedule used */
+    int64_t max_live_numel;                 /* stage3_max_live_parameters the schedule used */
+    int64_t sub_group_numel;                /* sub_group_size used; 0 before planning = config's */
+    int64_t ds_default_bytes[ZG_NMEM];      /* per rank, all tiers, by category, with every
+                                            ** sized_auto key at DeepSpeed's default */
 } ZgPlan;
 
 
