@@ -312,7 +312,7 @@ typedef struct ZgPlan {
     int tied_tensor;                        /* tensor lm_head uses when tied (wte), else -1 */
     ZgShardMap shard;
     ZgBucket *buckets; int n_buckets;       /* gradient reduce buckets, in reduction order */
-    int n_bucket_buffers;                   /* stages 2/3: 2 with overlap_comm, else 1; else 0 */
+    int n_bucket_buffers;                   /* stages 2/3: 2 with overlap_comm (and ws > 1), else 1; else 0 */
     int64_t bucket_buffer_numel;            /* stages 2/3: largest bucket padded_numel */
     int64_t bucket_recv_numel;              /* stage 3, ws > 1, unless one fp32 micro-step: one
                                             ** rank's chunk of a bucket buffer
