@@ -656,8 +656,8 @@ static void refuse(const ZgPlan *p)
                 "micro batch", gib(acts), (long long)p->zero->micro_batch, (long long)m->seq_len,
                 p->act_ckpt ? ", with activation checkpointing" : "");
     else
-        zg_note(at, "no single change of stage, offload, micro batch or world size (up to %dx) "
-                "fits", 64);
+        zg_note(at, "no single change of a sizing key, micro batch, activation checkpointing, stage, "
+                "offload or world size (up to %dx) fits", 64);
 }
 
 bool zg_plan_build(const ZgModel *m, const ZgZero *z, ZgPlan *p)

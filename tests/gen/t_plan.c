@@ -773,6 +773,39 @@ static void t_infinity_host(void)
     zg_diag_reset();
 }
 
+/* buffer_count set by the user is honoured: the sub-group zgen chooses shrinks to make room for the
+** buffers; a host too small for the rest of the plan says that no sub_group_size fits. */
+static void t_buffer_count_honoured(void)
+{
+    ZgModel m;
+    ZgZero z;
+    shape(&m, 8192, 128, 512, 4, 8, 1);
+    m.host_memory = 512LL << 20;
+    m.loc_host_memory = (ZgLoc){"bc.yaml", 20, 16};
+    config(&z, 3, 1);
+    z.dtype = ZG_DTYPE_BF16;
+    z.offload_param.device = z.offload_optimizer.device = ZG_OFFLOAD_NVME;
+    z.offload_param.nvme_path = z.offload_optimizer.nvme_path = "/nvme";
+    ZgPlan *four = plan(&m, &z);
+    z.offload_optimizer.buffer_count = 16;
+    z.sizes_set = ZG_SET_OPT_BUF_COUNT;
+    zg_diag_reset();
+    ZgPlan *p = plan(&m, &z);
+    ZT_CHECKM(four && p, "%s", zg_diag_log());
+    if (!four || !p) return;
+    ZT_EQ_INT(p->n_sg_buffers, 16);
+    ZT_EQ_INT(four->n_sg_buffers, 4);
+    ZT_CHECK((p->sized_auto & ZG_SET_SUB_GROUP) && (four->sized_auto & ZG_SET_SUB_GROUP));
+    ZT_CHECK(p->sub_group_numel < four->sub_group_numel);
+    ZT_CHECK(zg_mem_host_per_node(p) <= m.host_memory);
+    m.host_memory = 64LL << 20;          /* grad32 and the parameter buffers alone take ~80 MiB */
+    zg_diag_reset();
+    ZT_CHECK(plan(&m, &z) == NULL);
+    ZT_CHECKM(zg_diag_count_matching("swap buffers: (16 staging buffers", 20) == 1, "%s", zg_diag_log());
+    ZT_CHECKM(zg_diag_count_matching("no sub_group_size fits", 20) == 1, "%s", zg_diag_log());
+    zg_diag_reset();
+}
+
 static char *json_of(const ZgPlan *p, size_t *len)
 {
     char *buf = NULL;
@@ -817,5 +850,6 @@ int main(void)
     ZT_RUN(t_memory_falls_with_stage);
     ZT_RUN(t_no_idle_buffers);
     ZT_RUN(t_infinity_host);
+    ZT_RUN(t_buffer_count_honoured);
     return zt_end();
 }
