@@ -25,6 +25,23 @@ static int64_t lcm64(int64_t a, int64_t b)
     return a / x * b;
 }
 
+/* DeepSpeed's defaults of the sizing keys the planner chooses itself when the config leaves them. */
+#define DS_REDUCE_BUCKET 500000000
+#define DS_PREFETCH 50000000
+#define DS_MAX_LIVE 1000000000
+#define DS_SUB_GROUP 1000000000
+
+/* Fewest elements an automatic sub-group holds: a shard is cut into at most this many sub-groups
+** (each is a table row and three step ops), and NVMe reads stay large. */
+#define AUTO_SG_MAX_GROUPS 1024
+
+/* A sizing key is the planner's to choose when the config did not set it and it holds DeepSpeed's
+** default (a test or a caller that writes the field directly is honoured like a config). */
+static bool left_default(const ZgZero *z, unsigned bit, int64_t v, int64_t ds)
+{
+    return !(z->sizes_set & bit) && v == ds;
+}
+
 /* Stages 0-2: one flat buffer cut into ws equal partitions. Stage 3: per-tensor slices. */
 static void partition_params(ZgPlan *p)
 {
@@ -68,6 +85,26 @@ static void make_buckets(ZgPlan *p)
     const ZgZero *z = p->zero;
     int stage = z->stage, ws = p->model->world_size;
     int64_t cap = z->reduce_bucket_size > 0 ? z->reduce_bucket_size : 1;
+    /* Stages 2/3 plan bucket buffers of the largest bucket: left at DeepSpeed's default (5e8, more
+    ** than most models), one bucket would hold every gradient. The planner buckets one layer's
+    ** gradients instead (the largest block's; a larger tensor is a bucket of its own), which is
+    ** what the schedule can overlap: a bucket is reduced while the next layer's backward runs. */
+    if (stage >= 2 && left_default(z, ZG_SET_REDUCE_BUCKET, z->reduce_bucket_size, DS_REDUCE_BUCKET)) {
+        int64_t layer = 0;
+        for (int mi = 0; mi < p->n_modules; mi++) {
+            const ZgModule *md = &p->modules[mi];
+            if (md->kind != ZG_MOD_BLOCK) continue;
+            int64_t n = 0;
+            for (int t = md->first_tensor; t < md->first_tensor + md->n_tensors; t++)
+                n += stage == 3 ? p->tensors[t].part_numel * ws : p->tensors[t].numel;
+            if (n > layer) layer = n;
+        }
+        if (layer > 0 && layer < cap) {
+            cap = layer;
+            p->sized_auto |= ZG_SET_REDUCE_BUCKET;
+        }
+    }
+    p->reduce_bucket_cap = cap;
     p->buckets = zg_xcalloc((size_t)p->n_tensors, sizeof *p->buckets);
     p->n_buckets = 0;
     int hi = p->n_tensors - 1;           /* highest tensor of the open bucket */
@@ -101,7 +138,8 @@ static void make_buckets(ZgPlan *p)
     p->n_bucket_buffers = 0;
     p->bucket_buffer_numel = 0;
     if (stage >= 2) {
-        p->n_bucket_buffers = z->overlap_comm && p->n_buckets > 1 ? 2 : 1;
+        /* one rank: the reduction is the identity, so a second buffer would overlap nothing */
+        p->n_bucket_buffers = z->overlap_comm && p->n_buckets > 1 && ws > 1 ? 2 : 1;
         for (int k = 0; k < p->n_buckets; k++) {
             if (p->buckets[k].padded_numel > p->bucket_buffer_numel)
                 p->bucket_buffer_numel = p->buckets[k].padded_numel;
@@ -123,6 +161,8 @@ static void make_gathers(ZgPlan *p)
     p->gathers = zg_xcalloc((size_t)p->n_modules, sizeof *p->gathers);
     p->n_gathers = 0;
     p->gather_slot_numel = 0;
+    p->prefetch_numel = p->zero->prefetch_bucket_size;
+    p->max_live_numel = p->zero->max_live_parameters;
     if (p->zero->stage < 3) return;
     for (int mi = 0; mi < p->n_modules; mi++) {
         ZgModule *md = &p->modules[mi];
@@ -158,6 +198,17 @@ static void make_gathers(ZgPlan *p)
         if (md->kind == ZG_MOD_HEAD && p->tied_tensor >= 0)
             md->gather_bucket = p->tensors[p->tied_tensor].gather;
     }
+    /* Left at DeepSpeed's defaults (5e7 prefetched, 1e9 live), the slots would follow from
+    ** constants, not from the model: small groups get many slots of the largest group. The
+    ** planner prefetches one group ahead: two slots, the group in use and the next. */
+    const ZgZero *z = p->zero;
+    bool pf_auto = left_default(z, ZG_SET_PREFETCH, z->prefetch_bucket_size, DS_PREFETCH);
+    bool live_auto = left_default(z, ZG_SET_MAX_LIVE, z->max_live_parameters, DS_MAX_LIVE);
+    if (pf_auto && live_auto && p->gather_slot_numel > 0) {
+        p->prefetch_numel = p->gather_slot_numel;
+        p->max_live_numel = 2 * p->gather_slot_numel;
+        p->sized_auto |= ZG_SET_PREFETCH | ZG_SET_MAX_LIVE;
+    }
 }
 
 /* Sub-groups the last make_subgroups wanted (may exceed what it built: see there). */
@@ -174,7 +225,8 @@ static void make_subgroups(ZgPlan *p)
     int64_t block = z->aio_block_size > 0 ? z->aio_block_size : 4096;
     p->nvme_align = lcm64(block, 4096);
     p->sg_align = opt_nvme || par_nvme ? p->nvme_align / 2 : SLOT_ALIGN;
-    int64_t size = round_up(z->sub_group_size > 0 ? z->sub_group_size : 1, p->sg_align);
+    int64_t want = p->sub_group_numel > 0 ? p->sub_group_numel : z->sub_group_size;
+    int64_t size = round_up(want > 0 ? want : 1, p->sg_align);
     int64_t n = p->shard.opt_numel;
     sg_wanted = ceil_div(n, size);
     p->n_subgroups = sg_wanted <= ZG_MAX_TABLE_ROWS ? (int)sg_wanted : 0;
@@ -210,10 +262,62 @@ void zg_plan_partition(ZgPlan *p)
         t->gather_offset = t->persist_offset = -1;
         t->bucket_offset = 0;
     }
+    p->sized_auto &= ZG_SET_SUB_GROUP;     /* chosen by build_nocheck, kept across a rebuild */
     partition_params(p);
     make_buckets(p);
     make_gathers(p);
     make_subgroups(p);
+}
+
+static int ranks_per_node(const ZgModel *m)
+{
+    int rpn = m->gpus_per_node > 0 ? m->gpus_per_node : 1;
+    return rpn > m->world_size ? m->world_size : rpn;
+}
+
+/* Pinned bytes per sub-group element of the staging buffers that scale with sub_group_size
+** (memplan.c: opt_buf_<b> master|m|v, param_wb 16-bit; or master_buf_<b> fp32). */
+static int64_t swap_bytes_per_elem(const ZgPlan *p)
+{
+    const ZgZero *z = p->zero;
+    if (p->sg_swap == ZG_SWAP_PARAMS) return (int64_t)p->n_sg_buffers * 4;
+    if (p->sg_swap != ZG_SWAP_OPTIMIZER) return 0;
+    bool wb = z->stage == 3 && z->offload_param.device == ZG_OFFLOAD_NVME;
+    return (int64_t)p->n_sg_buffers * 12 + (wb ? zg_dtype_size(z->dtype) : 0);
+}
+
+static int64_t sg_largest(const ZgPlan *p)
+{
+    int64_t mx = 0;
+    for (int i = 0; i < p->n_subgroups; i++)
+        if (p->subgroups[i].numel > mx) mx = p->subgroups[i].numel;
+    return mx;
+}
+
+/* Sub-groups sized to the declared host memory when the config left sub_group_size at DeepSpeed's
+** default (1e9: with buffer_count 4 that is 48 GB of pinned optimizer staging per rank). The swap
+** buffers get at most half of what the rest of the plan leaves of hardware.host_memory (the other
+** half stays for the system and the page cache the NVMe files go through), but never fewer elements
+** than cut the shard into AUTO_SG_MAX_GROUPS. true when it chose a smaller size (replan). */
+static bool fit_sub_groups(ZgPlan *p)
+{
+    const ZgZero *z = p->zero;
+    const ZgModel *m = p->model;
+    int64_t per = swap_bytes_per_elem(p), sg = sg_largest(p);
+    if (m->host_memory <= 0 || per == 0 || sg == 0 || p->n_subgroups == 0) return false;
+    if (!left_default(z, ZG_SET_SUB_GROUP, z->sub_group_size, DS_SUB_GROUP)) return false;
+    int rpn = ranks_per_node(m);
+    int64_t swap = per * sg;
+    int64_t fixed = zg_mem_host_per_node(p) / rpn - swap;
+    int64_t budget = (m->host_memory / rpn - fixed) / 2;
+    if (swap <= budget) return false;
+    int64_t floor = round_up(ceil_div(p->shard.opt_numel, AUTO_SG_MAX_GROUPS), p->sg_align);
+    int64_t want = budget > 0 ? budget / per / p->sg_align * p->sg_align : 0;
+    if (want < floor) want = floor;
+    if (want >= sg) return false;
+    p->sub_group_numel = want;
+    p->sized_auto |= ZG_SET_SUB_GROUP;
+    return true;
 }
 
 static void build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
@@ -221,9 +325,34 @@ static void build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
     p->act_ckpt = p->act_ckpt || m->activation_checkpointing;
     p->zero = z;
     p->model = m;
+    p->sized_auto = 0;
+    p->sub_group_numel = 0;
     zg_plan_partition(p);
     zg_sched_build(p);
     zg_memplan_build(p);
+    if (fit_sub_groups(p)) {
+        zg_plan_partition(p);
+        zg_sched_build(p);
+        zg_memplan_build(p);
+    }
+}
+
+/* What DeepSpeed's defaults would have planned for the keys the planner sized (plan.txt). */
+static void ds_defaults_figures(const ZgModel *m, const ZgZero *z, ZgPlan *p)
+{
+    memset(p->ds_default_bytes, 0, sizeof p->ds_default_bytes);
+    if (!p->sized_auto) return;
+    ZgZero *dz = zg_xcalloc(1, sizeof *dz);
+    *dz = *z;
+    dz->sizes_set |= p->sized_auto;
+    ZgPlan q;
+    memset(&q, 0, sizeof q);
+    q.act_ckpt = p->act_ckpt;
+    if (!zg_model_build(m, &q)) return;
+    build_nocheck(m, dz, &q);
+    for (int c = 0; c < ZG_NMEM; c++)
+        for (int t = 0; t < ZG_NTIERS; t++)
+            if (t != ZG_TIER_NVME) p->ds_default_bytes[c] += q.mem.cat_bytes[t][c];
 }
 
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
@@ -303,7 +432,7 @@ typedef struct Alt {
     bool ckpt;                  /* plan it with activation checkpointing */
 } Alt;
 
-#define MAX_ALTS 24
+#define MAX_ALTS 32
 
 static bool cur_ckpt;            /* the refused plan's act_ckpt, inherited by every alternative */
 
@@ -317,12 +446,68 @@ static Alt *alt(Alt *out, int *n, const ZgModel *m, const ZgZero *z, const char 
     return a;
 }
 
-/* The changes tried, in order: cheapest to the user first. */
-static int alternatives(const ZgModel *m, const ZgZero *z, Alt *out)
+/* The sizing keys the config set, each planned as the planner would size it (left out). */
+static void knob_alternatives(const ZgPlan *p, const ZgModel *m, const ZgZero *z, Alt *out, int *n)
+{
+    Alt *a;
+    bool opt_nvme = z->offload_optimizer.device == ZG_OFFLOAD_NVME;
+    if (p->sg_swap != ZG_SWAP_NONE && !left_default(z, ZG_SET_SUB_GROUP, z->sub_group_size, DS_SUB_GROUP)) {
+        a = alt(out, n, m, z, "remove zero_optimization.sub_group_size (zgen then sizes sub-groups to "
+                "hardware.host_memory)");
+        a->z.sizes_set &= ~(unsigned)ZG_SET_SUB_GROUP;
+        a->z.sub_group_size = DS_SUB_GROUP;
+    }
+    if (opt_nvme && z->offload_optimizer.buffer_count > 4) {
+        a = alt(out, n, m, z, "set zero_optimization.offload_optimizer.buffer_count: 4 (the fewest "
+                "zgen's optimizer pipeline needs)");
+        a->z.offload_optimizer.buffer_count = 4;
+    }
+    if (p->sg_swap == ZG_SWAP_PARAMS && p->n_sg_buffers > 2) {
+        a = alt(out, n, m, z, "set zero_optimization.offload_param.buffer_count: 2 (one sub-group "
+                "read while the other is updated)");
+        a->z.offload_param.buffer_count = 2;
+    }
+    if (z->stage >= 2 && !left_default(z, ZG_SET_REDUCE_BUCKET, z->reduce_bucket_size, DS_REDUCE_BUCKET)) {
+        a = alt(out, n, m, z, "remove zero_optimization.reduce_bucket_size (zgen then buckets one "
+                "layer's gradients)");
+        a->z.sizes_set &= ~(unsigned)ZG_SET_REDUCE_BUCKET;
+        a->z.reduce_bucket_size = DS_REDUCE_BUCKET;
+    }
+    if (z->stage == 3 && (!left_default(z, ZG_SET_PREFETCH, z->prefetch_bucket_size, DS_PREFETCH) ||
+                          !left_default(z, ZG_SET_MAX_LIVE, z->max_live_parameters, DS_MAX_LIVE))) {
+        a = alt(out, n, m, z, "remove zero_optimization.stage3_prefetch_bucket_size and "
+                "stage3_max_live_parameters (zgen then plans two gather slots: the group in use "
+                "and the next)");
+        a->z.sizes_set &= ~(unsigned)(ZG_SET_PREFETCH | ZG_SET_MAX_LIVE);
+        a->z.prefetch_bucket_size = DS_PREFETCH;
+        a->z.max_live_parameters = DS_MAX_LIVE;
+    }
+}
+
+/* The changes tried, in order: what the user can change on the hardware they declared first (the
+** sizing keys they set, the micro batch, activation checkpointing), then where the states live
+** (offload targets, stage), and more ranks last. */
+static int alternatives(const ZgPlan *p, const ZgModel *m, const ZgZero *z, Alt *out)
 {
     int n = 0;
     Alt *a;
 
+    knob_alternatives(p, m, z, out, &n);
+    /* smaller micro batches (gradient accumulation scaled to keep train_batch_size) */
+    for (int64_t mb = z->micro_batch / 2; mb >= 1 && n < MAX_ALTS - 16; mb /= 2) {
+        if (z->micro_batch % mb) continue;
+        a = alt(out, &n, m, z, NULL);
+        a->z.micro_batch = mb;
+        a->z.grad_accum = z->grad_accum * (z->micro_batch / mb);
+        a->what = zg_fmt("set train_micro_batch_size_per_gpu: %lld and gradient_accumulation_steps: "
+                         "%lld (same train_batch_size)", (long long)mb, (long long)a->z.grad_accum);
+    }
+    /* activations dominate large shapes: keep only each block's input, for one more forward */
+    if (!cur_ckpt) {
+        a = alt(out, &n, m, z, "set train.activation_checkpointing: true (in the spec; backward "
+                "recomputes each block's forward)");
+        a->ckpt = true;
+    }
     if (z->offload_optimizer.device == ZG_OFFLOAD_NONE) {      /* stage 0 cannot offload */
         a = alt(out, &n, m, z, z->stage ? "set zero_optimization.offload_optimizer.device: cpu"
                 : "set zero_optimization.stage: 1 and offload_optimizer.device: cpu");
@@ -362,21 +547,6 @@ static int alternatives(const ZgModel *m, const ZgZero *z, Alt *out)
         a->z.stage = 3;
         a->z.offload_optimizer.device = ZG_OFFLOAD_NVME;
     }
-    /* activations dominate large shapes: keep only each block's input, for one more forward */
-    if (!cur_ckpt) {
-        a = alt(out, &n, m, z, "set train.activation_checkpointing: true (in the spec; backward "
-                "recomputes each block's forward)");
-        a->ckpt = true;
-    }
-    /* smaller micro batches (gradient accumulation scaled to keep train_batch_size) */
-    for (int64_t mb = z->micro_batch / 2; mb >= 1 && n < MAX_ALTS - 8; mb /= 2) {
-        if (z->micro_batch % mb) continue;
-        a = alt(out, &n, m, z, NULL);
-        a->z.micro_batch = mb;
-        a->z.grad_accum = z->grad_accum * (z->micro_batch / mb);
-        a->what = zg_fmt("set train_micro_batch_size_per_gpu: %lld and gradient_accumulation_steps: "
-                         "%lld (same train_batch_size)", (long long)mb, (long long)a->z.grad_accum);
-    }
     /* more ranks (same micro batch and accumulation: the global batch grows) */
     for (int k = 1; k <= 6 && n < MAX_ALTS && z->stage > 0; k++) {
         int64_t ws = (int64_t)m->world_size << k;
@@ -406,6 +576,36 @@ static char *largest_cats(const int64_t *bytes)
     return s;
 }
 
+/* A host-bound plan whose sub-group staging the config sized: the arithmetic, and the largest
+** sub_group_size that fits with the rest of the plan unchanged. */
+static void swap_arithmetic(const ZgPlan *p)
+{
+    const ZgModel *m = p->model;
+    const ZgZero *z = p->zero;
+    int64_t per = swap_bytes_per_elem(p), sg = sg_largest(p);
+    if (per == 0 || sg == 0) return;
+    bool sg_set = !left_default(z, ZG_SET_SUB_GROUP, z->sub_group_size, DS_SUB_GROUP);
+    if (!sg_set && !(z->sizes_set & (ZG_SET_OPT_BUF_COUNT | ZG_SET_PARAM_BUF_COUNT))) return;
+    int rpn = ranks_per_node(m);
+    int64_t swap = per * sg, rest = zg_mem_host_per_node(p) - swap * rpn;
+    ZgLoc at = sg_set ? z->loc_sub_group_size : m->loc_host_memory;
+    int64_t each = p->sg_swap == ZG_SWAP_PARAMS ? 4 : 12, wb = per - each * p->n_sg_buffers;
+    zg_note(at, "swap buffers: (%d staging buffers (buffer_count) x %lld bytes (%s)%s) per element "
+            "x a sub-group of %lld elements = %.2f GiB per rank; the rest of the plan needs %.2f GiB "
+            "per node", p->n_sg_buffers, (long long)each,
+            p->sg_swap == ZG_SWAP_PARAMS ? "fp32 parameters" : "fp32 master, m, v",
+            wb ? zg_fmt(" + %lld bytes (16-bit write-back)", (long long)wb) : "", (long long)sg,
+            gib(swap), gib(rest));
+    int64_t room = (m->host_memory - rest) / rpn;
+    int64_t fit = room > 0 ? room / per / p->sg_align * p->sg_align : 0;
+    if (fit > 0)
+        zg_note(at, "the largest sub_group_size that fits hardware.host_memory %.2f GiB is %lld",
+                gib(m->host_memory), (long long)fit);
+    else
+        zg_note(at, "no sub_group_size fits: the rest of the plan alone needs %.2f GiB of "
+                "hardware.host_memory %.2f GiB", gib(rest), gib(m->host_memory));
+}
+
 static void refuse(const ZgPlan *p)
 {
     const ZgModel *m = p->model;
@@ -425,10 +625,11 @@ static void refuse(const ZgPlan *p)
         zg_error(at, "the plan needs %.2f GiB of host memory per node (%d ranks); "
                  "hardware.host_memory is %.2f GiB", gib(host), rpn, gib(m->host_memory));
         zg_note(at, "largest on the host: %s", largest_cats(cats));
+        swap_arithmetic(p);
     }
     Alt *alts = zg_xcalloc(MAX_ALTS, sizeof *alts);
     cur_ckpt = p->act_ckpt;
-    int n = alternatives(m, p->zero, alts);
+    int n = alternatives(p, m, p->zero, alts);
     for (int i = 0; i < n; i++) {
         ZgPlan q;
         memset(&q, 0, sizeof q);
@@ -440,6 +641,9 @@ static void refuse(const ZgPlan *p)
         if (dev_bad)
             zg_note(at, "%s (saves %.2f GiB of device memory per rank; needs %.2f GiB)", alts[i].what,
                     gib(dev - qdev), gib(qdev));
+        else if (q.sized_auto & ZG_SET_SUB_GROUP)
+            zg_note(at, "%s (host memory per node: %.2f GiB; sub_group_size %lld)", alts[i].what,
+                    gib(zg_mem_host_per_node(&q)), (long long)q.sub_group_numel);
         else
             zg_note(at, "%s (host memory per node: %.2f GiB)", alts[i].what,
                     gib(zg_mem_host_per_node(&q)));
@@ -452,8 +656,8 @@ static void refuse(const ZgPlan *p)
                 "micro batch", gib(acts), (long long)p->zero->micro_batch, (long long)m->seq_len,
                 p->act_ckpt ? ", with activation checkpointing" : "");
     else
-        zg_note(at, "no single change of stage, offload, micro batch or world size (up to %dx) "
-                "fits", 64);
+        zg_note(at, "no single change of a sizing key, micro batch, activation checkpointing, stage, "
+                "offload or world size (up to %dx) fits", 64);
 }
 
 bool zg_plan_build(const ZgModel *m, const ZgZero *z, ZgPlan *p)
@@ -461,6 +665,7 @@ bool zg_plan_build(const ZgModel *m, const ZgZero *z, ZgPlan *p)
     if (!p->tensors && !zg_model_build(m, p)) return false;
     build_nocheck(m, z, p);
     if (!within_bounds(p)) return false;
+    ds_defaults_figures(m, z, p);
     if (!fits(p)) {
         refuse(p);
         return false;

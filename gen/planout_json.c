@@ -203,6 +203,11 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jint(j, "bucket_recv_numel", p->bucket_recv_numel);
     jint(j, "n_gather_slots", p->n_gather_slots);
     jint(j, "gather_slot_numel", p->gather_slot_numel);
+    jint(j, "reduce_bucket_cap", p->reduce_bucket_cap);
+    jint(j, "prefetch_numel", p->prefetch_numel);
+    jint(j, "max_live_numel", p->max_live_numel);
+    jint(j, "sub_group_numel", p->sub_group_numel > 0 ? p->sub_group_numel : z->sub_group_size);
+    jint(j, "sized_by_zgen", p->sized_auto);
     jint(j, "sg_align", p->sg_align);
     jstr(j, "sg_swap", p->sg_swap == ZG_SWAP_OPTIMIZER ? "optimizer"
                        : p->sg_swap == ZG_SWAP_PARAMS ? "params" : "none");

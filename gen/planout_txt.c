@@ -120,6 +120,42 @@ static void ops_txt(const ZgPlan *p, FILE *f, const char *title, const ZgOp *ops
     }
 }
 
+/* The sizes the planner chose because the config left the key at DeepSpeed's default, each with
+** what the default would have planned (ZgPlan.sized_auto, ds_default_bytes). */
+static void sizes_txt(const ZgPlan *p, FILE *f)
+{
+    const ZgZero *z = p->zero;
+    const int64_t *ds = p->ds_default_bytes;
+    if (!p->sized_auto) return;
+    hr(f, "sizes zgen chose (the config left these keys at DeepSpeed's defaults; set a key to override)");
+    if (p->sized_auto & ZG_SET_REDUCE_BUCKET) {
+        int64_t mine = p->mem.cat_bytes[ZG_TIER_DEVICE][ZG_MEM_COMM_BUCKETS];
+        fprintf(f, "reduce bucket sized from the model: 1 layer = %lld elements (a larger tensor is a "
+                "bucket of its own; buffers: %d x %lld elements = %.3f GiB); DeepSpeed's default "
+                "reduce_bucket_size 5e8 would have used %.3f GiB\n", (long long)p->reduce_bucket_cap,
+                p->n_bucket_buffers, (long long)p->bucket_buffer_numel, gib(mine),
+                gib(ds[ZG_MEM_COMM_BUCKETS]));
+    }
+    if (p->sized_auto & ZG_SET_PREFETCH)
+        fprintf(f, "gather slots sized from the model: %d slots of the largest gather group (%lld "
+                "elements; prefetch depth %d) = %.3f GiB; DeepSpeed's defaults "
+                "stage3_prefetch_bucket_size 5e7 and stage3_max_live_parameters 1e9 would have "
+                "used %.3f GiB\n", p->n_gather_slots, (long long)p->gather_slot_numel,
+                p->sched.prefetch_depth, gib(p->mem.cat_bytes[ZG_TIER_DEVICE][ZG_MEM_GATHER_SLOTS]),
+                gib(ds[ZG_MEM_GATHER_SLOTS]));
+    if (p->sized_auto & ZG_SET_SUB_GROUP) {
+        int64_t mine = 0;
+        for (int t = 0; t < ZG_NTIERS; t++)
+            if (t != ZG_TIER_NVME) mine += p->mem.cat_bytes[t][ZG_MEM_SWAP_BUFFERS];
+        fprintf(f, "sub_group_size sized to hardware.host_memory %.3f GiB: %lld elements (%d "
+                "sub-groups, %d staging buffers; swap buffers %.3f GiB per rank, at most half of "
+                "what the rest of the plan leaves); DeepSpeed's default sub_group_size %lld would "
+                "have used %.3f GiB\n", gib(p->model->host_memory), (long long)p->sub_group_numel,
+                p->n_subgroups, p->n_sg_buffers, gib(mine), (long long)z->sub_group_size,
+                gib(ds[ZG_MEM_SWAP_BUFFERS]));
+    }
+}
+
 static void memory_txt(const ZgPlan *p, FILE *f)
 {
     const ZgModel *m = p->model;
@@ -146,6 +182,8 @@ static void memory_txt(const ZgPlan *p, FILE *f)
         fprintf(f, "activation checkpointing: acts keeps each block's input and one block's "
                 "activations (%lld bytes without: %lld); backward recomputes blocks\n",
                 (long long)p->mem.acts_bytes, (long long)zg_acts_bytes(m, p->zero->micro_batch));
+
+    sizes_txt(p, f);
 
     hr(f, "regions (one arena per tier; offsets in bytes)");
     fprintf(f, "  %-7s %16s %16s  %-14s %s\n", "tier", "offset", "bytes", "category", "name");

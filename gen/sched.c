@@ -53,13 +53,13 @@ typedef struct Interval {
 /* Prefetch depth from stage3_prefetch_bucket_size and stage3_max_live_parameters. */
 static int prefetch_depth(const ZgPlan *p, int n_intervals)
 {
-    const ZgZero *z = p->zero;
-    int64_t g = p->gather_slot_numel;
-    if (n_intervals <= 1 || g <= 0 || z->prefetch_bucket_size <= 0) return 0;
-    int64_t d = z->prefetch_bucket_size / g;
+    /* the config's values, or the planner's when the config left them (plan.c) */
+    int64_t g = p->gather_slot_numel, pf = p->prefetch_numel, live = p->max_live_numel;
+    if (n_intervals <= 1 || g <= 0 || pf <= 0) return 0;
+    int64_t d = pf / g;
     if (d < 1) d = 1;
-    if (z->max_live_parameters >= 0) {     /* 0: nothing beyond the group in use (DeepSpeed) */
-        int64_t cap = z->max_live_parameters / g - 1;
+    if (live >= 0) {                       /* 0: nothing beyond the group in use (DeepSpeed) */
+        int64_t cap = live / g - 1;
         if (cap < d) d = cap;
     }
     if (d > n_intervals - 1) d = n_intervals - 1;
@@ -69,16 +69,19 @@ static int prefetch_depth(const ZgPlan *p, int n_intervals)
 /* Gradient ops after BACKWARD of module mi. `reduce` false: stage 0/1 non-last micro-step. */
 typedef struct GradState {
     bool *started, *reduced, *waited;
+    int done;                   /* buckets [0, done) are waited: the scan starts there (linear in
+                                ** the buckets, which one-layer buckets make as many as layers) */
 } GradState;
 
 static void wait_upto(const ZgPlan *p, OpList *l, GradState *g, int k)
 {
-    for (int i = 0; i <= k && i < p->n_buckets; i++) {
+    for (int i = g->done; i <= k && i < p->n_buckets; i++) {
         if (g->reduced[i] && !g->waited[i]) {
             emit(l, ZG_OP_WAIT_REDUCE, i, -1);
             g->waited[i] = true;
         }
     }
+    while (g->done < p->n_buckets && g->waited[g->done]) g->done++;
 }
 
 static void grad_ops(const ZgPlan *p, OpList *l, GradState *g, int mi, bool reduce)
@@ -138,6 +141,7 @@ static void micro_ops(const ZgPlan *p, OpList *l, bool reduce)
     bool param_swap = z->offload_param.device != ZG_OFFLOAD_NONE;
 
     GradState g;
+    g.done = 0;
     g.started = zg_xcalloc((size_t)p->n_buckets + 1, sizeof(bool));
     g.reduced = zg_xcalloc((size_t)p->n_buckets + 1, sizeof(bool));
     g.waited = zg_xcalloc((size_t)p->n_buckets + 1, sizeof(bool));

@@ -368,6 +368,23 @@ static void on_auto(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v
     free(what);
 }
 
+/* The ZG_SET_* bit of a sizing key the planner sizes itself when the config leaves it out. */
+static unsigned size_key_bit(const char *what)
+{
+    static const struct { const char *key; unsigned bit; } keys[] = {
+        {"zero_optimization.reduce_bucket_size", ZG_SET_REDUCE_BUCKET},
+        {"zero_optimization.stage3_prefetch_bucket_size", ZG_SET_PREFETCH},
+        {"zero_optimization.stage3_max_live_parameters", ZG_SET_MAX_LIVE},
+        {"zero_optimization.sub_group_size", ZG_SET_SUB_GROUP},
+        {"zero_optimization.offload_param.buffer_count", ZG_SET_PARAM_BUF_COUNT},
+        {"zero_optimization.offload_param.buffer_size", ZG_SET_PARAM_BUF_SIZE},
+        {"zero_optimization.offload_optimizer.buffer_count", ZG_SET_OPT_BUF_COUNT},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!strcmp(what, keys[i].key)) return keys[i].bit;
+    return 0;
+}
+
 /* ======================================================================= the walk */
 static void walk(Ctx *c, const ZgNode *map, const char *section);
 
@@ -419,6 +436,7 @@ static void value(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v, 
         goto done;
     }
     if (!strcmp(what, "zero_optimization.sub_group_size")) c->z->loc_sub_group_size = v->loc;
+    c->z->sizes_set |= size_key_bit(what);
     switch (k->support) {
     case ZG_KS_SUPPORTED:
         if (k->store) store(c->z, k, &x);

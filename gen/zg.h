@@ -185,7 +185,21 @@ typedef struct ZgZero {
     /* Added by the reliability work (zero.c). */
     ZgLoc loc_sub_group_size;   /* zero_optimization.sub_group_size (or the config's top level) */
     bool bias_correction;       /* optimizer.params.bias_correction (DeepSpeed default true) */
+    /* Added by the infinity work (zero.c): the sizing keys the config set (ZG_SET_* bits; "auto"
+    ** does not count). The planner sizes the others from the model and the declared host memory
+    ** (plan.c) and honours the ones set. */
+    unsigned sizes_set;
 } ZgZero;
+
+enum {
+    ZG_SET_REDUCE_BUCKET = 1 << 0,      /* zero_optimization.reduce_bucket_size */
+    ZG_SET_PREFETCH = 1 << 1,           /* stage3_prefetch_bucket_size */
+    ZG_SET_MAX_LIVE = 1 << 2,           /* stage3_max_live_parameters */
+    ZG_SET_SUB_GROUP = 1 << 3,          /* sub_group_size */
+    ZG_SET_PARAM_BUF_COUNT = 1 << 4,    /* offload_param.buffer_count */
+    ZG_SET_PARAM_BUF_SIZE = 1 << 5,     /* offload_param.buffer_size */
+    ZG_SET_OPT_BUF_COUNT = 1 << 6,      /* offload_optimizer.buffer_count */
+};
 
 /* ======================================================================= spec.c / zero.c / check.c */
 /* Parse the model spec. On return *m is filled with defaults where keys are absent; errors are

@@ -323,7 +323,7 @@ typedef struct ZgPlan {
     int tied_tensor;                        /* tensor lm_head uses when tied (wte), else -1 */
     ZgShardMap shard;
     ZgBucket *buckets; int n_buckets;       /* gradient reduce buckets, in reduction order */
-    int n_bucket_buffers;                   /* stages 2/3: 2 with overlap_comm, else 1; else 0 */
+    int n_bucket_buffers;                   /* stages 2/3: 2 with overlap_comm (and ws > 1), else 1; else 0 */
     int64_t bucket_buffer_numel;            /* stages 2/3: largest bucket padded_numel */
     int64_t bucket_recv_numel;              /* stage 3, ws > 1, unless one fp32 micro-step: one
                                             ** rank's chunk of a bucket buffer
@@ -350,6 +350,17 @@ typedef struct ZgPlan {
     ZgSchedule sched;
     ZgMemPlan mem;
     ZgCost cost;
+    /* Added by the infinity work (plan.c): the sizes the plan used. A key the config left at
+    ** DeepSpeed's default (ZgZero.sizes_set clear and the default value) is sized by the planner:
+    ** its ZG_SET_* bit is in sized_auto, and ds_default_bytes says what DeepSpeed's default would
+    ** have planned per rank (docs/PLAN.md "Sizes zgen chooses"). */
+    unsigned sized_auto;
+    int64_t reduce_bucket_cap;              /* elements a gradient bucket holds at most */
+    int64_t prefetch_numel;                 /* stage3_prefetch_bucket_size the schedule used */
+    int64_t max_live_numel;                 /* stage3_max_live_parameters the schedule used */
+    int64_t sub_group_numel;                /* sub_group_size used; 0 before planning = config's */
+    int64_t ds_default_bytes[ZG_NMEM];      /* per rank, all tiers, by category, with every
+                                            ** sized_auto key at DeepSpeed's default */
 } ZgPlan;
 
 
