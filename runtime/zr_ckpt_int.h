@@ -1,5 +1,6 @@
 /*
-** zr_ckpt_int.h — shared by zr_ckpt.c (writer, manifest) and zr_ckpt_read.c (reader), not public:
+** zr_ckpt_int.h — shared by zr_ckpt.c (writer, manifest), zr_ckpt_read.c (reader) and zr_ckpt_set.c
+** (a whole checkpoint under any plan), not public:
 ** the shard format's constants, little-endian field access, paths, and the footer parser.
 */
 #ifndef ZR_CKPT_INT_H
@@ -14,6 +15,9 @@
 #define ENTRY_BYTES (ZR_CKPT_NAMELEN + 8 + 8 + 4 + 4) /* name, offset, bytes, crc, pad */
 #define TRAILER_BYTES 48
 #define PATHLEN 1100
+
+/* zr_ckpt_read.c: a manifest read whole and NUL-terminated (the reader and zr_ckpt_set.c). */
+char *zr_ckpt_slurp(const char *path, size_t *len);
 
 typedef struct Blob {
     char name[ZR_CKPT_NAMELEN];

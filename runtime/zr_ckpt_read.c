@@ -29,7 +29,8 @@ struct ZrCkptReader {
 
 /* {===== reader */
 
-static char *slurp(const char *path, size_t *len)
+/* A manifest (small text file, < 64 MiB) read whole and NUL-terminated; NULL on any failure. */
+char *zr_ckpt_slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;
@@ -74,7 +75,7 @@ int zr_ckpt_open(ZrCkptReader **rp, const char *dir, int64_t step, int rank, int
         step_dir(sdir, dir, step, 0);
     }
     snprintf(mp, sizeof mp, "%s/manifest.json", sdir);
-    if (!(mtext = slurp(mp, &mlen)))
+    if (!(mtext = zr_ckpt_slurp(mp, &mlen)))
         return zr_train_fail(-ENOENT, "checkpoint %s: cannot read %s (incomplete or missing checkpoint)",
                              dir, mp);
     if (zr_json_parse(&j, mtext, mlen, err, sizeof err) != 0) {

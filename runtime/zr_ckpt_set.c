@@ -159,20 +159,6 @@ static int pread_all(int fd, void *dst, uint64_t n, uint64_t off)
     return 0;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    long n;
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (64L << 20) && fseek(f, 0, SEEK_SET) == 0 &&
-        (buf = malloc((size_t)n + 1)) != NULL) {
-        if (fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
-        else { buf[n] = 0; *len = (size_t)n; }
-    }
-    fclose(f);
-    return buf;
-}
 
 static const Blob *blob_of(const Shard *s, const char *name, int *idx)
 {
@@ -320,7 +306,7 @@ int zr_ckpt_set_open(ZrCkptSet **sp, const char *dir, int64_t step)
         step_dir(s->dir, dir, step, 0);
     }
     snprintf(mp, sizeof mp, "%s/manifest.json", s->dir);
-    if (!(mtext = slurp(mp, &mlen))) {
+    if (!(mtext = zr_ckpt_slurp(mp, &mlen))) {
         free(s);
         return zr_train_fail(-ENOENT, "checkpoint %s: cannot read %s (incomplete or missing checkpoint)", dir, mp);
     }
