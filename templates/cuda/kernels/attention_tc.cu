@@ -29,7 +29,8 @@
 ** all, in exchange for bit-reproducible gradients and no fp32 atomic traffic.
 ** Shared memory is dynamic (above the 48 KiB a block may declare statically; the launcher must
 ** raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to ZK_ATC_*_SMEM): HS 64: forward 70 KiB,
-** dq 84 KiB, dkv 95 KiB; HS 128: forward 110 KiB, dq 111 KiB, dkv 120.5 KiB (ZK_ATC_*_SMEM below).
+** dq 79 KiB, dkv 88.5 KiB; HS 128: forward 110 KiB, dq 111 KiB, dkv 120.5 KiB (ZK_ATC_*_SMEM below),
+** within sm_80's 163 KiB and sm_90's 227 KiB opt-in limits.
 ** Rows are padded by 16 bytes so that consecutive rows start in different banks.
 */
 #include "zk_common.cuh"
