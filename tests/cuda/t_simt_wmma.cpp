@@ -12,6 +12,7 @@
 **   - num_elements is CUDA's: 16 for __half A/B, 8 for __nv_bfloat16 A/B and float accumulators;
 **   - the layout is not the naive one (lane L, element e -> row-major index 8L + e), so a kernel that
 **     guesses the layout fails here as it may on a GPU;
+**   - an mma_sync that only part of the warp reaches is reported (deadlock, launch returns -1);
 **   - the 16-bit conversions round to nearest even (ties, overflow to inf for __half).
 */
 #define ZR_SIMT_IMPL
@@ -186,6 +187,26 @@ static void t_layout_not_naive(void)
     ZT_CHECKM(naive < 4, "%d of 32 lanes hold the naive layout's element", naive);
 }
 
+/* mma_sync reached by half of the warp: a deadlock report and -1, not a hang or a silent result. */
+__global__ void k_divergent(const __nv_bfloat16 *a, float *c)
+{
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::load_matrix_sync(fb, a, 16);
+    if (threadIdx.x < 16) wmma::mma_sync(acc, fa, fb, acc);
+    wmma::store_matrix_sync(c, acc, 16, wmma::mem_row_major);
+}
+static void t_divergent_reported(void)
+{
+    std::vector<__nv_bfloat16> a(256, __float2bfloat16(1.0f));
+    std::vector<float> c(256);
+    fprintf(stderr, "(a deadlock report is expected next)\n");
+    ZT_EQ_INT(ZR_SIMT_LAUNCH(k_divergent, 1, 32, 0, a.data(), c.data()), -1);
+}
+
 static void t_conversions(void)
 {
     /* bf16: 1 + 2^-8 is a tie between 1 and 1 + 2^-7: to even (1); 1 + 3 * 2^-8 -> 1 + 2^-6 */
@@ -205,6 +226,7 @@ int main(void)
     ZT_RUN(t_chain);
     ZT_RUN(t_elementwise);
     ZT_RUN(t_layout_not_naive);
+    ZT_RUN(t_divergent_reported);
     ZT_RUN(t_conversions);
     return zt_end();
 }
