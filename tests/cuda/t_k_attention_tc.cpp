@@ -4,7 +4,9 @@
 ** Shape sets (the tile is 64 queries x 64 keys): HS 64 with T = 100 (a full and a partial query
 ** tile, two key tiles), B = 2, NH = 2, bf16; HS 64 with T = 70, B = 1, NH = 1, fp16; HS 128 with
 ** T = 75, B = 2, NH = 2, bf16; HS 128 with T = 33 (less than one tile), B = 2, NH = 1, fp16;
-** HS 40 (head dims padded to 48 with zeros) with T = 19, B = 1, NH = 2, bf16.
+** HS 40 (head dims padded to 48 with zeros) with T = 19, B = 1, NH = 2, bf16; HS 36 (not a multiple
+** of 8: the element-wise staging path) with T = 21, B = 2, NH = 2, fp32 storage (staged as bf16, so
+** the inputs are bf16 values and u is bf16's; outputs are not rounded).
 ** Checked: y, lse, dq, dk, dv, every element. The backward is checked against the reference given
 ** the kernel's own forward outputs as its inputs (D = dy . y uses the kernel's 16-bit y), as the
 ** trainer feeds it.
@@ -85,6 +87,17 @@ namespace hs128_t33_fp16 {
 namespace hs40_t19_bf16 {
 #include "t_k_attention_tc.cpp"
 }
+#undef ZK_C
+#undef ZK_T
+#undef ZK_IO
+#undef ZK_TEST_B
+#define ZK_C 72
+#define ZK_T 21
+#define ZK_IO 0
+#define ZK_TEST_B 2
+namespace hs36_t21_fp32 {
+#include "t_k_attention_tc.cpp"
+}
 
 int main(void)
 {
@@ -93,6 +106,7 @@ int main(void)
     ZT_RUN(hs128_t75_bf16::run);
     ZT_RUN(hs128_t33_fp16::run);
     ZT_RUN(hs40_t19_bf16::run);
+    ZT_RUN(hs36_t21_fp32::run);
     return zt_end();
 }
 
@@ -123,6 +137,9 @@ static void run(void)
     zk_seed((uint64_t)C * 7919 + T * 31 + ZK_IO);
     std::vector<float> qkv = zk_rand((size_t)B * T * 3 * C, -1.5f, 1.5f), dy = zk_rand((size_t)B * T * C);
     zk_round<zk_io>(qkv); zk_round<zk_io>(dy);
+#if ZK_IO == 0
+    zk_round<zk_bf16>(qkv); zk_round<zk_bf16>(dy);   /* staged as bf16: exact for these inputs */
+#endif
     std::vector<zk_io> qkvd = zk_to<zk_io>(qkv), dyd = zk_to<zk_io>(dy);
 
     std::vector<zk_io> yd((size_t)B * T * C);

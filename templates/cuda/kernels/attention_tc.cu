@@ -87,15 +87,32 @@ ZK_DEV void zk_atc_st16(zk_wt *p, float v)
 
 /* Rows [r0, r0 + 64) of part (0 q, 1 k, 2 v) of qkv, or of a (N, C) tensor when part < 0, for head
 ** h, into a 16-bit tile of pitch ZK_ATC_P16; rows past T and columns past HS are zero (never
-** garbage: 0 * NaN would poison the products). Every thread of the block takes part. */
+** garbage: 0 * NaN would poison the products). Every thread of the block takes part.
+** 16-bit storage with HS a multiple of 8 moves 16 bytes at a time (the bits are the same in zk_io
+** and zk_wt); this needs the tensors 16-byte aligned, as cudaMalloc and zgen's arenas (64) give. */
+struct alignas(16) zk_atc_v16 { unsigned w[4]; };
 ZK_DEV void zk_atc_stage(zk_wt *dst, const zk_io *seq, int part, int h, int r0)
 {
     const int pitch = part < 0 ? ZK_C : 3 * ZK_C, col = (part < 0 ? 0 : part * ZK_C) + h * ZK_ATC_HS;
+#if ZK_IO != 0 && ZK_ATC_HS % 8 == 0
+    for (int e = threadIdx.x; e < ZK_ATC_BQ * ZK_ATC_HP / 8; e += ZK_ATC_NT) {
+        int r = e / (ZK_ATC_HP / 8), d = e % (ZK_ATC_HP / 8) * 8, i = r0 + r;
+        zk_atc_v16 v = {{0u, 0u, 0u, 0u}};
+#ifdef ZR_SIMT_H
+        if (i < ZK_T && d < ZK_ATC_HS) memcpy(&v, seq + (long)i * pitch + col + d, sizeof v);
+        memcpy(dst + r * ZK_ATC_P16 + d, &v, sizeof v);
+#else
+        if (i < ZK_T && d < ZK_ATC_HS) v = *reinterpret_cast<const zk_atc_v16 *>(seq + (long)i * pitch + col + d);
+        *reinterpret_cast<zk_atc_v16 *>(dst + r * ZK_ATC_P16 + d) = v;
+#endif
+    }
+#else
     for (int e = threadIdx.x; e < ZK_ATC_BQ * ZK_ATC_HP; e += ZK_ATC_NT) {
         int r = e / ZK_ATC_HP, d = e % ZK_ATC_HP, i = r0 + r;
         float v = i < ZK_T && d < ZK_ATC_HS ? zk_ld(seq + (long)i * pitch + col + d) : 0.0f;
         zk_atc_st16(dst + r * ZK_ATC_P16 + d, v);
     }
+#endif
 }
 
 /* C (16 x 16 at row tile tr, column tile tc of a 64-wide fp32 tile) = A B^T over the head dims,
