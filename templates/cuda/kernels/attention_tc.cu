@@ -63,8 +63,12 @@
 #error "attention_tc.cu: this head size needs more shared memory than an sm_90 block has"
 #endif
 
+/* The emulation has no dynamic shared memory: a __shared__ block of the size the launch asks for. */
 #ifdef ZR_SIMT_H
-#define ZK_ATC_SMEM(name, bytes) static unsigned char name[bytes] __attribute__((aligned(128)))
+template <int N> struct alignas(128) zk_atc_smem_t { unsigned char b[N]; };
+#define ZK_ATC_SMEM(name, bytes)                                                                           \
+    __shared__ zk_atc_smem_t<bytes> name##_block;                                                         \
+    unsigned char *name = name##_block.b
 #else
 #define ZK_ATC_SMEM(name, bytes) extern __shared__ __align__(128) unsigned char name[]
 #endif
