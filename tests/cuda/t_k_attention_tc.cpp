@@ -6,7 +6,8 @@
 ** T = 75, B = 2, NH = 2, bf16; HS 128 with T = 33 (less than one tile), B = 2, NH = 1, fp16;
 ** HS 40 (head dims padded to 48 with zeros) with T = 19, B = 1, NH = 2, bf16; HS 36 (not a multiple
 ** of 8: the element-wise staging path) with T = 21, B = 2, NH = 2, fp32 storage (staged as bf16, so
-** the inputs are bf16 values and u is bf16's; outputs are not rounded).
+** the inputs are bf16 values and u is bf16's; outputs are not rounded); HS 64 with T = 128 (exactly
+** two tiles, no tail), bf16.
 ** Checked: y, lse, dq, dk, dv, every element. The backward is checked against the reference given
 ** the kernel's own forward outputs as its inputs (D = dy . y uses the kernel's 16-bit y), as the
 ** trainer feeds it.
@@ -98,6 +99,19 @@ namespace hs40_t19_bf16 {
 namespace hs36_t21_fp32 {
 #include "t_k_attention_tc.cpp"
 }
+#undef ZK_C
+#undef ZK_NH
+#undef ZK_T
+#undef ZK_IO
+#undef ZK_TEST_B
+#define ZK_C 64
+#define ZK_NH 1
+#define ZK_T 128
+#define ZK_IO 1
+#define ZK_TEST_B 1
+namespace hs64_t128_bf16 {
+#include "t_k_attention_tc.cpp"
+}
 
 int main(void)
 {
@@ -107,6 +121,7 @@ int main(void)
     ZT_RUN(hs128_t33_fp16::run);
     ZT_RUN(hs40_t19_bf16::run);
     ZT_RUN(hs36_t21_fp32::run);
+    ZT_RUN(hs64_t128_bf16::run);
     return zt_end();
 }
 
