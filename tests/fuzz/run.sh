@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh SECONDS [HARNESS...] — runs the libFuzzer harnesses bin/fuzz/fz_* (`make fuzz` builds them)
 # for SECONDS each (default: all four). Each starts from its committed seeds (tests/fuzz/corpus/NAME)
-# and the inputs it found before (bin/fuzz/corpus/NAME, kept out of git); crashes, hangs and OOMs
+# and the inputs it found before (bin/fuzz/corpus/NAME, kept out of git), after replaying the
+# regression inputs of tests/fuzz/regress/NAME (past findings, each must now pass); crashes, hangs and OOMs
 # are written to bin/fuzz/crashes/NAME-*. fz_spec gets the DeepSpeed-key dictionary.
 # FUZZ_FORK=1: libFuzzer's fork mode, which goes on past a finding (for long runs; the generator's
 # memory, never freed by design, goes back with each child). Prints "NAME ... ok|FAIL" and the
@@ -23,11 +24,19 @@ for n in $names; do
   [ "$n" = fz_spec ] && opts+=(-dict=tests/fuzz/deepspeed.dict)
   [ "${FUZZ_FORK:-0}" = 1 ] && opts+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
   log=bin/fuzz/$short.log
+  if [ -d "tests/fuzz/regress/$short" ] && ! "$b" -runs=0 -timeout=10 -detect_leaks=0 -artifact_prefix="bin/fuzz/crashes/$short-regress-" "tests/fuzz/regress/$short" \
+       >"bin/fuzz/$short.regress.log" 2>&1; then
+    echo "$n ... FAIL (a regression input of tests/fuzz/regress/$short fails again; log bin/fuzz/$short.regress.log)"
+    F=$((F+1)); continue
+  fi
   before=$(ls bin/fuzz/crashes | grep -c "^$short-" || true)
   "$b" "${opts[@]}" "bin/fuzz/corpus/$short" "tests/fuzz/corpus/$short" >"$log" 2>&1
   rc=$?
   after=$(ls bin/fuzz/crashes | grep -c "^$short-" || true)
-  runs=$(grep -E 'stat::number_of_executed_units|#[0-9]+.*DONE' "$log" | tail -1)
+  # inputs run: libFuzzer's final stats, or in fork mode its last progress line
+  runs=$(grep -E 'stat::number_of_executed_units' "$log" | tail -1 | awk '{print $2}')
+  [ -n "$runs" ] || runs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
+  runs="${runs:-?} inputs"
   if [ $rc -eq 0 ] && [ "$after" -eq "$before" ]; then echo "$n ... ok ($secs s; $runs)"; P=$((P+1))
   else
     echo "$n ... FAIL (exit $rc; $((after - before)) new finding(s) in bin/fuzz/crashes/$short-*; log $log)"
