@@ -127,7 +127,7 @@ export EXTRA_CFLAGS  := $(EXTRA_CFLAGS) $(SAN_FLAGS)
 export EXTRA_LDFLAGS := $(EXTRA_LDFLAGS) $(SAN_FLAGS)
 # zgen frees nothing by design (a short-lived compiler) and MPI keeps its own allocations: leaks are
 # not reported; every other error aborts the process with its stack.
-export ASAN_OPTIONS  ?= detect_leaks=0:abort_on_error=1:strict_string_checks=1
+export ASAN_OPTIONS  ?= detect_leaks=0:abort_on_error=1
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 endif
 .PHONY: FORCE fuzz fuzz-build
@@ -152,10 +152,10 @@ build/fuzz/gen/%.o: gen/%.c
 build/fuzz/runtime/%.o: runtime/%.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) $(RT_CFLAGS) -c $< -o $@
-bin/fuzz/fz_spec: tests/fuzz/fz_spec.c $(FUZZ_GEN_OBJ)
+bin/fuzz/fz_spec: tests/fuzz/fz_spec.c tests/fuzz/fz_util.h $(FUZZ_GEN_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(GEN_CFLAGS) -Igen -o $@ $< $(FUZZ_GEN_OBJ) $(GEN_LIBS)
-bin/fuzz/%: tests/fuzz/%.c $(FUZZ_RT_OBJ)
+bin/fuzz/%: tests/fuzz/%.c tests/fuzz/fz_util.h $(FUZZ_RT_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(RT_CFLAGS) -Iruntime -o $@ $< $(FUZZ_RT_OBJ) $(RT_LIBS)
 .SECONDARY: $(FUZZ_GEN_OBJ) $(FUZZ_RT_OBJ)
