@@ -144,3 +144,60 @@ clean:
 	rm -rf build bin out bench/out
 
 -include $(GEN_OBJ:.o=.d) $(RT_OBJ:.o=.d)
+
+# ---- Sanitizers and fuzzing (docs/RELIABILITY.md)
+#   make test SAN=1   everything (generator, libzrt, unit tests, the emitted trainers the tests build)
+#                     with ASan + UBSan, -fno-sanitize-recover=all. build/flavor records the flavour
+#                     (and compiler); every object depends on it, so switching SAN rebuilds all and
+#                     sanitized and plain objects never mix. The trainers get the flags through
+#                     EXTRA_CFLAGS/EXTRA_LDFLAGS, which their Makefile already takes from the environment.
+#   make fuzz         builds the libFuzzer harnesses of tests/fuzz/ (clang) into build/fuzz and bin/fuzz
+#                     and runs each for FUZZ_SECONDS (default 60); crashes land in bin/fuzz/crashes/.
+SAN ?= 0
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FLAVOR := $(if $(filter 1,$(SAN)),san,plain) $(CC)
+ifeq ($(SAN),1)
+CFLAGS   += $(SAN_FLAGS)
+GEN_LIBS += $(SAN_FLAGS)
+RT_LIBS  += $(SAN_FLAGS)
+export EXTRA_CFLAGS  := $(EXTRA_CFLAGS) $(SAN_FLAGS)
+export EXTRA_LDFLAGS := $(EXTRA_LDFLAGS) $(SAN_FLAGS)
+# zgen frees nothing by design (a short-lived compiler) and MPI keeps its own allocations: leaks are
+# not reported; every other error aborts the process with its stack.
+export ASAN_OPTIONS  ?= detect_leaks=0:abort_on_error=1
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+endif
+.PHONY: FORCE fuzz fuzz-build
+FORCE:
+build/flavor: FORCE
+	@mkdir -p $(@D)
+	@echo '$(FLAVOR)' | cmp -s - $@ || echo '$(FLAVOR)' > $@
+$(GEN_OBJ) $(RT_OBJ): build/flavor
+
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -std=c11 -O1 -g -D_GNU_SOURCE $(WARN) -fno-math-errno $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+FUZZ_HARN    := $(sort $(wildcard tests/fuzz/fz_*.c))
+FUZZ_BIN     := $(FUZZ_HARN:tests/fuzz/%.c=bin/fuzz/%)
+FUZZ_GEN_OBJ := $(GEN_LIB_OBJ:build/%=build/fuzz/%)
+FUZZ_RT_OBJ  := $(RT_OBJ:build/%=build/fuzz/%)
+
+build/fuzz/gen/%.o: gen/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) $(GEN_CFLAGS) -c $< -o $@
+build/fuzz/runtime/%.o: runtime/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) $(RT_CFLAGS) -c $< -o $@
+bin/fuzz/fz_spec: tests/fuzz/fz_spec.c tests/fuzz/fz_util.h $(FUZZ_GEN_OBJ)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(GEN_CFLAGS) -Igen -o $@ $< $(FUZZ_GEN_OBJ) $(GEN_LIBS)
+bin/fuzz/%: tests/fuzz/%.c tests/fuzz/fz_util.h $(FUZZ_RT_OBJ)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(RT_CFLAGS) -Iruntime -o $@ $< $(FUZZ_RT_OBJ) $(RT_LIBS)
+.SECONDARY: $(FUZZ_GEN_OBJ) $(FUZZ_RT_OBJ)
+fuzz-build: $(FUZZ_BIN)
+fuzz: fuzz-build
+	@bash tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+-include $(FUZZ_GEN_OBJ:.o=.d) $(FUZZ_RT_OBJ:.o=.d)

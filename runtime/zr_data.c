@@ -118,7 +118,7 @@ int zr_data_open(ZrData *d, const char *path, int seq_len)
     }
     if (d->ntokens < (int64_t)seq_len + 2) {
         rc = zr_train_fail(-EINVAL, "data %s: %lld tokens, too few for one sequence of seq_len %d "
-                           "(need at least %d)", path, (long long)d->ntokens, seq_len, seq_len + 2);
+                           "(need at least %lld)", path, (long long)d->ntokens, seq_len, (long long)seq_len + 2);
         goto err;
     }
     return 0;

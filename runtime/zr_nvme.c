@@ -11,8 +11,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
 #include "zr_nvme_int.h"
 
@@ -73,6 +75,65 @@ static int open_file(const char *path, int flags, int *direct)
     return fd >= 0 ? fd : -errno;
 }
 
+/* {===== the swap directory check (zr_nvme.h) */
+static const struct { long magic; const char *name; } pseudo_fs[] = {
+    {PROC_SUPER_MAGIC, "proc"}, {SYSFS_MAGIC, "sysfs"}, {DEVPTS_SUPER_MAGIC, "devpts"},
+    {CGROUP_SUPER_MAGIC, "cgroup"}, {CGROUP2_SUPER_MAGIC, "cgroup2"}, {DEBUGFS_MAGIC, "debugfs"},
+    {SECURITYFS_MAGIC, "securityfs"}, {TRACEFS_MAGIC, "tracefs"}, {BPF_FS_MAGIC, "bpf"},
+};
+
+int zr_nvme_check_dir(const char *dir, char *msg, size_t n)
+{
+    static const char hint[] = "HINT: point nvme_path (or ZG_NVME_DIR) at a directory on a local disk";
+    struct stat st;
+    struct statfs fs;
+    char probe[4200];
+    int fd, direct = 1;
+    if (!dir || !*dir) dir = ".";
+    if (stat(dir, &st) != 0) {
+        int e = errno;
+        struct stat lst;
+        snprintf(msg, n, "swap directory %s %s: %s; %s", dir,
+                 lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode) ? "is a dangling symlink" : "cannot be used",
+                 strerror(e), hint);
+        return -e;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(msg, n, "swap directory %s is not a directory (it is %s); %s", dir,
+                 S_ISREG(st.st_mode) ? "a regular file" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ?
+                 "a device" : "not a directory", hint);
+        return -ENOTDIR;
+    }
+    if (statfs(dir, &fs) == 0)
+        for (size_t i = 0; i < sizeof pseudo_fs / sizeof pseudo_fs[0]; i++)
+            if ((long)fs.f_type == pseudo_fs[i].magic) {
+                snprintf(msg, n, "swap directory %s is on %s, a pseudo file system that cannot hold "
+                         "swap data; %s", dir, pseudo_fs[i].name, hint);
+                return -EINVAL;
+            }
+    static atomic_int seq;
+    snprintf(probe, sizeof probe, "%s/.zr_nvme_probe.%ld.%d", dir, (long)getpid(), atomic_fetch_add(&seq, 1));
+    fd = open(probe, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0600);
+    if (fd < 0 && errno == EINVAL) {
+        direct = 0;
+        unlink(probe);            /* some file systems (ramfs) create the file, then refuse O_DIRECT */
+        fd = open(probe, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    }
+    if (fd < 0) {
+        int e = errno;
+        snprintf(msg, n, "swap directory %s is not writable: creating a file there failed: %s; %s", dir,
+                 strerror(e), hint);
+        return -e;
+    }
+    close(fd);
+    unlink(probe);
+    snprintf(msg, n, "swap directory %s: %s", dir, direct ? "O_DIRECT" :
+             "the file system refuses O_DIRECT; swap I/O there is buffered (slower, and it competes "
+             "for the page cache)");
+    return direct;
+}
+/* }===== */
+
 int zr_nvme_open(ZrNvme **out, const char *path, int64_t size_bytes, const ZrNvmeCfg *cfg)
 {
     ZrNvmeCfg d = {0, 0, 0};
@@ -84,6 +145,20 @@ int zr_nvme_open(ZrNvme **out, const char *path, int64_t size_bytes, const ZrNvm
                 path ? path : "(null)", (long long)size_bytes, (long long)cfg->block_size,
                 cfg->queue_depth);
         return -EINVAL;
+    }
+    if (zr_nvme_fault_env() != 0) return -EINVAL;
+    {
+        /* the directory first: a bad nvme_path is named as such, before any file is made */
+        char dir[4096], msg[4600];
+        const char *slash = strrchr(path, '/');
+        int rc = 0;
+        if (!slash) snprintf(dir, sizeof dir, ".");
+        else if (slash == path) snprintf(dir, sizeof dir, "/");
+        else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+        if ((rc = zr_nvme_check_dir(dir, msg, sizeof msg)) < 0) {
+            fprintf(stderr, "zr_nvme: cannot open swap file %s: %s\n", path, msg);
+            return rc;
+        }
     }
     ZrNvme *f = calloc(1, sizeof *f);
     if (!f) return -ENOMEM;

@@ -113,4 +113,22 @@ int zr_nvme_write(ZrNvme *f, const void *buf, int64_t bytes, int64_t offset);
 /* fdatasync the file. */
 int zr_nvme_sync(ZrNvme *f);
 
+/* Fault injection for tests, compiled in always and off until set: spec is a comma-separated list
+** of up to 4 rules KIND@N[xCOUNT][:r|:w], each changing completions N .. N+COUNT-1 (1-based, counted
+** over the process's completions, only reads with :r, only writes with :w) before the engine sees
+** them: eio gives -EIO (the request fails, naming file, offset and size), short halves the bytes
+** moved (the engine resubmits the rest), eagain gives -EAGAIN (retried up to 1000 times per piece,
+** then the request fails with EAGAIN). NULL or "" turns it off; counts restart at each call.
+** zr_nvme_open reads the environment variable ZR_NVME_FAULT with the same syntax once per process.
+** Returns 0 or -EINVAL for a bad spec (injection then off). */
+int zr_nvme_fault_set(const char *spec);
+
+/* Checks that dir can hold swap files: an existing directory (a dangling symlink, a regular file or
+** a device is refused), on a real file system (not proc, sysfs, devpts, ...), writable (a probe file
+** is created and removed), and whether that file system takes O_DIRECT. Returns 1 with O_DIRECT, 0
+** when I/O there will be buffered (the fallback zr_nvme_open takes), or a negative errno with the
+** reason and what to do in msg. zr_nvme_open runs it on the swap file's directory, so the trainer
+** refuses a bad nvme_path at start-up, before any step. */
+int zr_nvme_check_dir(const char *dir, char *msg, size_t msg_size);
+
 #endif

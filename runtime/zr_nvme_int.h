@@ -47,4 +47,7 @@ struct ZrNvme {
     char err[512];            /* text of the latest error */
 };
 
+/* Reads ZR_NVME_FAULT once per process (zr_nvme_open calls it): 0, or -EINVAL for a bad value. */
+int zr_nvme_fault_env(void);
+
 #endif

@@ -6,7 +6,9 @@
 ** remainder), or done. Unaligned pieces go through a per-slot bounce buffer; see zr_nvme.h.
 */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zr_nvme_int.h"
@@ -221,13 +223,100 @@ static int on_cqe(ZrNvme *f, ZrPiece *p, int res)
     return finished(f, p);
 }
 
+/* {===== fault injection (zr_nvme_fault_set): compiled in always, off unless asked for.
+** A rule changes the result of completions number at .. at+count-1 (1-based, counted per rule over
+** the process's completions of its kind: reads, writes or both) before the engine sees them. */
+enum { FK_EIO, FK_SHORT, FK_EAGAIN };
+typedef struct Fault { int kind, rw; long long at, count; atomic_llong seen; } Fault;
+#define MAX_FAULTS 4
+static Fault faults[MAX_FAULTS];
+static atomic_int nfaults;
+static atomic_int env_done;
+
+int zr_nvme_fault_set(const char *spec)
+{
+    Fault nf[MAX_FAULTS];
+    int n = 0;
+    const char *s = spec ? spec : "";
+    atomic_store(&nfaults, 0);
+    while (*s) {
+        Fault *r = &nf[n];
+        char *end;
+        size_t k = strcspn(s, "@");
+        if (n == MAX_FAULTS || !s[k]) return -EINVAL;
+        if (k == 3 && !strncmp(s, "eio", 3)) r->kind = FK_EIO;
+        else if (k == 5 && !strncmp(s, "short", 5)) r->kind = FK_SHORT;
+        else if (k == 6 && !strncmp(s, "eagain", 6)) r->kind = FK_EAGAIN;
+        else return -EINVAL;
+        r->at = strtoll(s + k + 1, &end, 10);
+        r->count = 1;
+        r->rw = 2;
+        if (end == s + k + 1 || r->at < 1) return -EINVAL;
+        if (*end == 'x') {
+            const char *c = end + 1;
+            r->count = strtoll(c, &end, 10);
+            if (end == c || r->count < 1) return -EINVAL;
+        }
+        if (*end == ':') {
+            if (end[1] != 'r' && end[1] != 'w') return -EINVAL;
+            r->rw = end[1] == 'w';
+            end += 2;
+        }
+        if (*end && *end != ',') return -EINVAL;
+        s = *end ? end + 1 : end;
+        n++;
+    }
+    for (int i = 0; i < n; i++) {
+        faults[i].kind = nf[i].kind;
+        faults[i].rw = nf[i].rw;
+        faults[i].at = nf[i].at;
+        faults[i].count = nf[i].count;
+        atomic_store(&faults[i].seen, 0);
+    }
+    atomic_store(&nfaults, n);
+    return 0;
+}
+
+int zr_nvme_fault_env(void)
+{
+    const char *e = getenv("ZR_NVME_FAULT");
+    if (atomic_exchange(&env_done, 1) || !e || !*e) return 0;
+    if (zr_nvme_fault_set(e) == 0) {
+        fprintf(stderr, "zr_nvme: fault injection on: ZR_NVME_FAULT=%s\n", e);
+        return 0;
+    }
+    fprintf(stderr, "zr_nvme: bad ZR_NVME_FAULT '%s' (expected KIND@N[xCOUNT][:r|:w],... with KIND eio, "
+            "short or eagain)\n", e);
+    return -EINVAL;
+}
+
+/* The completion result the engine sees: res, or the fault a rule puts in its place. A short
+** transfer keeps half the bytes (O_DIRECT: rounded down to a sector, when that leaves any). */
+static int fault_res(const ZrNvme *f, const ZrPiece *p, int res)
+{
+    int n = atomic_load(&nfaults);
+    for (int i = 0; i < n; i++) {
+        Fault *r = &faults[i];
+        if (r->rw != 2 && r->rw != p->write) continue;
+        long long k = atomic_fetch_add(&r->seen, 1) + 1;
+        if (k < r->at || k >= r->at + r->count) continue;
+        if (r->kind == FK_EIO) return -EIO;
+        if (r->kind == FK_EAGAIN) return -EAGAIN;
+        if (f->direct && res / 2 >= A) return (int)floor_a(res / 2);  /* O_DIRECT stops on a sector */
+        if (!f->direct && res > 1) return res / 2;
+    }
+    return res;
+}
+/* }===== */
+
 static int reap(ZrNvme *f)
 {
     struct io_uring_cqe *cqe;
     unsigned head, n = 0;
     int rc = 0;
     io_uring_for_each_cqe(&f->ring, head, cqe) {
-        int r = on_cqe(f, io_uring_cqe_get_data(cqe), cqe->res);
+        ZrPiece *p = io_uring_cqe_get_data(cqe);
+        int r = on_cqe(f, p, atomic_load(&nfaults) ? fault_res(f, p, cqe->res) : cqe->res);
         if (r < 0 && !rc) rc = r;
         n++;
     }

@@ -3,7 +3,8 @@
 # Safe to run repeatedly; needs root (or sudo) only when something is missing.
 set -euo pipefail
 pkgs=(build-essential pkg-config libyaml-dev liblua5.4-dev liburing-dev
-      libopenmpi-dev openmpi-bin libopenblas-dev python3-numpy python3-torch fio)
+      libopenmpi-dev openmpi-bin libopenblas-dev python3-numpy python3-torch fio
+      clang libclang-rt-14-dev)   # clang + libFuzzer/ASan runtimes: tests/fuzz (make fuzz)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
