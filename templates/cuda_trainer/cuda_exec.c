@@ -3,6 +3,8 @@
 ** zg_last_micro_ops) as the host's train_exec.c, each op turned into work on one of four streams
 ** with an event for every dependency the op list implies. The host never waits for the device
 ** inside a micro-step except where a host buffer it is about to reuse is still being copied.
+** Its entry points, cz_grads_zero / cz_exec_micro / cz_eval_batch, are the CUDA backend table's
+** (cuda_main.c); train_exec.c's tr_* are linked beside them as --check's host reference.
 **
 **   op                stream   waits (event)                              records
 **   PARAM_SWAP_IN s   h2d      the last gather out of param_buf s         ev_pswap[s]
@@ -545,7 +547,7 @@ static void load_batch(const ZrData *d, int64_t step, int micro)
     cz_upload_batch(micro);
 }
 
-void tr_exec_micro(int micro, int last)
+void cz_exec_micro(int micro, int last)
 {
     cur_micro = micro;
     load_batch(&T.data, T.step, micro);
@@ -555,7 +557,7 @@ void tr_exec_micro(int micro, int last)
     if (last) cz_flush();
 }
 
-float tr_eval_batch(const ZrData *d, int64_t step)
+float cz_eval_batch(const ZrData *d, int64_t step)
 {
     float saved = T.loss_sum, sum;
     T.loss_sum = 0;
@@ -573,7 +575,7 @@ float tr_eval_batch(const ZrData *d, int64_t step)
 }
 
 /* Start of a step: the gradient accumulators are zero on the host and (stages 0/1) the device. */
-void tr_grads_zero(void)
+void cz_grads_zero(void)
 {
     if (T.grads) {
         memset(T.grads, 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE);

@@ -1,25 +1,33 @@
 /*
-** cuda_main.c — the CUDA trainer's entry and its hand-over points with the host trainer's code.
+** cuda_main.c — the CUDA trainer's backend table (train.h, TrBackend): where train-cuda departs
+** from the host trainer.
 **
-** train-cuda is the host trainer's program (train_main.c compiled with -Dmain=tr_host_main,
-** train_layout.c, train_optim.c, train_params.c, train_ckpt.c, unchanged) with cuda_exec.c as its
-** executor. Five host functions are wrapped at link time (ld --wrap), so that the device follows
-** what the host code does to the plan's memory:
-**   tr_layout_init   + open the GPU, one device allocation of the device tier, streams, events,
-**                      the pinned tier registered, the collectives' communicator
-**   tr_params_init,  + the working copy to the device
-**   tr_ckpt_load
-**   tr_optim_step    with the optimizer state in the device tier (offload_optimizer none): the
+** train-cuda is the host trainer's program (train_main.c, the one main of every build, with
+** train_layout.c, train_optim.c, train_params.c, train_ckpt.c and train_exec.c unchanged) with
+** this file's table, cz_backend, in place of train_backend_host.c's. Its entries, so that the
+** device follows what the host code does to the plan's memory:
+**   layout_init      tr_layout_init, then open the GPU, one device allocation of the device tier,
+**                      streams, events, the pinned tier registered, the collectives' communicator
+**   params_init,     the host's, then the working copy to the device
+**   ckpt_load
+**   grads_zero,      cuda_exec.c's cz_*: the plan's op lists on the device's streams
+**   exec_micro,
+**   eval_batch
+**   optim_step       with the optimizer state in the device tier (offload_optimizer none): the
 **                      host trainer's norm, fp16 scaler and clipping rules on the host's gradient
 **                      shard, then zd_adamw on the device shards (the bits of zr_adam_step) and the
 **                      parameter gathers on the device; nothing is copied H2D. Otherwise the CPU
-**                      optimizer (host code) on the shard the executor brought back, then the new
-**                      working copy to the device. --check compares the first step here
-**   tr_layout_free   + the GPU closed
+**                      optimizer (tr_optim_step) on the shard the executor brought back, then the
+**                      new working copy to the device. --check compares the first step here
+**   layout_free      the GPU closed, then tr_layout_free
+**   flag             --check, --sync-debug
 ** --check: runs the first step's micro-steps on the device and then on the host reference (the
-** host trainer's executor, train_exec.c built as tr_host_*) from the same parameters and batch,
+** host trainer's executor, train_exec.c's tr_exec_micro) from the same parameters and batch,
 ** prints the largest difference of every gradient tensor of this rank's shard, and exits 0 when
-** all are within tolerance, 3 otherwise. Without a GPU (real build) it says so and exits 1.
+** all are within tolerance, 3 otherwise. Without a GPU (real build) it says so and exits 1, as
+** soon as the flag is read.
+** --sync-debug: zr_gpu_set_sync_debug: the device is synchronised after each launch, so a fault is
+** reported naming the kernel that raised it (slow; for finding a faulting kernel).
 */
 #include <math.h>
 #include <stdlib.h>
@@ -27,20 +35,6 @@
 
 #include "cuda_train.h"
 #include "cuda/zg_kernels_bin.h"
-
-void __real_tr_layout_init(void);
-void __wrap_tr_layout_init(void);
-void __real_tr_layout_free(void);
-void __wrap_tr_layout_free(void);
-void __real_tr_params_init(void);
-void __wrap_tr_params_init(void);
-void __real_tr_ckpt_load(const char *dir);
-void __wrap_tr_ckpt_load(const char *dir);
-void __real_tr_optim_step(void);
-void __wrap_tr_optim_step(void);
-int tr_host_main(int argc, char **argv);
-void tr_host_exec_micro(int micro, int last);
-void tr_host_grads_zero(void);
 
 void cz_die_gpu(const char *what, int rc)
 {
@@ -231,11 +225,12 @@ static void dev_optim_step(void)
     if (state_read_after_step()) cz_pull_state();
 }
 
-void __wrap_tr_layout_init(void)
+static void cz_layout_init(void)
 {
-    __real_tr_layout_init();
+    tr_layout_init();
     if (zr_gpu_open(&CZ.gpu, local_rank(), (const ZrGpuBlob *)zg_kernel_blobs, zg_n_kernel_blobs) < 0)
         tr_die("no GPU: %s", zr_gpu_strerror(NULL));
+    if (CZ.sync_debug) zr_gpu_set_sync_debug(CZ.gpu, 1);   /* else ZR_SYNC_DEBUG decides */
     CZ_CHECK(zr_gpu_stream_create(CZ.gpu, &CZ.compute, "compute"));
     CZ_CHECK(zr_gpu_stream_create(CZ.gpu, &CZ.nccl, "nccl"));
     CZ_CHECK(zr_gpu_stream_create(CZ.gpu, &CZ.h2d, "h2d"));
@@ -269,7 +264,7 @@ void __wrap_tr_layout_init(void)
                 zr_gpu_describe(CZ.gpu), (long long)ZG_TIER_BYTES_DEVICE, CZ.dev_opt ? "device" : "host");
 }
 
-void __wrap_tr_layout_free(void)
+static void cz_layout_free(void)
 {
     if (CZ.gpu) {
         if (T.arena[ZR_TIER_PINNED])
@@ -277,18 +272,18 @@ void __wrap_tr_layout_free(void)
         zr_gpu_close(CZ.gpu);
         CZ.gpu = NULL;
     }
-    __real_tr_layout_free();
+    tr_layout_free();
 }
 
-void __wrap_tr_params_init(void)
+static void cz_params_init(void)
 {
-    __real_tr_params_init();
+    tr_params_init();
     cz_push_params();
 }
 
-void __wrap_tr_ckpt_load(const char *dir)
+static void cz_ckpt_load(const char *dir)
 {
-    __real_tr_ckpt_load(dir);
+    tr_ckpt_load(dir);
     cz_push_params();
 }
 
@@ -307,10 +302,10 @@ static void check_step(void)
     if (!dev || !host) tr_die("--check: out of memory");
     tr_opt_shard_grads(dev);
     float dev_loss = T.loss_sum;
-    tr_host_grads_zero();
+    tr_grads_zero();
     T.loss_sum = 0;
     for (int micro = 0; micro < ZG_GRAD_ACCUM; micro++)
-        tr_host_exec_micro(micro, micro == ZG_GRAD_ACCUM - 1);
+        tr_exec_micro(micro, micro == ZG_GRAD_ACCUM - 1);
     tr_opt_shard_grads(host);
     double maxd[ZG_N_TENSORS] = {0}, maxh[ZG_N_TENSORS] = {0};
     for (int64_t i = 0; i < n; i++) {
@@ -338,37 +333,47 @@ static void check_step(void)
     fflush(stdout);
     free(dev);
     free(host);
-    tr_layout_free();
+    cz_layout_free();
     zr_comm_destroy(T.comm);
     exit(bad ? 3 : 0);
 }
 
-void __wrap_tr_optim_step(void)
+static void cz_optim_step(void)
 {
     if (CZ.check) check_step();
     if (CZ.dev_opt) { dev_optim_step(); return; }
     CZ_CHECK(zr_gpu_event_sync(CZ.ev_h2d));    /* the last push out of the shadow is done */
-    __real_tr_optim_step();
+    tr_optim_step();
     cz_push_params();
 }
 
-int main(int argc, char **argv)
+/* --check probes for a GPU at once (before MPI and the data), as its no-GPU answer is the point. */
+static int cz_flag(const char *arg)
 {
-    int n = 0;
-    for (int i = 0; i < argc; i++) {
-        if (i > 0 && strcmp(argv[i], "--check") == 0) { CZ.check = 1; continue; }
-        argv[n++] = argv[i];
+    if (strcmp(arg, "--sync-debug") == 0) { CZ.sync_debug = 1; return 1; }
+    if (strcmp(arg, "--check") != 0) return 0;
+    CZ.check = 1;
+    ZrGpu *g = NULL;
+    if (zr_gpu_open(&g, 0, NULL, 0) < 0) {
+        fprintf(stderr, "train-cuda --check: no GPU on this machine (%s); the check runs the first "
+                "step on a CUDA device and on the host reference, so it needs a GPU.\n",
+                zr_gpu_strerror(NULL));
+        exit(1);
     }
-    argv[n] = NULL;
-    if (CZ.check) {
-        ZrGpu *g = NULL;
-        if (zr_gpu_open(&g, 0, NULL, 0) < 0) {
-            fprintf(stderr, "train-cuda --check: no GPU on this machine (%s); the check runs the first "
-                    "step on a CUDA device and on the host reference, so it needs a GPU.\n",
-                    zr_gpu_strerror(NULL));
-            return 1;
-        }
-        zr_gpu_close(g);
-    }
-    return tr_host_main(n, argv);
+    zr_gpu_close(g);
+    return 1;
 }
+
+const TrBackend tr_build_backend = {
+    .name = "cuda",
+    .usage = "[--check] [--sync-debug]",
+    .flag = cz_flag,
+    .layout_init = cz_layout_init,
+    .layout_free = cz_layout_free,
+    .params_init = cz_params_init,
+    .ckpt_load = cz_ckpt_load,
+    .grads_zero = cz_grads_zero,
+    .exec_micro = cz_exec_micro,
+    .eval_batch = cz_eval_batch,
+    .optim_step = cz_optim_step,
+};

@@ -1,11 +1,13 @@
 /*
 ** cuda_train.h — the CUDA trainer's state beside the host trainer's (train.h), and the interface
-** between its files. The CUDA trainer is the host trainer's program with two parts replaced:
-**   cuda_exec.c   the micro-step executor (replaces train_exec.c): the plan's op list on streams
+** between its files. The CUDA trainer is the host trainer's program (its main, train_main.c) with
+** its own backend table (train.h, TrBackend) in place of train_backend_host.c's:
+**   cuda_exec.c   the micro-step executor (the table's exec_micro, eval_batch, grads_zero: cz_*):
+**                 the plan's op list on streams; train_exec.c stays linked as --check's reference
 **   cuda_model.c  GPT-2 module by module on the device: zd_* kernels + gemm on the compute stream
-**   cuda_main.c   device set-up, the hand-over points with the host code (wrapped with ld --wrap:
-**                 tr_layout_init, tr_params_init, tr_ckpt_load, tr_optim_step, tr_layout_free),
-**                 and --check
+**   cuda_main.c   the table itself: device set-up and the other hand-over points with the host
+**                 code (layout init/free, params init, checkpoint load, optimizer step), the
+**                 flags --check and --sync-debug
 ** Memory. The plan's device tier is ONE device allocation; a region at offset o of the device tier
 ** is at dev_base + o. The host trainer's files keep their arena of the device tier as a host
 ** "shadow" with the same offsets: it is where host code (init, checkpoints, the CPU optimizer)
@@ -47,6 +49,7 @@ typedef struct Cz {
     float loss_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
     int loss_pending[ZG_GRAD_ACCUM];
     int check;                  /* --check */
+    int sync_debug;             /* --sync-debug */
     int dev_opt;                /* Adam runs on the device (optimizer state in the device tier) */
 } Cz;
 
@@ -61,6 +64,9 @@ int cz_is_dev(const void *shadow);
 void cz_regions_init(void);                 /* the shadow -> device map */
 void cz_flush(void);                        /* host waits the step's copies, finishes its adds */
 void cz_push_params(void);                  /* working copy (+ device optimizer state): shadow -> device */
+void cz_exec_micro(int micro, int last);    /* the backend table's exec_micro, eval_batch, grads_zero */
+float cz_eval_batch(const ZrData *d, int64_t step);
+void cz_grads_zero(void);
 void cz_pull_state(void);                   /* device optimizer state and working copy -> shadow */
 /* One convert.cu kernel (zd_f32_to_16, zd_16_to_f32, zd_add_16_to_f32, zd_add_f32_to_16,
 ** zd_add_f32) over n elements of device memory, on stream s, in the plan's 16-bit format. */

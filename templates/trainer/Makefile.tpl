@@ -56,22 +56,18 @@ zrt:
 #   make cuda       train-cuda: driver API (libcuda opened at run time) + cuBLAS + NCCL (CUDA_HOME;
 #                   builds and starts without a GPU)
 #   make cuda-emu   train-cuda-emu: the same orchestration on the GPU stand-in (CPU, no CUDA)
+# The host files are compiled as they are; only the backend table differs: cuda_main.c's
+# (tr_build_backend) in place of train_backend_host.c's, which these builds leave out.
 CUDA_HOME ?= /usr/local/cuda
 CXX       ?= g++
-CZ_WRAP   = -Wl,--wrap=tr_layout_init -Wl,--wrap=tr_layout_free -Wl,--wrap=tr_params_init \
-            -Wl,--wrap=tr_ckpt_load -Wl,--wrap=tr_optim_step
-CZ_RENAME = $(if $(filter train_main.c,$<),-Dmain=tr_host_main) \
-            $(if $(filter train_exec.c,$<),-Dtr_exec_micro=tr_host_exec_micro \
-              -Dtr_eval_batch=tr_host_eval_batch -Dtr_grads_zero=tr_host_grads_zero)
+CZ_HOST   = $(filter-out train_backend_host.c,$(SRCS))
 CZ_SRCS   = cuda/trainer/cuda_exec.c cuda/trainer/cuda_model.c cuda/trainer/cuda_main.c \
             cuda/zg_kernels_bin.c
 CZ_HDRS   = $(HDRS) $(wildcard cuda/trainer/*.h cuda/*.h)
 
-# host files: train_main.c's main and train_exec.c's executor are renamed (tr_host_*), the
-# latter kept as --check's host reference
 cuda-emu.obj/host/%.o: %.c $(CZ_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CZ_RENAME) -c $< -o $@
+	$(CC) $(CFLAGS) -c $< -o $@
 cuda-emu.obj/%.o: %.c $(CZ_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Icuda/trainer -c $< -o $@
@@ -79,8 +75,8 @@ cuda-emu.obj/zr_gpu_emu.o: cuda/trainer/zr_gpu_emu.cpp $(wildcard cuda/kernels/*
 	@mkdir -p $(@D)
 	$(CXX) -std=c++17 $(OPT) -fno-math-errno -ffp-contract=off -Wall -Wextra -Icuda -I$(ZGEN_ROOT)/runtime \
 	  $(MPI_CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
-train-cuda-emu: $(SRCS:%.c=cuda-emu.obj/host/%.o) $(CZ_SRCS:%.c=cuda-emu.obj/%.o) cuda-emu.obj/zr_gpu_emu.o $(ZRT)
-	$(CXX) $(OPT) -o $@ $(filter %.o,$^) $(CZ_WRAP) $(LDLIBS)
+train-cuda-emu: $(CZ_HOST:%.c=cuda-emu.obj/host/%.o) $(CZ_SRCS:%.c=cuda-emu.obj/%.o) cuda-emu.obj/zr_gpu_emu.o $(ZRT)
+	$(CXX) $(OPT) -o $@ $(filter %.o,$^) $(LDLIBS)
 cuda-emu: train-cuda-emu
 
 # real: libzrt rebuilt with NCCL, runtime/zr_gpu_cuda.c for the driver API and cuBLAS
@@ -89,15 +85,15 @@ CUDA_LIBS   = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcuda
 CZ_RT_SRCS  = $(wildcard $(ZGEN_ROOT)/runtime/*.c)
 cuda.obj/host/%.o: %.c $(CZ_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CZ_RENAME) -c $< -o $@
+	$(CC) $(CFLAGS) -c $< -o $@
 cuda.obj/%.o: %.c $(CZ_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Icuda/trainer -c $< -o $@
 cuda.obj/zrt/%.o: $(ZGEN_ROOT)/runtime/%.c $(wildcard $(ZGEN_ROOT)/runtime/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CUDA_CFLAGS) -c $< -o $@
-train-cuda: $(SRCS:%.c=cuda.obj/host/%.o) $(CZ_SRCS:%.c=cuda.obj/%.o) $(CZ_RT_SRCS:$(ZGEN_ROOT)/runtime/%.c=cuda.obj/zrt/%.o)
-	$(CC) $(CFLAGS) -o $@ $^ $(CZ_WRAP) $(URING_LIBS) $(MPI_LIBS) $(BLAS_LIBS) $(CUDA_LIBS) \
+train-cuda: $(CZ_HOST:%.c=cuda.obj/host/%.o) $(CZ_SRCS:%.c=cuda.obj/%.o) $(CZ_RT_SRCS:$(ZGEN_ROOT)/runtime/%.c=cuda.obj/zrt/%.o)
+	$(CC) $(CFLAGS) -o $@ $^ $(URING_LIBS) $(MPI_LIBS) $(BLAS_LIBS) $(CUDA_LIBS) \
 	  -fopenmp -lm -lpthread $(EXTRA_LDFLAGS)
 cuda: train-cuda
 

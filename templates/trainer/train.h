@@ -12,6 +12,7 @@
 **                   CPU or NVMe), parameter all-gather
 **   train_params.c  initialisation, --init-from / --export (safetensors), --dump-grads
 **   train_ckpt.c    --save / --resume (per-rank shards + manifest, through libzrt)
+**   train_backend_host.c  the host build's backend table (TrBackend below); train-cuda has its own
 ** Everything numeric goes through the same code whatever the offload choice: offload moves bytes,
 ** never changes the arithmetic or its order, so every offload choice gives the same bits.
 */
@@ -181,6 +182,30 @@ void tr_dump_grads(const char *path);   /* debug: the reduced gradients, fp32, H
 /* train_ckpt.c */
 void tr_ckpt_save(const char *dir);
 void tr_ckpt_load(const char *dir);
+
+/* ---------------------------------------------------------------------- backend table */
+/* Every point where a backend's build departs from the host trainer's, as one table: train_main.c
+** calls these through tr_backend and nothing else of a backend. The host build's table
+** (train_backend_host.c) lists the host functions above; train-cuda's (cuda/trainer/cuda_main.c)
+** lists its own, which call the host ones where the host code still does part of the work.
+** docs/TRAINER.md, "Backends", tabulates both. */
+typedef struct TrBackend {
+    const char *name;
+    const char *usage;                          /* its flags, for usage() */
+    /* a flag of this backend's (no value): 1 when taken, 0 when not one of its flags */
+    int (*flag)(const char *arg);
+    void (*layout_init)(void);                  /* after the arenas and regions exist */
+    void (*layout_free)(void);
+    void (*params_init)(void);
+    void (*ckpt_load)(const char *dir);
+    void (*grads_zero)(void);
+    void (*exec_micro)(int micro, int last);
+    float (*eval_batch)(const ZrData *d, int64_t step);
+    void (*optim_step)(void);
+} TrBackend;
+
+extern const TrBackend tr_build_backend;        /* this build's: one per-build file defines it */
+extern const TrBackend *tr_backend;             /* = &tr_build_backend, set by main at start-up */
 
 /* main: fatal error from rank code with a message */
 void tr_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

@@ -5,7 +5,9 @@
 **
 **   train --data FILE [--val FILE] [--steps N] [--log FILE.jsonl] [--init-from F.safetensors]
 **         [--export F.safetensors] [--save DIR] [--save-every K] [--resume DIR] [--trace FILE.json]
-**         [--threads N] [--dump-grads F.safetensors] [--quiet]
+**         [--threads N] [--dump-grads F.safetensors] [--quiet] [the backend's flags]
+** Everything a backend does differently goes through tr_backend (train.h, TrBackend): this file
+** is the one main of every build, the host trainer's and train-cuda's.
 ** Launch with mpirun -np <the plan's world size>; ZG_NVME_DIR overrides the swap-file directory.
 ** Fault injection for tests (docs/TRAINER.md, Faults): ZG_FAULT_EXIT_RANK=r ZG_FAULT_EXIT_STEP=s
 ** makes rank r raise ZG_FAULT_SIGNAL (KILL, default, or STOP: a hung rank) as step s begins.
@@ -19,6 +21,7 @@
 #include "train.h"
 
 Trainer T;
+const TrBackend *tr_backend;
 
 /* One write() per message, so the ranks' reports of the same fault do not interleave. */
 void tr_die(const char *fmt, ...)
@@ -50,9 +53,9 @@ static void usage(void)
             "usage: train --data FILE [--val FILE] [--steps N] [--log FILE.jsonl]\n"
             "             [--init-from F.safetensors] [--export F.safetensors] [--save DIR]\n"
             "             [--save-every K] [--resume DIR] [--trace FILE.json] [--threads N]\n"
-            "             [--dump-grads F.safetensors] [--quiet]\n"
+            "             [--dump-grads F.safetensors] [--quiet] %s\n"
             "plan %s: %d ranks, ZeRO stage %d, %s, micro-batch %d x %d steps of accumulation\n",
-            ZG_NAME, ZG_WORLD_SIZE, ZG_STAGE, ZG_DTYPE_NAME, ZG_MICRO_BATCH, ZG_GRAD_ACCUM);
+            tr_backend->usage, ZG_NAME, ZG_WORLD_SIZE, ZG_STAGE, ZG_DTYPE_NAME, ZG_MICRO_BATCH, ZG_GRAD_ACCUM);
     exit(2);
 }
 
@@ -63,6 +66,7 @@ static void parse_args(int argc, char **argv, TrArgs *a)
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
         if (strcmp(k, "--quiet") == 0) { a->quiet = 1; continue; }
+        if (tr_backend->flag && tr_backend->flag(k)) continue;
         if (strcmp(k, "--help") == 0 || i + 1 >= argc) usage();
         const char *v = argv[++i];
         if (strcmp(k, "--data") == 0) a->data = v;
@@ -136,6 +140,7 @@ static void mem_text(char *buf, size_t cap)
 
 static void setup(int argc, char **argv)
 {
+    tr_backend = &tr_build_backend;
     parse_args(argc, argv, &T.a);
     /* Past `ulimit -f` a write fails with EFBIG, which the trainer reports naming the file, instead
     ** of SIGXFSZ killing the rank with no word. */
@@ -169,7 +174,7 @@ static void setup(int argc, char **argv)
     if (T.a.val && (zr_data_open(&T.val, T.a.val, ZG_SEQ_LEN) < 0 ||
                     zr_data_check_vocab(&T.val, ZG_VOCAB_SIZE) < 0))
         tr_die("--val: %s", zr_train_error());
-    tr_layout_init();
+    tr_backend->layout_init();
     if (T.rank == 0 && !T.a.quiet) {
         fprintf(stderr, "train: plan %s, %d ranks, ZeRO-%d, %s; arenas per rank (bytes):", ZG_NAME,
                 T.ws, ZG_STAGE, ZG_DTYPE_NAME);
@@ -179,8 +184,8 @@ static void setup(int argc, char **argv)
                 zr_mem_debug() ? " (ZR_DEBUG_MEM: guards and poisoning on)" : "");
     }
     setup_schedules();
-    if (T.a.resume) tr_ckpt_load(T.a.resume);
-    else tr_params_init();
+    if (T.a.resume) tr_backend->ckpt_load(T.a.resume);
+    else tr_backend->params_init();
     if (T.a.trace) {
         char path[1100];
         double origin = zr_trace_now_us();
@@ -198,7 +203,7 @@ static void finish(void)
         ZR_CHECK(zr_barrier(T.comm, NULL));
         if (T.rank == 0) ZR_CHECK(zr_trace_merge(T.a.trace, T.ws));
     }
-    tr_layout_free();
+    tr_backend->layout_free();
     zr_data_close(&T.data);
     if (T.a.val) zr_data_close(&T.val);
     zr_comm_destroy(T.comm);
@@ -244,15 +249,15 @@ int main(int argc, char **argv)
         double t0 = zr_trace_now_us();
         zr_comm_set_step(T.comm, T.step);
         fault_maybe();
-        tr_grads_zero();
+        tr_backend->grads_zero();
         T.loss_sum = 0;
         T.loss_scale = ZG_FP16 ? T.scaler.scale : 1.0;
         double lr = zr_lr_at(&T.lr, T.applied);
         int64_t skipped = T.scaler.skipped;
         for (int micro = 0; micro < ZG_GRAD_ACCUM; micro++)
-            tr_exec_micro(micro, micro == ZG_GRAD_ACCUM - 1);
+            tr_backend->exec_micro(micro, micro == ZG_GRAD_ACCUM - 1);
         if (T.a.dump_grads && T.step == first) tr_dump_grads(T.a.dump_grads);
-        tr_optim_step();
+        tr_backend->optim_step();
         T.step++;
         ZrLogStep ls = {0};
         ls.step = T.step - 1;
@@ -265,7 +270,7 @@ int main(int argc, char **argv)
         ls.tokens_per_s = ZG_TOKENS_PER_STEP / (ls.ms / 1000.0);
         if (T.a.val && T.step == T.a.steps) {
             ls.has_val = 1;
-            ls.val_loss = tr_eval_batch(&T.val, 0);
+            ls.val_loss = tr_backend->eval_batch(&T.val, 0);
         }
         if (T.rank == 0) {
             if (T.a.log && zr_log_step(&lg, &ls) < 0) tr_die("--log: %s", zr_train_error());
