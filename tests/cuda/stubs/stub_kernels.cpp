@@ -13,6 +13,7 @@
 #define ZK_IO 0
 #include "kernels/adamw.cu"
 #include "kernels/attention.cu"
+#include "kernels/attention_tc.cu"
 #include "kernels/convert.cu"
 #include "kernels/crossentropy.cu"
 #include "kernels/encoder.cu"
@@ -53,6 +54,9 @@ static const Kern table[] = {
     K(zd_crossentropy_fused), K(zd_adamw), K(zd_grad_unscale_norm),
     K(zd_grad_norm_finish), K(zd_f32_to_16), K(zd_16_to_f32), K(zd_add_16_to_f32),
     K(zd_add_f32_to_16), K(zd_add_f32),
+#if ZK_ATC_ON           /* the tensor-core attention exists for the head sizes it serves */
+    K(zd_attention_tc_forward), K(zd_attention_tc_backward_dq), K(zd_attention_tc_backward_dkv),
+#endif
 };
 
 extern "C" int zs_kernel_find(const char *name)
