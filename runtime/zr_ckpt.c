@@ -291,8 +291,10 @@ int zr_ckpt_parse_footer(const char *path, const uint8_t *tail, uint64_t tail_le
         b[i].crc = get32(e + ZR_CKPT_NAMELEN + 16);
         b[i].chunk_bytes = chunk;
         if (b[i].bytes > size) {
+            int rc = zr_train_fail(-EINVAL, "checkpoint shard %s: blob %s lies outside the data", path,
+                                   b[i].name);
             free(b);
-            return zr_train_fail(-EINVAL, "checkpoint shard %s: blob %s lies outside the data", path, b[i].name);
+            return rc;
         }
         if (chunk) {
             b[i].chunks_crc = get32(e + ZR_CKPT_NAMELEN + 20);
