@@ -124,6 +124,12 @@ kill_during_save() {
     step_*.tmp|"") fail "$what" "latest is '${latest}'"; return ;;
   esac
   [ -f "$d/ck/$latest/manifest.json" ] || { fail "$what" "latest $latest has no manifest"; return; }
+  # mpirun forwards the signal late on a loaded machine: if the ranks finished every step first,
+  # latest (complete, checked above) is the last step and there is no interrupted save to resume
+  if [ "$latest" = "step_$NK" ]; then
+    skip "$what" "the signal reached the ranks only after their last step; latest $latest is complete"
+    return
+  fi
   rm -f "$d/r.jsonl"
   run "$d/r.log" --steps $NK --resume "$d/ck" --log "$d/r.jsonl"
   losses "$d/r.jsonl" >"$d/r.txt" 2>/dev/null
