@@ -136,6 +136,7 @@ static const char *source_line(const char *file, int line, int *len)
 }
 
 /* ======================================================================= reporting */
+#define QUOTE_MAX 160           /* columns of a source line quoted under an error */
 static void print_located(Kind k, ZgLoc at, const char *text)
 {
     if (at.file && at.line > 0)
@@ -149,10 +150,21 @@ static void print_located(Kind k, ZgLoc at, const char *text)
     int len;
     const char *src = source_line(at.file, at.line, &len);
     if (!src) return;
+    /* A long line (a one-line JSON config, a minified file) is quoted as a window around the
+    ** column, marked with "..." where cut, so one error prints one screen line, not megabytes. */
+    int col = at.col > 0 ? at.col - 1 : 0;
+    if (col > len) col = len;
+    int lo = 0, hi = len;
+    if (len > QUOTE_MAX) {
+        lo = col - QUOTE_MAX / 2 < 0 ? 0 : col - QUOTE_MAX / 2;
+        if (lo + QUOTE_MAX > len) lo = len - QUOTE_MAX;
+        hi = lo + QUOTE_MAX;
+    }
+    const char *pre = lo > 0 ? "..." : "", *post = hi < len ? "..." : "";
     int w = fprintf(stderr, " %5d | ", at.line) - 2;
-    fprintf(stderr, "%.*s\n%*s| ", len, src, w, "");
+    fprintf(stderr, "%s%.*s%s\n%*s| %*s", pre, hi - lo, src + lo, post, w, "", (int)strlen(pre), "");
     /* Tabs stay tabs under the caret so it lines up with the quoted line. */
-    for (int i = 0; i < at.col - 1 && i < len; i++) fputc(src[i] == '\t' ? '\t' : ' ', stderr);
+    for (int i = lo; i < col; i++) fputc(src[i] == '\t' ? '\t' : ' ', stderr);
     fputs("^\n", stderr);
 }
 

@@ -95,6 +95,29 @@ sed 's/n_heads: 4/n_headz: 4/' "$tmp/small.yaml" > "$tmp/bad.yaml"
 out=$("$ZGEN" "$tmp/bad.yaml" -o "$tmp/bad" 2>&1); rc=$?
 if [ $rc -eq 1 ] && grep -qE "^[0-9]+ errors?$" <<<"$out"; then ok input_error_exit1; else bad input_error_exit1 "rc $rc: $out"; fi
 
+# an error in a very long line (a one-line JSON config) quotes a window around the column, not the line
+$PY - "$tmp/long.json" <<'PY'
+import sys
+# one line: a valid start, 100000 blanks, then a misspelt key (JSON allows the blanks)
+open(sys.argv[1], "w").write('{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,'
+                             + " " * 100000 + '"zero_optimizationz": {"stage": 1}}')
+PY
+sed "s|^deepspeed:.*|deepspeed: $tmp/long.json|; /^  train_micro_batch_size_per_gpu/,\$d" "$tmp/small.yaml" > "$tmp/long.yaml"
+out=$("$ZGEN" "$tmp/long.yaml" -o "$tmp/long" 2>&1); rc=$?
+quote=$(grep -A2 "zero_optimizationz" <<<"$out" | head -3)
+maxw=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' <<<"$out")
+caret_ok=$($PY - <<PY
+q = """$quote""".split("\n")
+ok = len(q) == 3 and "^" in q[2]
+if ok:
+    col = q[2].index("^")
+    ok = q[1][col:col + 20].startswith('"zero_optimizationz"') or q[1][col:col + 20].startswith("zero_optimizationz")
+print(1 if ok else 0)
+PY
+)
+if [ $rc -eq 1 ] && [ "$maxw" -lt 400 ] && [ "$caret_ok" = 1 ] && grep -q '| \.\.\.' <<<"$out"
+then ok long_line_quote_window; else bad long_line_quote_window "rc $rc, widest line $maxw, caret_ok $caret_ok: $(head -c 600 <<<"$out")"; fi
+
 # usage errors exit 2
 for args in "" "--bogus" "--world-size" "--world-size x $tmp/small.yaml" "$tmp/small.yaml $tmp/small.yaml" "--dump=lua $tmp/small.yaml"; do
   # shellcheck disable=SC2086
