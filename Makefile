@@ -201,3 +201,21 @@ fuzz: fuzz-build
 	@bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 -include $(FUZZ_GEN_OBJ:.o=.d) $(FUZZ_RT_OBJ:.o=.d)
+
+# ---- One-process builds without MPI (runtime/solo/mpi.h, docs/GPU_BUNDLE.md)
+#   build/solo/libzrt.a   libzrt compiled against the one-process MPI of runtime/solo; an emitted
+#                         trainer built with `make SOLO=1` (or `make cuda SOLO=1`) links it and needs
+#                         no Open MPI at build or run time
+#   make bundle           gpu/: train-cuda built here for one GPU (SOLO, static OpenBLAS/liburing),
+#                         the data, the predictions and gpu/run_checks.sh, the one script that runs
+#                         every GPU check on a lent machine (scripts/bundle.sh)
+SOLO_OBJ := $(RT_SRC:%.c=build/solo/%.o) build/solo/runtime/solo/zr_mpi_solo.o
+build/solo/runtime/%.o: runtime/%.c build/flavor
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Iruntime/solo -Iruntime $(RT_CFLAGS) -c $< -o $@
+build/solo/libzrt.a: $(SOLO_OBJ)
+	@rm -f $@ && ar rcs $@ $^
+.PHONY: bundle
+bundle: all build/solo/libzrt.a
+	@bash scripts/bundle.sh
+-include $(SOLO_OBJ:.o=.d)

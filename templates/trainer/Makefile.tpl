@@ -1,12 +1,21 @@
 # Builds the ${gen.name} trainer (host backend): `make` -> ./train
 #   make clean; make DEBUG=1    -O1 -g (run with ZR_DEBUG_MEM=1: arena guards, released slots poisoned)
 #   make cuda       train-cuda, the CUDA backend (make cuda-emu: its CPU stand-in build)
+#   make SOLO=1 / make cuda SOLO=1   one process, no Open MPI needed (runtime/solo/mpi.h; world size 1)
 #   make clean
 # Overridable: ZGEN_ROOT (the zgen checkout whose runtime/ and build/libzrt.a are used), CC, OPT,
 # CWARN, EXTRA_CFLAGS, EXTRA_LDFLAGS, MPI_CFLAGS/MPI_LIBS, BLAS_LIBS, URING_LIBS.
 
 ZGEN_ROOT ?= ${cfmt.make_path(gen.root)}
 ZRT       := $(ZGEN_ROOT)/build/libzrt.a
+
+# SOLO=1: libzrt's one-process build (the MPI calls answered in-process for a world of 1), so a
+# one-GPU or one-CPU run builds and starts where Open MPI is not installed.
+ifeq ($(SOLO),1)
+ZRT        := $(ZGEN_ROOT)/build/solo/libzrt.a
+MPI_CFLAGS := -I$(ZGEN_ROOT)/runtime/solo
+MPI_LIBS   :=
+endif
 
 OPT   ?= -O3 -march=native
 CWARN ?= -Wall -Wextra
@@ -48,9 +57,9 @@ train: $(OBJS) $(ZRT)
 
 # libzrt comes from the zgen checkout; `make zrt` rebuilds it there.
 $(ZRT):
-	$(MAKE) -C $(ZGEN_ROOT) build/libzrt.a
+	$(MAKE) -C $(ZGEN_ROOT) $(patsubst $(ZGEN_ROOT)/%,%,$(ZRT))
 zrt:
-	$(MAKE) -C $(ZGEN_ROOT) build/libzrt.a
+	$(MAKE) -C $(ZGEN_ROOT) $(patsubst $(ZGEN_ROOT)/%,%,$(ZRT))
 
 # ---- the CUDA backend (docs/CUDA_TRAINER.md): the host trainer's files plus cuda/trainer/.
 #   make cuda       train-cuda: driver API (libcuda opened at run time) + cuBLAS + NCCL (CUDA_HOME;
@@ -83,6 +92,9 @@ cuda-emu: train-cuda-emu
 CUDA_CFLAGS = -DZR_WITH_CUDA -DZR_WITH_NCCL -I$(CUDA_HOME)/include
 CUDA_LIBS   = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lnccl -ldl
 CZ_RT_SRCS  = $(wildcard $(ZGEN_ROOT)/runtime/*.c)
+ifeq ($(SOLO),1)
+CZ_RT_SRCS += $(ZGEN_ROOT)/runtime/solo/zr_mpi_solo.c
+endif
 cuda.obj/host/%.o: %.c $(CZ_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
