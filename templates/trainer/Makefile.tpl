@@ -2,6 +2,8 @@
 #   make clean; make DEBUG=1    -O1 -g (run with ZR_DEBUG_MEM=1: arena guards, released slots poisoned)
 #   make cuda       train-cuda, the CUDA backend (make cuda-emu: its CPU stand-in build)
 #   make SOLO=1 / make cuda SOLO=1   one process, no Open MPI needed (runtime/solo/mpi.h; world size 1)
+#   make bundle     bundle/: train-cuda, lib/, run.sh, NEEDS.txt for a GPU node with only the NVIDIA
+#                   driver (docs/GPU_BUNDLE.md; BUNDLE_STATIC, BUNDLE_CUDA_LIBS, BUNDLE_DIR)
 #   make clean
 # Overridable: ZGEN_ROOT (the zgen checkout whose runtime/ and build/libzrt.a are used), CC, OPT,
 # CWARN, EXTRA_CFLAGS, EXTRA_LDFLAGS, MPI_CFLAGS/MPI_LIBS, BLAS_LIBS, URING_LIBS.
@@ -109,5 +111,10 @@ train-cuda: $(CZ_HOST:%.c=cuda.obj/host/%.o) $(CZ_SRCS:%.c=cuda.obj/%.o) $(CZ_RT
 	  -fopenmp -lm -lpthread $(EXTRA_LDFLAGS)
 cuda: train-cuda
 
+# the plan's world size decides SOLO (one rank: no MPI in the bundle)
+.PHONY: bundle
+bundle:
+	ZGEN_ROOT=$(ZGEN_ROOT) bash $(ZGEN_ROOT)/scripts/trainer_bundle.sh . ${cfmt.int(plan.model.world_size)}
+
 clean:
-	rm -rf train $(OBJS) train-cuda train-cuda-emu cuda.obj cuda-emu.obj
+	rm -rf train $(OBJS) train-cuda train-cuda-emu cuda.obj cuda-emu.obj bundle
