@@ -93,4 +93,62 @@ typedef struct ZrGpt2Config {
     int tie_word_embeddings;
 } ZrGpt2Config;
 int zr_st_write_gpt2_config(const char *path, const ZrGpt2Config *c);
+/* {===== Hugging Face model folders (zr_st_hf.c) */
+
+/* One key of a model's config.json, as the emitted tables carry it (zg_hf_config[], built by
+** zgen's gen/hf_config.c): values are JSON text. */
+typedef struct ZrHfKey {
+    const char *key;            /* "hidden_size"; "a.b" = member b of object a (checked only) */
+    const char *alt;            /* another spelling transformers reads ("n_ctx"), or NULL */
+    const char *value;          /* this model's value */
+    const char *absent;         /* what transformers assumes when missing or null; NULL: the key is
+                                ** required; "": not checked when missing */
+    int write;                  /* 1: in the config.json an export writes */
+    int check;                  /* 1: a loaded config.json must agree */
+} ZrHfKey;
+
+/* Tensor bytes above which an export folder is sharded (model-0000K-of-0000N.safetensors plus
+** model.safetensors.index.json): transformers' save_pretrained default max_shard_size, "5GB". */
+#define ZR_ST_SHARD_BYTES 5000000000ull
+
+/* A model to load: one safetensors file, or a Hugging Face folder (config.json and model.safetensors,
+** or the shards that model.safetensors.index.json's weight_map names). Every file is mapped, not
+** read: a reader touches only the pages of the ranges it asks for. */
+typedef struct ZrStModel {
+    ZrSt *f;                    /* [nf] shard files, in the index's order of first mention */
+    int nf;
+    char path[512];             /* as given */
+    char config[600];           /* the folder's config.json, "" when there is none (or a file given) */
+    char index[600];            /* the index file, "" when not sharded */
+} ZrStModel;
+
+/* Opens path (a .safetensors file or a folder) and validates every file and the index: each index
+** entry present in the file it names, no shard tensor missing from the index, file names plain.
+** Returns 0 or -errno with a message naming the file. */
+int zr_st_model_open(ZrStModel *m, const char *path);
+void zr_st_model_close(ZrStModel *m);
+/* File and entry of tensor `name` (a stored "transformer."+name also matches): 0 or -ENOENT. */
+int zr_st_model_find(const ZrStModel *m, const char *name, int *file, int *idx);
+/* Checks every tensor of every file against want[n]: missing, wrong shape, unexpected (unless named
+** by ignore[ni]: an exact name, or ".suffix" for any name ending so); each problem names its file.
+** Returns 0 or -EINVAL with all problems in the message. */
+int zr_st_model_check(const ZrStModel *m, const ZrStTensor *want, int n, const char *const *ignore,
+                      int ni);
+
+/* Checks config.json at path against the rows with check set: names each disagreeing key with both
+** values (and each missing required key). 0 or -EINVAL / -errno. */
+int zr_st_hf_config_check(const char *path, const ZrHfKey *k, int n);
+/* Writes config.json (rows with write set, in order, then "torch_dtype": torch_dtype) atomically. */
+int zr_st_hf_config_write(const char *path, const ZrHfKey *k, int n, const char *torch_dtype);
+
+/* Writes tensors t[n] (fp32 data) into folder dir as dtype ZR_DT_FP32 or ZR_DT_BF16 (round to
+** nearest even): model.safetensors when their bytes fit in shard_bytes (0: ZR_ST_SHARD_BYTES), else
+** model-0000K-of-0000N.safetensors, each filled in table order up to shard_bytes (a larger tensor
+** alone), plus model.safetensors.index.json. The folder must exist. Returns 0 or -errno. */
+int zr_st_write_model(const char *dir, const ZrStTensor *t, int n, int dtype, uint64_t shard_bytes,
+                      const char *const *metadata);
+/* One safetensors file of tensors t[n] (fp32 data) in dtype ZR_DT_FP32 or ZR_DT_BF16. */
+int zr_st_write_dtype(const char *path, const ZrStTensor *t, int n, int dtype, const char *const *metadata);
+
+/* }===== */
 #endif
