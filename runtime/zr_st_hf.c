@@ -22,6 +22,8 @@
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
 #define MAX_JSON (64u << 20)    /* an index of a 1T-parameter model is a few MB */
+/* The list of problems in a message: what fits beside the HINT in zr_train_error()'s 1024 bytes. */
+#define MSG_CAP 560
 
 /* The whole of a small text file, NUL-terminated; NULL with the message set. */
 static char *slurp(const char *path, size_t *len, int *rc)
@@ -202,7 +204,7 @@ static int ignored(const char *name, const char *const *ignore, int ni)
 
 int zr_st_model_check(const ZrStModel *m, const ZrStTensor *want, int n, const char *const *ignore, int ni)
 {
-    char msg[1000], a[80], b[80];
+    char msg[MSG_CAP], a[80], b[80];
     size_t o = 0;
     int bad = 0, total = 0;
     char **seen = calloc((size_t)m->nf + 1, sizeof *seen);
@@ -245,6 +247,7 @@ int zr_st_model_check(const ZrStModel *m, const ZrStTensor *want, int n, const c
 #undef NOTE
     for (int f = 0; f < m->nf; f++) free(seen[f]);
     free(seen);
+    if (o >= sizeof msg) memcpy(msg + sizeof msg - 5, " ...", 5);
     if (bad)
         return zr_train_fail(-EINVAL, "%s: %d problem%s in %d tensor%s of %d file%s%s (HINT: these weights "
                              "are not of this model: use a checkpoint with the spec's tensor names and "
@@ -323,7 +326,7 @@ static void show(const ZrJson *j, int i, char *out, size_t cap)
 int zr_st_hf_config_check(const char *path, const ZrHfKey *k, int n)
 {
     ZrJson j = { 0 };
-    char err[200], msg[900], got[80];
+    char err[200], msg[MSG_CAP], got[80];
     size_t len, o = 0;
     int rc = 0, bad = 0;
     char *text = slurp(path, &len, &rc);
@@ -367,6 +370,7 @@ int zr_st_hf_config_check(const char *path, const ZrHfKey *k, int n)
         zr_json_free(&dflt);
         zr_json_free(&want);
     }
+    if (o >= sizeof msg) memcpy(msg + sizeof msg - 5, " ...", 5);
     if (bad)
         rc = zr_train_fail(-EINVAL, "config.json %s: %d key%s disagree%s with the model%s (HINT: these "
                            "weights are of another model: generate the trainer from this config.json with "

@@ -380,6 +380,18 @@ static void t_folder_single(void)
     ZT_EQ_INT(zr_st_read_range(&m.f[f], idx, 5, 3, got), 0);
     ZT_CHECK(got[0] == 20 + 1.25f && got[2] == 20 + 1.75f);
     ZT_EQ_INT(zr_st_model_find(&m, "nope", &f, &idx), -ENOENT);
+    {   /* a long list of problems is cut, the count and the HINT stay */
+        static char names[40][64];
+        ZrStTensor many[40];
+        for (int i = 0; i < 40; i++) {
+            snprintf(names[i], sizeof names[i], "model.layers.%d.self_attn.q_proj.weight", i);
+            many[i] = tab[0];
+            many[i].name = names[i];
+        }
+        ZT_EQ_INT(zr_st_model_check(&m, many, 40, NULL, 0), -EINVAL);
+        ZT_CHECK(strstr(zr_train_error(), "45 problems") != NULL);
+        ZT_CHECK(strstr(zr_train_error(), " ... (HINT: ") != NULL);
+    }
     zr_st_model_close(&m);
     /* a file path still opens as a one-file model */
     ZT_EQ_INT(zr_st_model_open(&m, tmp("single/model.safetensors")), 0);
