@@ -1,11 +1,13 @@
 /*
-** zr_st.h — safetensors in and out, and the Hugging Face GPT-2 config.json of an export.
+** zr_st.h — safetensors in and out, the Hugging Face GPT-2 config.json of an export, and (zr_st_hf.c)
+** Hugging Face model folders: config.json checked or written from the emitted rows, shards + index.
 **
 ** File: u64 little-endian header length N, N bytes of JSON header, then the data. Header entries are
 ** "name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]} relative to the data start.
-** We write fp32 only, entries in the order given (not sorted by name), data packed in that order, no
-** __metadata__ unless given, and the header padded with spaces to a multiple of 8 bytes so the data
-** starts 8-byte aligned. Same inputs give byte-identical files. Written through temp + fsync + rename.
+** We write fp32 (or bf16: zr_st_stream, zr_st_write_dtype), entries in the order given (not sorted
+** by name), data packed in that order, no __metadata__ unless given, and the header padded with
+** spaces to a multiple of 8 bytes so the data starts 8-byte aligned. Same inputs give
+** byte-identical files. Written through temp + fsync + rename.
 ** We read F32, BF16 and F16 (upconverted to fp32) with full validation: header length within the
 ** file, the JSON (the subset safetensors uses), dtype, shape against the expected table, offsets in
 ** range and matching dtype x shape, no overlap, missing and (unless allowed) extra tensors named.
@@ -69,13 +71,17 @@ typedef struct ZrSt {
     ZrStEntry *e;
     int n;
     char path[512];
+    int fd;                     /* kept open for zr_st_read_range's pread (no read-ahead) */
+    uint64_t data_off;          /* file offset of the data start */
 } ZrSt;
 
 int zr_st_open(ZrSt *st, const char *path);
 void zr_st_close(ZrSt *st);
 /* Index of `name`, also matching a stored "transformer."+name (HF GPT2LMHeadModel files); -1 if none. */
 int zr_st_find(const ZrSt *st, const char *name);
-/* Elements [first, first+n) of entry idx, converted to fp32. -EINVAL when out of range. */
+/* Elements [first, first+n) of entry idx, converted to fp32. -EINVAL when out of range. Reads exactly
+** those bytes with pread on a descriptor advised POSIX_FADV_RANDOM: the kernel adds no read-ahead
+** (8 MiB on some disks), so a ZeRO-3 rank reads its own slices and nothing around them. */
 int zr_st_read_range(const ZrSt *st, int idx, int64_t first, int64_t n, float *dst);
 
 /* Checks the file against the expected table want[n]: each present with that shape; names every
@@ -112,8 +118,8 @@ typedef struct ZrHfKey {
 #define ZR_ST_SHARD_BYTES 5000000000ull
 
 /* A model to load: one safetensors file, or a Hugging Face folder (config.json and model.safetensors,
-** or the shards that model.safetensors.index.json's weight_map names). Every file is mapped, not
-** read: a reader touches only the pages of the ranges it asks for. */
+** or the shards that model.safetensors.index.json's weight_map names). Opening reads headers only;
+** zr_st_read_range then reads just the ranges asked for. */
 typedef struct ZrStModel {
     ZrSt *f;                    /* [nf] shard files, in the index's order of first mention */
     int nf;

@@ -300,9 +300,10 @@ static int jeq(const ZrJson *a, int ia, const ZrJson *b, int ib)
 static int lookup(const ZrJson *j, const char *key)
 {
     char head[128];
-    const char *dot = strchr(key, '.');
+    const char *dot;
     int v;
     if (!key) return -1;
+    dot = strchr(key, '.');
     if (!dot) v = zr_json_get(j, 0, key);
     else {
         snprintf(head, sizeof head, "%.*s", (int)(dot - key), key);

@@ -78,7 +78,7 @@ typedef struct InitSrc {
 } InitSrc;
 
 /* Master values of opt-shard elements [lo, lo+n): each tensor's piece from the RNG or the file,
-** zeros in padding. Only the owned ranges are read: the files are mapped, not loaded. */
+** zeros in padding. Only the owned ranges are read (zr_st_read_range: pread, no read-ahead). */
 static void fill_master(int64_t lo, int64_t n, float *dst, const InitSrc *src)
 {
     memset(dst, 0, (size_t)n * 4);

@@ -6,10 +6,12 @@
 ** disagreement named.
 */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "zr.h"
@@ -560,6 +562,56 @@ static void t_hf_config(void)
     ZT_CHECK(strstr(zr_train_error(), "notjson.json: not a JSON object") != NULL);
 }
 
+/* A ZeRO-3 rank reads only the ranges it owns: after the page cache of a 16 MiB shard is dropped,
+** reading 1 MiB from its middle leaves only a little of the file resident (the header, that range,
+** the kernel's read-ahead), counted with mincore on a mapping of our own. */
+static void t_ranges_only(void)
+{
+    enum { NBIG = 4 << 20 };            /* floats: 16 MiB */
+    ZrStTensor big = { "big.weight", 2, { 1024, NBIG / 1024 }, NULL };
+    ZrStModel m;
+    char d[300];
+    unsigned char *vec;
+    size_t bytes, pages, resident = 0;
+    long pg = sysconf(_SC_PAGESIZE);
+    float *vals_big = calloc(NBIG, sizeof *vals_big), *got = malloc((1 << 18) * sizeof *got);
+    int fd, f, idx;
+    snprintf(d, sizeof d, "%s/big", dir);
+    mkdir(d, 0755);
+    big.data = vals_big;
+    ZT_EQ_INT(zr_st_write_model(d, &big, 1, ZR_DT_FP32, 0, NULL), 0);
+    free(vals_big);
+    fd = open(tmp("big/model.safetensors"), O_RDONLY);
+    bytes = (size_t)lseek(fd, 0, SEEK_END);
+    pages = (bytes + (size_t)pg - 1) / (size_t)pg;
+    vec = malloc(pages);
+    void *probe = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    mincore(probe, bytes, vec);
+    for (size_t i = 0; i < pages; i++) resident += vec[i] & 1;
+    if (resident > pages / 8) {
+        munmap(probe, bytes); close(fd); free(vec); free(got);
+        ZT_SKIP("this file system keeps the file's pages resident (%zu of %zu after DONTNEED)", resident, pages);
+    }
+    ZT_EQ_INT(zr_st_model_open(&m, d), 0);
+    ZT_EQ_INT(zr_st_model_find(&m, "big.weight", &f, &idx), 0);
+    ZT_EQ_INT(zr_st_read_range(&m.f[f], idx, NBIG / 2, 1 << 18, got), 0);
+    mincore(probe, bytes, vec);
+    resident = 0;
+    for (size_t i = 0; i < pages; i++) resident += vec[i] & 1;
+    ZT_CHECKM(resident * (size_t)pg < 4u << 20, "%zu KiB of the 16 MiB file resident after reading 1 MiB",
+              resident * (size_t)pg >> 10);
+    ZT_CHECK(resident * (size_t)pg >= 1u << 20);     /* the range itself was read */
+    printf("# t_ranges_only: %zu KiB of the %zu KiB file resident after reading 1024 KiB of it\n",
+           resident * (size_t)pg >> 10, bytes >> 10);
+    zr_st_model_close(&m);
+    munmap(probe, bytes);
+    close(fd);
+    free(vec);
+    free(got);
+}
+
 /* }===== */
 
 int main(void)
@@ -579,6 +631,7 @@ int main(void)
     ZT_RUN(t_folder_shards);
     ZT_RUN(t_index_errors);
     ZT_RUN(t_hf_config);
+    ZT_RUN(t_ranges_only);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) printf("could not remove %s\n", dir);
     return zt_end();

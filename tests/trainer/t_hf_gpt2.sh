@@ -81,8 +81,10 @@ if bin/zgen --spec-from-hf "$tmp/fp32_shards.out" -o "$tmp/back.yaml" >/dev/null
    sed -i 's/^train:/deepspeed: ds.json\ntrain:/; s/world_size: 1/world_size: 2/; s/seq_len: .*/seq_len: '$T'/' "$tmp/back.yaml" &&
    cp "$d/ds.json" "$tmp/ds.json" && bin/zgen "$tmp/back.yaml" -o "$tmp/back" >>"$tmp/back.log" 2>&1 &&
    diff <(grep -E '^#define ZG_(VOCAB_SIZE|CONTEXT|D_MODEL|N_LAYERS|N_HEADS|D_FF|NORM_EPS|TIE_EMBEDDINGS|N_PARAMS) ' "$d/out/zg_model.h") \
-        <(grep -E '^#define ZG_(VOCAB_SIZE|CONTEXT|D_MODEL|N_LAYERS|N_HEADS|D_FF|NORM_EPS|TIE_EMBEDDINGS|N_PARAMS) ' "$tmp/back/zg_model.h") >"$tmp/back.diff"; then
-  ok "zgen --spec-from-hf of the exported config.json: the same model constants"
+        <(grep -E '^#define ZG_(VOCAB_SIZE|CONTEXT|D_MODEL|N_LAYERS|N_HEADS|D_FF|NORM_EPS|TIE_EMBEDDINGS|N_PARAMS) ' "$tmp/back/zg_model.h") >"$tmp/back.diff" &&
+   diff <(sed -n '/zg_hf_config\[/,/^};/p' "$d/out/zg_tables.c") <(sed -n '/zg_hf_config\[/,/^};/p' "$tmp/back/zg_tables.c") >>"$tmp/back.diff" &&
+   grep -q '{"n_embd", ' "$tmp/back/zg_tables.c"; then
+  ok "zgen --spec-from-hf of the exported config.json: the same model constants and config.json rows"
 else
   cat "$tmp/back.log" "$tmp/back.diff"; fail "zgen --spec-from-hf of the exported config.json"
 fi
