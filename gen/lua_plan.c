@@ -271,6 +271,7 @@ void zg_lua_push_plan(lua_State *L, const ZgPlan *p)
 {
     lua_createtable(L, 0, 32);
     push_model(L, p->model); lua_setfield(L, -2, "model");
+    zg_lua_push_hf(L, p->model);       /* hf_config, hf_ignore */
     push_zero(L, p->zero); lua_setfield(L, -2, "zero");
     push_rows(L, p, p->n_tensors, push_tensor); lua_setfield(L, -2, "tensors");
     push_rows(L, p, p->n_modules, push_module); lua_setfield(L, -2, "modules");

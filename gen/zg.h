@@ -258,6 +258,23 @@ double zg_arch_params(const ZgModel *m);
 /* hf.c: `zgen --spec-from-hf CONFIG.json [-o SPEC.yaml] [--name NAME]`; argv[0] is the option. */
 int zg_hf_main(int argc, char **argv);
 
+/* hf_config.c: the Hugging Face config.json of the model as rows (values are JSON text) that the
+** trainer writes on --export and checks on --init-from; the tensors a checkpoint may hold beyond
+** the parameters. */
+typedef struct ZgHfKey {
+    const char *key;            /* config.json key; "a.b" = member b of object a (check only) */
+    const char *alt;            /* another spelling transformers reads, or NULL */
+    char *value;                /* this model's value, JSON text */
+    const char *absent;         /* what transformers assumes when missing/null; NULL: required;
+                                ** "": not checked when missing */
+    bool write;                 /* in the exported config.json */
+    bool check;                 /* an --init-from config.json must agree */
+} ZgHfKey;
+int zg_hf_config(const ZgModel *m, ZgHfKey **out);     /* rows in *out; 0 for an unknown arch */
+void zg_hf_config_free(ZgHfKey *k, int n);
+/* Names (".suffix": any name ending so) --init-from skips; *out is static. */
+int zg_hf_ignore(const ZgModel *m, const char ***out);
+
 /* The table of every DeepSpeed config key zgen knows (zero_keys.c), read by zero.c. */
 typedef enum {
     ZG_KT_SECTION,              /* a mapping of further keys (or null = absent) */

@@ -10,5 +10,7 @@
 
 void zg_lua_push_enums(lua_State *L);                      /* enums.tiers, .ops, ... (zr_enums.h) */
 void zg_lua_push_plan(lua_State *L, const ZgPlan *p);      /* the plan, as docs/TEMPLATES.md lists */
+/* hf_config.c: sets plan.hf_config and plan.hf_ignore on the table at the top of the stack */
+void zg_lua_push_hf(lua_State *L, const ZgModel *m);
 void zg_lua_push_gen(lua_State *L, const ZgGenInfo *g);    /* gen.root, .spec, .outputs, .sources */
 #endif

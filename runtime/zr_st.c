@@ -210,6 +210,8 @@ void zr_st_stream_abort(ZrStStream *s)
 void zr_st_close(ZrSt *st)
 {
     if (st->map) munmap(st->map, st->map_bytes);
+    if (st->fd >= 0 && st->map) close(st->fd);
+    st->fd = -1;
     free(st->e);
     st->map = NULL;
     st->e = NULL;
@@ -341,6 +343,7 @@ int zr_st_open(ZrSt *st, const char *path)
     uint64_t hlen = 0;
     int fd, rc, k;
     memset(st, 0, sizeof *st);
+    st->fd = -1;
     snprintf(st->path, sizeof st->path, "%s", path);
     if ((fd = open(path, O_RDONLY)) < 0) {
         int e = errno;
@@ -353,12 +356,17 @@ int zr_st_open(ZrSt *st, const char *path)
     }
     st->map_bytes = (size_t)sb.st_size;
     st->map = mmap(NULL, st->map_bytes, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
     if (st->map == MAP_FAILED) {
         int e = errno;
         st->map = NULL;
+        close(fd);
         return zr_train_fail(-e, "safetensors %s: mmap failed: %s", path, strerror(e));
     }
+    st->fd = fd;
+    /* the map serves the header only and pread the data ranges: neither may pull in the data
+    ** around them (read-ahead is 8 MiB on some disks) */
+    madvise(st->map, st->map_bytes, MADV_RANDOM);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
     for (k = 7; k >= 0; k--) hlen = hlen << 8 | ((const uint8_t *)st->map)[k];
     if (hlen > st->map_bytes - 8 || hlen > MAX_HEADER || hlen < 2) {
         rc = zr_train_fail(-EINVAL, "safetensors %s: header length %llu does not fit the %zu-byte file "
@@ -367,6 +375,7 @@ int zr_st_open(ZrSt *st, const char *path)
         goto err;
     }
     st->data = (const uint8_t *)st->map + 8 + hlen;
+    st->data_off = 8 + hlen;
     st->data_bytes = st->map_bytes - 8 - hlen;
     if ((rc = parse_header(st, (const char *)st->map + 8, (size_t)hlen)) != 0) goto err;
     return 0;
@@ -392,16 +401,28 @@ int zr_st_read_range(const ZrSt *st, int idx, int64_t first, int64_t n, float *d
     int64_t k;
     if (idx < 0 || idx >= st->n) return zr_train_fail(-EINVAL, "safetensors %s: no tensor %d", st->path, idx);
     e = &st->e[idx];
-    if (first < 0 || n < 0 || first + n > e->numel)
-        return zr_train_fail(-EINVAL, "safetensors %s: tensor %s: elements [%lld, %lld) outside its %lld",
-                             st->path, e->name, (long long)first, (long long)(first + n),
-                             (long long)e->numel);
-    p = st->data + e->begin + (uint64_t)first * (uint64_t)dtype_size(e->dtype);
-    if (e->dtype == ZR_DT_FP32) {
-        memcpy(dst, p, (size_t)n * 4);
-    } else if (e->dtype == ZR_DT_BF16) {
+    if (first < 0 || n < 0 || n > e->numel || first > e->numel - n)
+        return zr_train_fail(-EINVAL, "safetensors %s: tensor %s: %lld elements from %lld are outside its %lld",
+                             st->path, e->name, (long long)n, (long long)first, (long long)e->numel);
+    /* 16-bit data lands in the upper half of dst and widens upwards: element k is read (bytes
+    ** 2n+2k..) before any write reaches it (a write to dst[k] ends at byte 4k+4 <= 2n+2k+2). */
+    size_t bytes = (size_t)n * (size_t)dtype_size(e->dtype);
+    uint8_t *buf = (uint8_t *)dst + (e->dtype == ZR_DT_FP32 ? 0 : bytes);
+    uint64_t off = st->data_off + e->begin + (uint64_t)first * (uint64_t)dtype_size(e->dtype);
+    for (size_t got = 0; got < bytes;) {
+        ssize_t r = pread(st->fd, buf + got, bytes - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            int err = r < 0 ? errno : EIO;
+            return zr_train_fail(-err, "safetensors %s: tensor %s: read of %zu bytes at %llu failed: %s",
+                                 st->path, e->name, bytes, (unsigned long long)(off + got), strerror(err));
+        }
+        got += (size_t)r;
+    }
+    p = buf;
+    if (e->dtype == ZR_DT_BF16) {
         for (k = 0; k < n; k++) dst[k] = zr_bf16_to_f32((uint16_t)(p[2 * k] | p[2 * k + 1] << 8));
-    } else {
+    } else if (e->dtype == ZR_DT_FP16) {
         for (k = 0; k < n; k++) dst[k] = zr_fp16_to_f32((uint16_t)(p[2 * k] | p[2 * k + 1] << 8));
     }
     return 0;

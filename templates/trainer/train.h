@@ -30,6 +30,8 @@
 typedef struct TrArgs {
     const char *data, *val, *log, *init_from, *export_path, *save, *resume, *trace;
     const char *dump_grads;     /* debug: after step 1's backward, write fp32 gradients (safetensors) */
+    const char *export_dtype;   /* --export-dtype: "fp32" (NULL) or "bf16" */
+    int64_t export_shard_bytes; /* --export-shard-size: folder shard limit; 0 = ZR_ST_SHARD_BYTES */
     int64_t steps;              /* optimizer steps to reach (from the resumed step if any) */
     int64_t save_every;
     int threads;                /* per rank; 0 = cores / ranks on this node */
@@ -176,7 +178,10 @@ typedef void TrSink(int part, int64_t lo, int64_t n, const float *src, void *ctx
 void tr_state_load(TrFill *fill, void *ctx);   /* sets master, m, v and the working copy */
 void tr_state_store(TrSink *sink, void *ctx);
 void tr_params_init(void);              /* random init or --init-from */
-void tr_export(const char *path);       /* rank 0 writes safetensors (+ config.json) */
+void tr_export(const char *path);       /* rank 0 writes a file or a HF folder (+ config.json) */
+/* Command-line values of --export-dtype / --export-shard-size, checked (exit 2 with a message). */
+const char *tr_export_dtype_arg(const char *v);
+int64_t tr_size_arg(const char *flag, const char *v);
 void tr_dump_grads(const char *path);   /* debug: the reduced gradients, fp32, HF names */
 
 /* train_ckpt.c */

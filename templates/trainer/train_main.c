@@ -54,6 +54,8 @@ static void usage(void)
             "             [--init-from F.safetensors] [--export F.safetensors] [--save DIR]\n"
             "             [--save-every K] [--resume DIR] [--trace FILE.json] [--threads N]\n"
             "             [--dump-grads F.safetensors] [--quiet] %s\n"
+            "  --init-from: a .safetensors file or a Hugging Face model folder; --export: F.safetensors,\n"
+            "  or a folder [--export-dtype fp32|bf16] [--export-shard-size 5GB]\n"
             "plan %s: %d ranks, ZeRO stage %d, %s, micro-batch %d x %d steps of accumulation\n",
             tr_backend->usage, ZG_NAME, ZG_WORLD_SIZE, ZG_STAGE, ZG_DTYPE_NAME, ZG_MICRO_BATCH, ZG_GRAD_ACCUM);
     exit(2);
@@ -75,6 +77,8 @@ static void parse_args(int argc, char **argv, TrArgs *a)
         else if (strcmp(k, "--log") == 0) a->log = v;
         else if (strcmp(k, "--init-from") == 0) a->init_from = v;
         else if (strcmp(k, "--export") == 0) a->export_path = v;
+        else if (strcmp(k, "--export-dtype") == 0) a->export_dtype = tr_export_dtype_arg(v);
+        else if (strcmp(k, "--export-shard-size") == 0) a->export_shard_bytes = tr_size_arg(k, v);
         else if (strcmp(k, "--save") == 0) a->save = v;
         else if (strcmp(k, "--save-every") == 0) a->save_every = atoll(v);
         else if (strcmp(k, "--resume") == 0) a->resume = v;

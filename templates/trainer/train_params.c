@@ -1,13 +1,16 @@
 /*
 ** train_params.c — parameters in and out: DESIGN.md's random init (counter-based, so each rank
 ** generates only what it owns and every world size and stage gets the same weights), --init-from
-** (safetensors, Hugging Face GPT-2 names), --export (gathered from the shards, + config.json) and
-** the --dump-grads debug output that the parity test compares with PyTorch.
+** (safetensors, the arch's Hugging Face names), --export (gathered from the shards, + config.json) and
+** the --dump-grads debug output that the parity test compares with PyTorch. --init-from also
+** takes a Hugging Face model folder and --export writes one (runtime/zr_st_hf.c); the config.json
+** keys come from the plan (zg_hf_config), so this file never asks which arch it trains.
 **
 ** The optimizer state (master, m, v) and the working copy are written chunk by chunk through the
 ** "acts" region, which is free outside a micro-step: the state may live on NVMe, and the trainer
 ** allocates nothing beyond the plan's arenas while it trains.
 */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -68,9 +71,15 @@ void tr_state_store(TrSink *sink, void *ctx)
 }
 
 /* ---------------------------------------------------------------------- init */
+/* --init-from: the opened file or folder and, per model tensor, the file and entry holding it. */
+typedef struct InitSrc {
+    ZrStModel m;
+    int file[ZG_N_TENSORS], idx[ZG_N_TENSORS];
+} InitSrc;
+
 /* Master values of opt-shard elements [lo, lo+n): each tensor's piece from the RNG or the file,
-** zeros in padding. */
-static void fill_master(int64_t lo, int64_t n, float *dst, const ZrSt *st)
+** zeros in padding. Only the owned ranges are read (zr_st_read_range: pread, no read-ahead). */
+static void fill_master(int64_t lo, int64_t n, float *dst, const InitSrc *src)
 {
     memset(dst, 0, (size_t)n * 4);
     for (int t = 0; t < ZG_N_TENSORS; t++) {
@@ -80,9 +89,9 @@ static void fill_master(int64_t lo, int64_t n, float *dst, const ZrSt *st)
         int64_t first = T.t[t].opt_src + (a - T.t[t].opt_lo);
         if (first + (b - a) > r->numel) b = a + (r->numel - first);   /* stage 3 slice padding */
         if (b <= a) continue;
-        if (st) {
-            int idx = zr_st_find(st, r->name);
-            if (idx < 0 || zr_st_read_range(st, idx, first, b - a, dst + (a - lo)) < 0)
+        if (src) {
+            const ZrSt *st = &src->m.f[src->file[t]];
+            if (zr_st_read_range(st, src->idx[t], first, b - a, dst + (a - lo)) < 0)
                 tr_die("--init-from %s: %s", st->path, zr_train_error());
         } else {
             ZR_CHECK(zr_rng_init_slice(r, (uint32_t)t, ZG_SEED, ZG_N_LAYERS, first, b - a,
@@ -110,16 +119,27 @@ static void st_table(ZrStTensor *want)
     }
 }
 
+/* --init-from takes a .safetensors file or a Hugging Face folder (docs/TRAINER_FORMATS.md): the
+** folder's config.json must agree with the plan's (zg_hf_config), every tensor must be there with
+** its shape, and anything else in the files is an error unless zg_hf_ignore names it. */
 void tr_params_init(void)
 {
     if (T.a.init_from) {
-        ZrSt st;
+        InitSrc *src = calloc(1, sizeof *src);
         ZrStTensor want[ZG_N_TENSORS];
+        if (!src) tr_die("out of memory for --init-from");
         st_table(want);
-        if (zr_st_open(&st, T.a.init_from) < 0 || zr_st_check(&st, want, ZG_N_TENSORS, 1) < 0)
+        if (zr_st_model_open(&src->m, T.a.init_from) < 0) tr_die("--init-from: %s", zr_train_error());
+        if (src->m.config[0] && zr_st_hf_config_check(src->m.config, zg_hf_config, ZG_N_HF_CONFIG) < 0)
             tr_die("--init-from: %s", zr_train_error());
-        tr_state_load(init_fill, &st);
-        zr_st_close(&st);
+        if (zr_st_model_check(&src->m, want, ZG_N_TENSORS, zg_hf_ignore, ZG_N_HF_IGNORE) < 0)
+            tr_die("--init-from: %s", zr_train_error());
+        for (int t = 0; t < ZG_N_TENSORS; t++)
+            if (zr_st_model_find(&src->m, zg_tensors[t].name, &src->file[t], &src->idx[t]) != 0)
+                tr_die("--init-from %s: no %s", T.a.init_from, zg_tensors[t].name);
+        tr_state_load(init_fill, src);
+        zr_st_model_close(&src->m);
+        free(src);
     } else {
         tr_state_load(init_fill, NULL);
     }
@@ -157,13 +177,20 @@ static float *gather_model(const float *shard)
     return out;
 }
 
+static const char *const st_meta[] = {"format", "pt", "generator", "zgen " ZG_NAME, NULL};
+
+/* The gathered model as safetensors rows over flat. */
+static void model_rows(ZrStTensor *t, const float *flat)
+{
+    st_table(t);
+    for (int i = 0; i < ZG_N_TENSORS; i++) t[i].data = flat + zg_tensors[i].flat_offset;
+}
+
 static void write_model(const char *path, const float *flat)
 {
     ZrStTensor t[ZG_N_TENSORS];
-    st_table(t);
-    for (int i = 0; i < ZG_N_TENSORS; i++) t[i].data = flat + zg_tensors[i].flat_offset;
-    const char *meta[] = {"format", "pt", "generator", "zgen " ZG_NAME, NULL};
-    if (zr_st_write(path, t, ZG_N_TENSORS, meta) < 0) tr_die("%s: %s", path, zr_train_error());
+    model_rows(t, flat);
+    if (zr_st_write(path, t, ZG_N_TENSORS, st_meta) < 0) tr_die("%s: %s", path, zr_train_error());
 }
 
 static void collect_master(int part, int64_t lo, int64_t n, const float *src, void *ctx)
@@ -174,12 +201,46 @@ static void collect_master(int part, int64_t lo, int64_t n, const float *src, vo
 /* mkdir -p of the directory part of path */
 static void make_parent(const char *path)
 {
-    char p[1024];
+    char p[1200];
     snprintf(p, sizeof p, "%s", path);
     for (char *c = p + 1; *c; c++)
         if (*c == '/') { *c = 0; mkdir(p, 0755); *c = '/'; }
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+const char *tr_export_dtype_arg(const char *v)
+{
+    if (strcmp(v, "fp32") && strcmp(v, "bf16")) {
+        fprintf(stderr, "train: error: --export-dtype %s: expected fp32 or bf16\n", v);
+        exit(2);
+    }
+    return v;
+}
+
+int64_t tr_size_arg(const char *flag, const char *v)
+{
+    static const struct { const char *suffix; double mult; } units[] = {
+        {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+        {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    };
+    char *end;
+    double x = strtod(v, &end);
+    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++)
+        if (end != v && x > 0 && !strcmp(end, units[k].suffix) && x * units[k].mult < 9e18)
+            return (int64_t)(x * units[k].mult);
+    fprintf(stderr, "train: error: %s %s: expected a positive size in bytes, e.g. 5GB, 500MB, 2GiB or "
+            "1000000\n", flag, v);
+    exit(2);
+}
+
+/* --export PATH: PATH.safetensors is one file with config.json beside it; any other PATH is a
+** Hugging Face folder (config.json, model.safetensors or shards above --export-shard-size with their
+** index). The config.json rows are the plan's (zg_hf_config): nothing here depends on the arch. */
 void tr_export(const char *path)
 {
     float *shard = malloc((size_t)T.opt_numel * 4 + 4);
@@ -187,15 +248,31 @@ void tr_export(const char *path)
     tr_state_store(collect_master, shard);
     float *flat = gather_model(shard);
     if (T.rank == 0) {
-        make_parent(path);
-        write_model(path, flat);
+        int bf16 = T.a.export_dtype && !strcmp(T.a.export_dtype, "bf16");
+        int dt = bf16 ? ZR_DT_BF16 : ZR_DT_FP32;
+        const char *torch_dtype = bf16 ? "bfloat16" : "float32";
+        ZrStTensor t[ZG_N_TENSORS];
         char cfg[1100];
-        const char *slash = strrchr(path, '/');
-        int dl = slash ? (int)(slash - path) : 1;
-        snprintf(cfg, sizeof cfg, "%.*s/config.json", dl, slash ? path : ".");
-        ZrGpt2Config c = {ZG_VOCAB_SIZE, ZG_CONTEXT, ZG_D_MODEL, ZG_N_LAYERS, ZG_N_HEADS, ZG_D_FF,
-                          ZG_NORM_EPS, ZG_TIE_EMBEDDINGS};
-        if (zr_st_write_gpt2_config(cfg, &c) < 0) tr_die("%s: %s", cfg, zr_train_error());
+        struct stat sb;
+        model_rows(t, flat);
+        if (ends_with(path, ".safetensors")) {
+            const char *slash = strrchr(path, '/');
+            make_parent(path);
+            if (zr_st_write_dtype(path, t, ZG_N_TENSORS, dt, st_meta) < 0)
+                tr_die("--export %s: %s", path, zr_train_error());
+            snprintf(cfg, sizeof cfg, "%.*s/config.json", slash ? (int)(slash - path) : 1, slash ? path : ".");
+        } else {
+            snprintf(cfg, sizeof cfg, "%s/", path);
+            make_parent(cfg);
+            if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+                tr_die("--export %s: cannot make this folder (HINT: a path ending in .safetensors writes "
+                       "one file; any other path names a folder)", path);
+            if (zr_st_write_model(path, t, ZG_N_TENSORS, dt, (uint64_t)T.a.export_shard_bytes, st_meta) < 0)
+                tr_die("--export %s: %s", path, zr_train_error());
+            snprintf(cfg, sizeof cfg, "%s/config.json", path);
+        }
+        if (zr_st_hf_config_write(cfg, zg_hf_config, ZG_N_HF_CONFIG, torch_dtype) < 0)
+            tr_die("%s: %s", cfg, zr_train_error());
     }
     free(flat);
     free(shard);

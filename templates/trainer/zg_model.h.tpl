@@ -166,5 +166,7 @@
 #define ZG_N_LAST_MICRO_OPS             ${#plan.sched.last}
 #define ZG_N_STEP_OPS                   ${#plan.sched.step}
 #define ZG_HAS_LAST_MICRO_OPS           1  /* zg_last_micro_ops is the plan's own list */
+#define ZG_N_HF_CONFIG                  ${#plan.hf_config}  /* zg_hf_config rows */
+#define ZG_N_HF_IGNORE                  ${#plan.hf_ignore}
 
 #endif

@@ -117,10 +117,32 @@ ${R:render("    ", "no operations")}
 };
 
 @@ end
+/* ---------------------------------------------------------------------- Hugging Face config.json */
+@@ local function cs(x) return x and cfmt.str(x) or "NULL" end
+@@ R = rows.new()
+@@ for _, k in ipairs(plan.hf_config) do
+@@   R:add({cs(k.key), cs(k.alt), cs(k.value), cs(k.absent), b(k.write), b(k.check)},
+@@         k.write and k.check and "exported, checked" or k.write and "exported" or "checked")
+@@ end
+/* key, alt, value (JSON), absent (what transformers assumes when missing; NULL required, "" any),
+** write (--export's config.json), check (an --init-from config.json must agree); gen/hf_config.c */
+const ZrHfKey zg_hf_config[${R:size()}] = {
+${R:render("    ", "no config.json for this arch")}
+};
+/* Tensors of a Hugging Face checkpoint that --init-from skips (".x": names ending in .x). */
+const char *const zg_hf_ignore[${#plan.hf_ignore > 0 and #plan.hf_ignore or 1}] = {
+@@ for _, s in ipairs(plan.hf_ignore) do
+    ${cfmt.str(s)},
+@@ end
+@@ if #plan.hf_ignore == 0 then
+    NULL,  /* none */
+@@ end
+};
+
 /* Each table agrees with its count in zg_model.h (a placeholder row stands in for none). */
 @@ for _, c in ipairs({{"zg_tensors", "TENSORS"}, {"zg_modules", "MODULES"}, {"zg_buckets", "BUCKETS"},
 @@                     {"zg_gathers", "GATHERS"}, {"zg_subgroups", "SUBGROUPS"}, {"zg_regions", "REGIONS"},
 @@                     {"zg_micro_ops", "MICRO_OPS"}, {"zg_last_micro_ops", "LAST_MICRO_OPS"},
-@@                     {"zg_step_ops", "STEP_OPS"}}) do
+@@                     {"zg_step_ops", "STEP_OPS"}, {"zg_hf_config", "HF_CONFIG"}, {"zg_hf_ignore", "HF_IGNORE"}}) do
 _Static_assert(sizeof ${c[1]} / sizeof ${c[1]}[0] == (ZG_N_${c[2]} > 0 ? ZG_N_${c[2]} : 1), "${c[1]}");
 @@ end

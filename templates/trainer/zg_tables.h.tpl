@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "zr_plan.h"       /* defines: the row types */
 #include "zg_model.h"      /* defines: ZG_* constants, the table sizes */
+#include "zr_st.h"         /* defines: ZrHfKey */
 
 extern const ZrTensorRow   zg_tensors[];        /* ZG_N_TENSORS, Hugging Face order */
 extern const ZrModuleRow   zg_modules[];        /* ZG_N_MODULES, forward order */
@@ -22,6 +23,8 @@ extern const ZrOpRow       zg_step_ops[];       /* ZG_N_STEP_OPS: the optimizer 
 extern const int64_t zg_tier_bytes[ZR_NTIERS];  /* arena bytes per tier per rank */
 extern const int64_t zg_peak_bytes[ZR_NTIERS];  /* peak bytes per tier per rank */
 extern const int64_t zg_cat_bytes[ZR_NTIERS][ZR_NMEM];  /* bytes per tier and ZrMemCat */
+extern const ZrHfKey       zg_hf_config[];      /* ZG_N_HF_CONFIG: config.json keys (zr_st.h) */
+extern const char *const   zg_hf_ignore[];      /* ZG_N_HF_IGNORE: checkpoint names --init-from skips */
 
 /* Regions: index in zg_regions. */
 enum {

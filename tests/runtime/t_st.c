@@ -1,15 +1,22 @@
 /*
 ** t_st.c — safetensors: our files read by an independent Python reader (train_ref.py), Python's
 ** files (F32, BF16, every F16 bit pattern) read by us, byte-identical rewrites, and each validation
-** error with the tensor it names. Also the JSON reader under it and the GPT-2 config.json.
+** error with the tensor it names. Also the JSON reader under it and the GPT-2 config.json, and
+** Hugging Face folders: one file or shards + index written and read back, every index and config.json
+** disagreement named.
 */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "zr.h"
+#include "zr_half.h"
+#include "zr_st.h"
 #include "zt.h"
 
 #define PY "/usr/bin/python3"
@@ -345,6 +352,268 @@ static void t_config(void)
     ZT_EQ_INT(zr_st_write_gpt2_config(tmp("bad.json"), &c), -EINVAL);
 }
 
+/* {===== Hugging Face folders (zr_st_hf.c) */
+
+static void put_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+static float bf16_round(float v) { return zr_bf16_to_f32(zr_f32_to_bf16(v)); }
+
+static void t_folder_single(void)
+{
+    ZrStModel m;
+    char d[300];
+    float got[128];
+    int f, idx;
+    snprintf(d, sizeof d, "%s/single", dir);
+    mkdir(d, 0755);
+    ZT_EQ_INT(zr_st_write_model(d, tab, NT, ZR_DT_FP32, 0, NULL), 0);
+    ZT_CHECK(access(tmp("single/model.safetensors"), F_OK) == 0);
+    ZT_CHECK(access(tmp("single/model.safetensors.index.json"), F_OK) != 0);
+    ZT_EQ_INT(zr_st_model_open(&m, d), 0);
+    ZT_EQ_INT(m.nf, 1);
+    ZT_EQ_STR(m.config, "");            /* no config.json in this folder */
+    ZT_EQ_INT(zr_st_model_check(&m, tab, NT, NULL, 0), 0);
+    ZT_EQ_INT(zr_st_model_find(&m, "h.0.attn.c_attn.weight", &f, &idx), 0);
+    ZT_EQ_INT(zr_st_read_range(&m.f[f], idx, 5, 3, got), 0);
+    ZT_CHECK(got[0] == 20 + 1.25f && got[2] == 20 + 1.75f);
+    ZT_EQ_INT(zr_st_model_find(&m, "nope", &f, &idx), -ENOENT);
+    {   /* a long list of problems is cut, the count and the HINT stay */
+        static char names[40][64];
+        ZrStTensor many[40];
+        for (int i = 0; i < 40; i++) {
+            snprintf(names[i], sizeof names[i], "model.layers.%d.self_attn.q_proj.weight", i);
+            many[i] = tab[0];
+            many[i].name = names[i];
+        }
+        ZT_EQ_INT(zr_st_model_check(&m, many, 40, NULL, 0), -EINVAL);
+        ZT_CHECK(strstr(zr_train_error(), "45 problems") != NULL);
+        ZT_CHECK(strstr(zr_train_error(), " ... (HINT: ") != NULL);
+    }
+    zr_st_model_close(&m);
+    /* a file path still opens as a one-file model */
+    ZT_EQ_INT(zr_st_model_open(&m, tmp("single/model.safetensors")), 0);
+    ZT_EQ_INT(zr_st_model_check(&m, tab, NT, NULL, 0), 0);
+    zr_st_model_close(&m);
+}
+
+static void t_folder_shards(void)
+{
+    /* bf16 bytes: wte 132, wpe 84, c_attn 216, ln_1.bias 12, ln_f 12; with shards of at most 100
+    ** bytes filled in order, one too large alone: {wte} {wpe} {c_attn} {ln_1.bias, ln_f} */
+    static const char *const file_of[NT] = {"model-00001-of-00004.safetensors", "model-00002-of-00004.safetensors",
+                                            "model-00003-of-00004.safetensors", "model-00004-of-00004.safetensors",
+                                            "model-00004-of-00004.safetensors"};
+    ZrStModel m;
+    ZrJson j;
+    char d[300], name[100], v[64];
+    size_t n;
+    uint64_t total;
+    char *text;
+    snprintf(d, sizeof d, "%s/shards", dir);
+    mkdir(d, 0755);
+    ZT_EQ_INT(zr_st_write_model(d, tab, NT, ZR_DT_BF16, 100, NULL), 0);
+    text = slurp(tmp("shards/model.safetensors.index.json"), &n);
+    ZT_CHECK(text != NULL);
+    if (!text) return;
+    ZT_EQ_INT(zr_json_parse(&j, text, n, NULL, 0), 0);
+    ZT_EQ_INT(zr_json_u64(&j, zr_json_get(&j, zr_json_get(&j, 0, "metadata"), "total_size"), &total), 0);
+    ZT_EQ_INT(total, 456);
+    for (int i = 0; i < NT; i++) {
+        int w = zr_json_get(&j, 0, "weight_map");
+        ZT_EQ_INT(zr_json_str(&j, zr_json_get(&j, w, tab[i].name), v, sizeof v), 0);
+        ZT_EQ_STR(v, file_of[i]);
+        snprintf(name, sizeof name, "shards/%s", file_of[i]);
+        ZT_CHECK(access(tmp(name), F_OK) == 0);
+    }
+    zr_json_free(&j);
+    free(text);
+    ZT_EQ_INT(zr_st_model_open(&m, d), 0);
+    ZT_EQ_INT(m.nf, 4);
+    ZT_EQ_INT(zr_st_model_check(&m, tab, NT, NULL, 0), 0);
+    for (int i = 0; i < NT; i++) {
+        int f, idx;
+        float got[128];
+        int64_t ne = tab[i].ndim == 1 ? tab[i].shape[0] : tab[i].shape[0] * tab[i].shape[1];
+        ZT_EQ_INT(zr_st_model_find(&m, tab[i].name, &f, &idx), 0);
+        ZT_CHECK(strstr(m.f[f].path, file_of[i]) != NULL);
+        ZT_EQ_INT(m.f[f].e[idx].dtype, ZR_DT_BF16);
+        ZT_EQ_INT(zr_st_read_range(&m.f[f], idx, 0, ne, got), 0);
+        for (int64_t k = 0; k < ne; k++) ZT_CHECKM(got[k] == bf16_round(vals[i][k]), "%s[%lld]", tab[i].name, (long long)k);
+    }
+    {   /* names what differs, with the file */
+        ZrStTensor want[NT];
+        const char *ig[] = {".c_attn.weight"};
+        memcpy(want, tab, sizeof want);
+        want[1].shape[0] = 8;
+        want[4].name = "ln_f.bias";
+        ZT_EQ_INT(zr_st_model_check(&m, want, NT, NULL, 0), -EINVAL);
+        const char *e = zr_train_error();
+        ZT_CHECK(strstr(e, "3 problems") != NULL);
+        ZT_CHECK(strstr(e, "model-00002-of-00004.safetensors: wpe.weight has shape [7, 6], expected [8, 6]") != NULL);
+        ZT_CHECK(strstr(e, "missing ln_f.bias") != NULL);
+        ZT_CHECK(strstr(e, "model-00004-of-00004.safetensors: unexpected tensor ln_f.weight") != NULL);
+        want[2].name = "h.0.attn.other";   /* now c_attn is unexpected too, but ignored by suffix */
+        ZT_EQ_INT(zr_st_model_check(&m, want, NT, ig, 1), -EINVAL);
+        ZT_CHECK(strstr(zr_train_error(), "4 problems") != NULL);
+        ZT_CHECK(strstr(zr_train_error(), "unexpected tensor h.0.attn.c_attn.weight") == NULL);
+    }
+    zr_st_model_close(&m);
+    /* a single file written later replaces the index (and the stale index goes) */
+    ZT_EQ_INT(zr_st_write_model(d, tab, NT, ZR_DT_BF16, 0, NULL), 0);
+    ZT_CHECK(access(tmp("shards/model.safetensors.index.json"), F_OK) != 0);
+}
+
+static void t_index_errors(void)
+{
+    ZrStModel m;
+    char d[300];
+    snprintf(d, sizeof d, "%s/idx", dir);
+    mkdir(d, 0755);
+    ZT_EQ_INT(zr_st_write(tmp("idx/a.safetensors"), tab, 2, NULL), 0);
+    ZT_EQ_INT(zr_st_model_open(&m, d), -ENOENT);
+    ZT_CHECK(strstr(zr_train_error(), "without model.safetensors or model.safetensors.index.json") != NULL);
+    put_text(tmp("idx/model.safetensors.index.json"), "{\"metadata\": {}}");
+    ZT_EQ_INT(zr_st_model_open(&m, d), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "no \"weight_map\"") != NULL);
+    put_text(tmp("idx/model.safetensors.index.json"), "{\"weight_map\": {\"wte.weight\": \"../a.safetensors\"}}");
+    ZT_EQ_INT(zr_st_model_open(&m, d), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "weight_map[\"wte.weight\"] is not a file name of this folder") != NULL);
+    put_text(tmp("idx/model.safetensors.index.json"),
+             "{\"weight_map\": {\"wte.weight\": \"a.safetensors\", \"wpe.weight\": \"a.safetensors\", "
+             "\"ln_f.weight\": \"a.safetensors\"}}");
+    ZT_EQ_INT(zr_st_model_open(&m, d), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "weight_map puts ln_f.weight in") != NULL);
+    ZT_CHECK(strstr(zr_train_error(), "a.safetensors, which holds no such tensor") != NULL);
+    put_text(tmp("idx/model.safetensors.index.json"), "{\"weight_map\": {\"wte.weight\": \"a.safetensors\"}}");
+    ZT_EQ_INT(zr_st_model_open(&m, d), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "a.safetensors: holds wpe.weight, which") != NULL);
+    put_text(tmp("idx/model.safetensors.index.json"), "{\"weight_map\": {\"wte.weight\": \"b.safetensors\"}}");
+    ZT_EQ_INT(zr_st_model_open(&m, d), -ENOENT);       /* the shard itself is missing */
+    ZT_CHECK(strstr(zr_train_error(), "b.safetensors") != NULL);
+    put_text(tmp("idx/model.safetensors.index.json"),
+             "{\"metadata\": {\"total_size\": 216}, \"weight_map\": {\"wte.weight\": \"a.safetensors\", "
+             "\"wpe.weight\": \"a.safetensors\"}}");
+    put_text(tmp("idx/config.json"), "{}");
+    ZT_EQ_INT(zr_st_model_open(&m, d), 0);
+    ZT_CHECK(strstr(m.config, "idx/config.json") != NULL);
+    ZT_EQ_INT(zr_st_model_check(&m, tab, 2, NULL, 0), 0);
+    zr_st_model_close(&m);
+}
+
+static void t_hf_config(void)
+{
+    static const ZrHfKey k[] = {
+        {"architectures", NULL, "[\"LlamaForCausalLM\"]", "", 1, 0},
+        {"model_type", NULL, "\"llama\"", NULL, 1, 1},
+        {"hidden_size", NULL, "64", "4096", 1, 1},
+        {"n_positions", "n_ctx", "32", "1024", 1, 1},
+        {"num_key_value_heads", NULL, "2", "4", 1, 1},
+        {"rms_norm_eps", NULL, "1e-05", "1e-06", 1, 1},
+        {"rope_scaling", NULL, "{\"rope_type\": \"llama3\", \"factor\": 8.0}", "null", 1, 0},
+        {"rope_scaling.factor", NULL, "8.0", NULL, 0, 1},
+        {"rope_scaling.rope_type", "rope_scaling.type", "\"llama3\"", NULL, 0, 1},
+        {"tie_word_embeddings", NULL, "false", "false", 1, 1},
+    };
+    const int n = (int)(sizeof k / sizeof k[0]);
+    ZrJson j;
+    size_t len;
+    char *text, v[64];
+    double x;
+    ZT_EQ_INT(zr_st_hf_config_write(tmp("hf.json"), k, n, "bfloat16"), 0);
+    text = slurp(tmp("hf.json"), &len);
+    ZT_EQ_INT(zr_json_parse(&j, text, len, NULL, 0), 0);
+    ZT_EQ_INT(zr_json_str(&j, zr_json_get(&j, 0, "torch_dtype"), v, sizeof v), 0);
+    ZT_EQ_STR(v, "bfloat16");
+    ZT_EQ_INT(zr_json_num(&j, zr_json_get(&j, zr_json_get(&j, 0, "rope_scaling"), "factor"), &x), 0);
+    ZT_CHECK(x == 8.0);
+    ZT_EQ_INT(zr_json_get(&j, 0, "rope_scaling.factor"), -1);      /* check-only rows are not written */
+    zr_json_free(&j);
+    free(text);
+    ZT_EQ_INT(zr_st_hf_config_check(tmp("hf.json"), k, n), 0);      /* agrees with itself */
+    /* another spelling of numbers, the alt key, defaults where the model has them: agrees */
+    put_text(tmp("ok.json"), "{\"model_type\": \"llama\", \"hidden_size\": 64.0, \"n_ctx\": 32, "
+             "\"num_key_value_heads\": 2, \"rms_norm_eps\": 1.0e-5, \"rope_scaling\": {\"type\": \"llama3\", "
+             "\"factor\": 8}, \"tie_word_embeddings\": null, \"unrelated\": [1, 2]}");
+    ZT_EQ_INT(zr_st_hf_config_check(tmp("ok.json"), k, n), 0);
+    /* each disagreement named with both values */
+    put_text(tmp("bad.json"), "{\"model_type\": \"gpt2\", \"hidden_size\": 128, \"rms_norm_eps\": 1e-6, "
+             "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 4.0}, \"tie_word_embeddings\": true}");
+    ZT_EQ_INT(zr_st_hf_config_check(tmp("bad.json"), k, n), -EINVAL);
+    const char *e = zr_train_error();
+    ZT_CHECK(strstr(e, "7 keys disagree") != NULL);
+    ZT_CHECK(strstr(e, "\"model_type\" is \"gpt2\", the model has \"llama\"") != NULL);
+    ZT_CHECK(strstr(e, "\"hidden_size\" is 128, the model has 64") != NULL);
+    ZT_CHECK(strstr(e, "\"n_positions\" is missing, which means 1024, the model has 32") != NULL);
+    ZT_CHECK(strstr(e, "\"num_key_value_heads\" is missing, which means 4, the model has 2") != NULL);
+    ZT_CHECK(strstr(e, "\"rms_norm_eps\" is 1e-6, the model has 1e-05") != NULL);
+    ZT_CHECK(strstr(e, "\"rope_scaling.factor\" is 4.0, the model has 8.0") != NULL);
+    ZT_CHECK(strstr(e, "\"tie_word_embeddings\" is true, the model has false") != NULL);
+    put_text(tmp("noscale.json"), "{\"model_type\": \"llama\", \"hidden_size\": 64, \"n_positions\": 32, "
+             "\"num_key_value_heads\": 2, \"rms_norm_eps\": 1e-5, \"rope_scaling\": null}");
+    ZT_EQ_INT(zr_st_hf_config_check(tmp("noscale.json"), k, n), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "no \"rope_scaling.factor\", the model has 8.0") != NULL);
+    put_text(tmp("notjson.json"), "{\"a\": }");
+    ZT_EQ_INT(zr_st_hf_config_check(tmp("notjson.json"), k, n), -EINVAL);
+    ZT_CHECK(strstr(zr_train_error(), "notjson.json: not a JSON object") != NULL);
+}
+
+/* A ZeRO-3 rank reads only the ranges it owns: after the page cache of a 16 MiB shard is dropped,
+** reading 1 MiB from its middle leaves only a little of the file resident (the header, that range,
+** the kernel's read-ahead), counted with mincore on a mapping of our own. */
+static void t_ranges_only(void)
+{
+    enum { NBIG = 4 << 20 };            /* floats: 16 MiB */
+    ZrStTensor big = { "big.weight", 2, { 1024, NBIG / 1024 }, NULL };
+    ZrStModel m;
+    char d[300];
+    unsigned char *vec;
+    size_t bytes, pages, resident = 0;
+    long pg = sysconf(_SC_PAGESIZE);
+    float *vals_big = calloc(NBIG, sizeof *vals_big), *got = malloc((1 << 18) * sizeof *got);
+    int fd, f, idx;
+    snprintf(d, sizeof d, "%s/big", dir);
+    mkdir(d, 0755);
+    big.data = vals_big;
+    ZT_EQ_INT(zr_st_write_model(d, &big, 1, ZR_DT_FP32, 0, NULL), 0);
+    free(vals_big);
+    fd = open(tmp("big/model.safetensors"), O_RDONLY);
+    bytes = (size_t)lseek(fd, 0, SEEK_END);
+    pages = (bytes + (size_t)pg - 1) / (size_t)pg;
+    vec = malloc(pages);
+    void *probe = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    mincore(probe, bytes, vec);
+    for (size_t i = 0; i < pages; i++) resident += vec[i] & 1;
+    if (resident > pages / 8) {
+        munmap(probe, bytes); close(fd); free(vec); free(got);
+        ZT_SKIP("this file system keeps the file's pages resident (%zu of %zu after DONTNEED)", resident, pages);
+    }
+    ZT_EQ_INT(zr_st_model_open(&m, d), 0);
+    ZT_EQ_INT(zr_st_model_find(&m, "big.weight", &f, &idx), 0);
+    ZT_EQ_INT(zr_st_read_range(&m.f[f], idx, NBIG / 2, 1 << 18, got), 0);
+    mincore(probe, bytes, vec);
+    resident = 0;
+    for (size_t i = 0; i < pages; i++) resident += vec[i] & 1;
+    ZT_CHECKM(resident * (size_t)pg < 4u << 20, "%zu KiB of the 16 MiB file resident after reading 1 MiB",
+              resident * (size_t)pg >> 10);
+    ZT_CHECK(resident * (size_t)pg >= 1u << 20);     /* the range itself was read */
+    printf("# t_ranges_only: %zu KiB of the %zu KiB file resident after reading 1024 KiB of it\n",
+           resident * (size_t)pg >> 10, bytes >> 10);
+    zr_st_model_close(&m);
+    munmap(probe, bytes);
+    close(fd);
+    free(vec);
+    free(got);
+}
+
+/* }===== */
+
 int main(void)
 {
     char cmd[128];
@@ -358,6 +627,11 @@ int main(void)
     ZT_RUN(t_expected_table);
     ZT_RUN(t_json);
     ZT_RUN(t_config);
+    ZT_RUN(t_folder_single);
+    ZT_RUN(t_folder_shards);
+    ZT_RUN(t_index_errors);
+    ZT_RUN(t_hf_config);
+    ZT_RUN(t_ranges_only);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) printf("could not remove %s\n", dir);
     return zt_end();

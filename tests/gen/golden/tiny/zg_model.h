@@ -163,5 +163,7 @@
 #define ZG_N_LAST_MICRO_OPS             99
 #define ZG_N_STEP_OPS                   4
 #define ZG_HAS_LAST_MICRO_OPS           1  /* zg_last_micro_ops is the plan's own list */
+#define ZG_N_HF_CONFIG                  12  /* zg_hf_config rows */
+#define ZG_N_HF_IGNORE                  3
 
 #endif

@@ -374,6 +374,30 @@ const ZrOpRow zg_step_ops[4] = {
     {ZR_OP_ALLGATHER_PARAMS, 0, -1, ZR_XFER_ALL_GATHER, ZR_STREAM_COMM, ZG_REGION_PARAMS_SHARD, ZG_REGION_PERSIST,   0, 0, 3456,   ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* re-gather the persistent tensors (6912 elements) into persist */
 };
 
+/* ---------------------------------------------------------------------- Hugging Face config.json */
+/* key, alt, value (JSON), absent (what transformers assumes when missing; NULL required, "" any),
+** write (--export's config.json), check (an --init-from config.json must agree); gen/hf_config.c */
+const ZrHfKey zg_hf_config[12] = {
+    {"architectures",       NULL,    "[\"GPT2LMHeadModel\"]", "",             1, 0},  /* exported */
+    {"model_type",          NULL,    "\"gpt2\"",              NULL,           1, 1},  /* exported, checked */
+    {"vocab_size",          NULL,    "256",                   "50257",        1, 1},  /* exported, checked */
+    {"n_positions",         "n_ctx", "128",                   "1024",         1, 1},  /* exported, checked */
+    {"n_ctx",               NULL,    "128",                   "",             1, 0},  /* exported */
+    {"n_embd",              NULL,    "128",                   "768",          1, 1},  /* exported, checked */
+    {"n_layer",             NULL,    "4",                     "12",           1, 1},  /* exported, checked */
+    {"n_head",              NULL,    "4",                     "12",           1, 1},  /* exported, checked */
+    {"n_inner",             NULL,    "512",                   "512",          1, 1},  /* exported, checked */
+    {"activation_function", NULL,    "\"gelu_new\"",          "\"gelu_new\"", 1, 1},  /* exported, checked */
+    {"layer_norm_epsilon",  NULL,    "1e-05",                 "1e-05",        1, 1},  /* exported, checked */
+    {"tie_word_embeddings", NULL,    "true",                  "true",         1, 1},  /* exported, checked */
+};
+/* Tensors of a Hugging Face checkpoint that --init-from skips (".x": names ending in .x). */
+const char *const zg_hf_ignore[3] = {
+    ".attn.bias",
+    ".attn.masked_bias",
+    "lm_head.weight",
+};
+
 /* Each table agrees with its count in zg_model.h (a placeholder row stands in for none). */
 _Static_assert(sizeof zg_tensors / sizeof zg_tensors[0] == (ZG_N_TENSORS > 0 ? ZG_N_TENSORS : 1), "zg_tensors");
 _Static_assert(sizeof zg_modules / sizeof zg_modules[0] == (ZG_N_MODULES > 0 ? ZG_N_MODULES : 1), "zg_modules");
@@ -384,3 +408,5 @@ _Static_assert(sizeof zg_regions / sizeof zg_regions[0] == (ZG_N_REGIONS > 0 ? Z
 _Static_assert(sizeof zg_micro_ops / sizeof zg_micro_ops[0] == (ZG_N_MICRO_OPS > 0 ? ZG_N_MICRO_OPS : 1), "zg_micro_ops");
 _Static_assert(sizeof zg_last_micro_ops / sizeof zg_last_micro_ops[0] == (ZG_N_LAST_MICRO_OPS > 0 ? ZG_N_LAST_MICRO_OPS : 1), "zg_last_micro_ops");
 _Static_assert(sizeof zg_step_ops / sizeof zg_step_ops[0] == (ZG_N_STEP_OPS > 0 ? ZG_N_STEP_OPS : 1), "zg_step_ops");
+_Static_assert(sizeof zg_hf_config / sizeof zg_hf_config[0] == (ZG_N_HF_CONFIG > 0 ? ZG_N_HF_CONFIG : 1), "zg_hf_config");
+_Static_assert(sizeof zg_hf_ignore / sizeof zg_hf_ignore[0] == (ZG_N_HF_IGNORE > 0 ? ZG_N_HF_IGNORE : 1), "zg_hf_ignore");
