@@ -189,6 +189,10 @@ void tr_export(const char *path)
     if (T.rank == 0) {
         make_parent(path);
         write_model(path, flat);
+#if ZG_ARCH_GPT2
+        /* GPT-2's config.json beside the weights. Other archs get the weights only (Hugging Face
+        ** names and layouts): writing their config.json (e.g. LlamaConfig) is the arch-aware
+        ** export's job, not done here, so no wrong GPT-2 config is written for them. */
         char cfg[1100];
         const char *slash = strrchr(path, '/');
         int dl = slash ? (int)(slash - path) : 1;
@@ -196,6 +200,7 @@ void tr_export(const char *path)
         ZrGpt2Config c = {ZG_VOCAB_SIZE, ZG_CONTEXT, ZG_D_MODEL, ZG_N_LAYERS, ZG_N_HEADS, ZG_D_FF,
                           ZG_NORM_EPS, ZG_TIE_EMBEDDINGS};
         if (zr_st_write_gpt2_config(cfg, &c) < 0) tr_die("%s: %s", cfg, zr_train_error());
+#endif
     }
     free(flat);
     free(shard);
