@@ -119,9 +119,7 @@ static const char *const llama_files[] = {
 static const ZgArch archs[] = {
     {"gpt2", "GPT2LMHeadModel", "[in, out]", false, true, true, false, NULL,
      gpt2_modules, N(gpt2_modules), gpt2_files, NULL, GPT2_ACTS, GPT2_LAYER, GPT2_SCRATCH},
-    {"llama", "LlamaForCausalLM", "[out, in]", true, false, false, true,
-     "the trainer's executor does not run the llama kernels (RMSNorm, RoPE, grouped-query attention, "
-     "SwiGLU; templates/host/llama_host.c) yet",
+    {"llama", "LlamaForCausalLM", "[out, in]", true, false, false, true, NULL,
      llama_modules, N(llama_modules), llama_files,
      "the CUDA trainer (templates/cuda_trainer/) runs the gpt2 kernels only; llama trains on the host "
      "backend (make, ./train)",

@@ -87,7 +87,7 @@ typedef struct Trainer {
     int n_master_bufs;
     float *stage32;             /* 16-bit dtypes: fp32 [params of one module | its gradients] */
     float *grad_stage;          /* fp32, stages 2/3: gradients of one module */
-    float *tied_grad;           /* stages 2/3: fp32 wte gradient from lm_head until embed */
+    float *tied_grad;           /* stages 2/3: fp32 token-table gradient from the tied head until embed */
     float *acts, *scratch;
     int64_t acts_floats;        /* floats of the "acts" region */
     int64_t max_use_numel;
