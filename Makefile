@@ -77,7 +77,7 @@ bin/tests/trainer/%: tests/trainer/%.c build/libzrt.a tests/zt.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) -Iruntime -Itests -o $@ $< build/libzrt.a $(RT_LIBS) -lopenblas
 
-# The llama host kernels live in templates/host/llama/ (not yet emitted); they include gpt2_host.h.
+# The llama host kernels live in templates/host/llama/ (emitted for arch llama); they include gpt2_host.h.
 bin/tests/trainer/x_llama_kernels: CFLAGS += -Itemplates/host
 bin/tests/trainer/x_llama_kernels: $(wildcard templates/host/*.[ch] templates/host/llama/*.[ch])
 
