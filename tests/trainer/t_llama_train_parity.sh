@@ -10,7 +10,8 @@
 # scaling, untied lm_head; and multi-query (5 heads on 1, head size 12) with LLaMA 3 frequency
 # scaling (base 100, original_context 32: its three frequency bands all occur) and a tied head.
 # Each on two plans: ZeRO-0 on 1 rank, and ZeRO-3 on 2 ranks with 2 micro-steps of accumulation and
-# the optimizer states on NVMe (gathers, reduce-scatter, sharded Adam through the swap file).
+# the optimizer states on NVMe (gathers, reduce-scatter, sharded Adam through the swap file). Last,
+# the random init (no --init-from) by tensor kind.
 . "$(dirname "$0")/../lib.sh"
 REF=tests/trainer/torch_llama.py
 zt_need_mpi "llama train parity" torch
@@ -110,4 +111,30 @@ case_ gqa zero0_ws1 0 1 1 none
 case_ gqa zero3_ws2_gas2_nvme 3 2 2 nvme
 case_ mqa_llama3 zero0_ws1 0 1 1 none
 case_ mqa_llama3 zero3_ws2_gas2_nvme 3 2 2 nvme
+
+# The random init (no --init-from) of the first trainer, by tensor kind: RMSNorm gains ones,
+# embeddings, q/k/v, gate/up and lm_head normal(0, 0.02), the residual projections o_proj and
+# down_proj normal(0, 0.02/sqrt(2 n_layers)) (DESIGN.md); each sample std within 10 %.
+d="$tmp/gqa_zero0_ws1"
+if mpirun --oversubscribe -np 1 "$d/out/train" --data "$tmp/tok.bin" --steps 0 --export "$d/init/w.safetensors" \
+     --quiet >"$d/init.log" 2>&1 &&
+   "$PY" - "$d/init/w.safetensors" $L <<'EOF'
+import math, sys
+import numpy as np
+sys.path.insert(0, "tests/trainer")
+import safetensors_io
+w, _ = safetensors_io.load(sys.argv[1]); L = int(sys.argv[2])
+bad = []
+for n, a in w.items():
+    if n.endswith("layernorm.weight") or n == "model.norm.weight":
+        if not np.all(a == 1.0): bad.append(f"{n} not ones")
+        continue
+    want = 0.02 / math.sqrt(2 * L) if n.endswith(("o_proj.weight", "down_proj.weight")) else 0.02
+    got = float(a.std())
+    if abs(got - want) > 0.1 * want or abs(float(a.mean())) > 0.1 * want: bad.append(f"{n} std {got:.4g} want {want:.4g}")
+print(f"# init: {len(w)} tensors" + (": " + "; ".join(bad) if bad else ""))
+sys.exit(1 if bad else 0)
+EOF
+then ok "random init: ones for RMSNorm gains, normal(0, 0.02), residual projections scaled"
+else cat "$d/init.log"; fail "random init by tensor kind"; fi
 zt_end
