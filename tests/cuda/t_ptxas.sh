@@ -79,7 +79,7 @@ for spec in ${ZR_PTXAS_SPECS:-specs/*.yaml}; do
   name=$(basename "$spec" .yaml)
   out="$tmp/$name"
   if ! bin/zgen "$spec" -o "$out" >"$tmp/zgen.log" 2>&1; then
-    # an arch whose trainer zgen refuses to emit (llama until its kernels are wired) has no kernels
+    # an arch whose trainer zgen refuses to emit (ZgArch.emit_missing) has no kernels
     # to gate; any other failure of zgen is a failure of the gate
     if grep -q "cannot emit a trainer for arch" "$tmp/zgen.log"; then
       echo "ptxas_$name ... skip (no trainer emitted for this arch yet: no kernels to gate)"; S=$((S+1)); continue
