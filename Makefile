@@ -3,6 +3,7 @@
 #   make test     install what is missing, build everything, run tests/run.sh
 #                 (ends with "N passed, N failed, N skipped")
 #   make demo     install what is missing, generate specs/tiny, build it, train on 2 ranks
+#   make demo-llama   the same with specs/llama-tiny (arch llama)
 #                 (ZeRO-3, NVMe + CPU offload)
 #   make bench    run the benchmarks; figures go to bench/out/results.jsonl
 #   make golden   refresh golden outputs under tests/gen/golden
@@ -41,7 +42,7 @@ TTR_BIN  := $(TTR_SRC:tests/%.c=bin/tests/%)
 BENCH_SRC := $(sort $(wildcard bench/b_*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=bin/bench/%)
 
-.PHONY: all test test-run demo demo-run bench golden clean deps
+.PHONY: all test test-run demo demo-run demo-llama bench golden clean deps
 all: bin/zgen build/libzrt.a
 
 deps:
@@ -76,7 +77,7 @@ bin/tests/trainer/%: tests/trainer/%.c build/libzrt.a tests/zt.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) -Iruntime -Itests -o $@ $< build/libzrt.a $(RT_LIBS) -lopenblas
 
-# The llama host kernels live in templates/host/llama/ (not yet emitted); they include gpt2_host.h.
+# The llama host kernels live in templates/host/llama/ (emitted for arch llama); they include gpt2_host.h.
 bin/tests/trainer/x_llama_kernels: CFLAGS += -Itemplates/host
 bin/tests/trainer/x_llama_kernels: $(wildcard templates/host/*.[ch] templates/host/llama/*.[ch])
 
@@ -136,6 +137,12 @@ demo:
 
 demo-run: all
 	@bash scripts/demo.sh
+
+# `make demo-llama`: the same chain on specs/llama-tiny.yaml (arch llama, grouped-query attention)
+demo-llama:
+	@bash scripts/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@DEMO_SPEC=specs/llama-tiny.yaml bash scripts/demo.sh
 
 golden: bin/zgen
 	@bash tests/gen/make_golden.sh

@@ -99,18 +99,23 @@ static bool batch(const ZgModel *m, ZgZero *z)
     return true;
 }
 
-/* An upper bound of one micro-batch's activations and backward scratch in bytes (every term of
-** zg_acts_bytes + zg_scratch_bytes in memplan.c, rounded up), in double so that absurd shapes are
+/* One micro-batch's activations and backward scratch in bytes (the terms memplan.c adds up from the
+** arch's layout, ZgArch acts_fixed / acts_layer / scratch), in double so that absurd shapes are
 ** measured rather than overflowed; memplan.c forms those terms in int64 only after this holds. */
+static double act_terms(const ZgModel *m, double B, const ZgActsTerms *t)
+{
+    double T = (double)m->seq_len, BT = B * T, C = (double)m->d_model, NH = (double)m->n_heads;
+    double hs = m->n_heads > 0 ? C / NH : 0, kv = m->n_kv_heads > 0 ? (double)m->n_kv_heads * hs : C;
+    return t->btc * BT * C + t->bt * BT + t->btkv * BT * kv + t->btf * BT * (double)m->d_ff
+         + t->btv * BT * (double)m->vocab_size + t->att * B * NH * T * T + t->rope * T * hs;
+}
+
 static double acts_estimate(const ZgModel *m, double B)
 {
-    double T = (double)m->seq_len, C = (double)m->d_model, F = (double)m->d_ff, NH = (double)m->n_heads;
-    double V = (double)m->vocab_size, L = (double)m->n_layers;
-    double BT = B * T, BTC = BT * C, BTF = BT * F, att = B * NH * T * T;
-    double layer = 9 * BTC + 4 * BT + att + 2 * BTF;
-    double acts = BTC + L * layer + BTC + 3 * BT + BT * V + BT;
-    double scratch = 7 * BTC + att + 2 * BTF;
-    return 4 * (acts + scratch);
+    const ZgArch *a = zg_arch_find(m->arch);
+    if (!a) a = zg_arch_find("gpt2");   /* an unknown arch is reported by zg_model_build */
+    double acts = act_terms(m, B, &a->acts_fixed) + (double)m->n_layers * act_terms(m, B, &a->acts_layer);
+    return 4 * (acts + act_terms(m, B, &a->scratch));
 }
 
 void zg_check(const ZgModel *m, ZgZero *z)

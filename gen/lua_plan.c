@@ -77,6 +77,14 @@ static void push_model(lua_State *L, const ZgModel *m)
     SETI("gpus_per_node", m->gpus_per_node);
     SETI("train_micro_batch", m->train_micro_batch); SETI("train_batch", m->train_batch);
     SETI("train_grad_accum", m->train_grad_accum); SETN("train_lr", m->train_lr);
+    /* rotary archs (gpt2 keeps the defaults: n_kv_heads = n_heads) and the arch table's train-cuda gap */
+    SETI("n_kv_heads", m->n_kv_heads); SETN("rope_theta", m->rope_theta); SETB("rope_llama3", m->rope_llama3);
+    SETN("rope_factor", m->rope_factor); SETN("rope_low_freq_factor", m->rope_low_freq_factor);
+    SETN("rope_high_freq_factor", m->rope_high_freq_factor);
+    SETI("rope_original_context", m->rope_original_context);
+    const ZgArch *arch = zg_arch_find(m->arch);
+    if (arch) SETS("cuda_missing", arch->cuda_missing);
+    SETB("rope", arch && arch->rope);
 }
 
 static void push_offload(lua_State *L, const ZgOffloadCfg *o)

@@ -169,6 +169,9 @@ static int pipeline(const Opts *o)
         return errors_exit();
     }
     if (!zg_render(&p, dir)) return errors_exit();
+    if (arch && arch->cuda_missing)
+        fprintf(stderr, "zgen: note: arch %s: no train-cuda (make cuda refuses): %s\n", arch->name,
+                arch->cuda_missing);
     if (o->dump && !strcmp(o->dump, "plan")) {
         if (o->json) zg_plan_write_json(&p, stdout);
         else zg_plan_write_txt(&p, stdout);

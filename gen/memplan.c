@@ -12,32 +12,41 @@
 
 static int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
+/* The arch's activation layout (ZgArch: acts_fixed, acts_layer, scratch) for m's shape. An unknown
+** arch cannot reach here (zg_model_build refuses it first); gpt2's layout stands in for one. */
+static const ZgArch *layout_arch(const ZgModel *m)
+{
+    const ZgArch *a = zg_arch_find(m->arch);
+    return a ? a : zg_arch_find("gpt2");
+}
+
+static int64_t terms(const ZgModel *m, int64_t B, const ZgActsTerms *t)
+{
+    int64_t T = m->seq_len, BT = B * T, hs = m->n_heads > 0 ? m->d_model / m->n_heads : 0;
+    int64_t kv = m->n_kv_heads > 0 ? m->n_kv_heads * hs : m->d_model;
+    return t->btc * BT * m->d_model + t->bt * BT + t->btkv * BT * kv + t->btf * BT * m->d_ff
+         + t->btv * BT * m->vocab_size + t->att * B * m->n_heads * T * T + t->rope * T * hs;
+}
+
 int64_t zg_acts_bytes(const ZgModel *m, int64_t micro_batch)
 {
-    int64_t B = micro_batch, T = m->seq_len, C = m->d_model, F = m->d_ff, NH = m->n_heads;
-    int64_t V = m->vocab_size, L = m->n_layers;
-    int64_t BT = B * T, BTC = BT * C, BTF = BT * F, att = B * NH * T * T;
-    int64_t layer = BTC + BT + BT + 3 * BTC + BTC + att + BTC + BTC + BT + BT + BTF + BTF + BTC;
-    int64_t floats = BTC + L * layer + BTC + BT + BT + BT * V + BT;
+    const ZgArch *a = layout_arch(m);
+    int64_t floats = terms(m, micro_batch, &a->acts_fixed) + m->n_layers * terms(m, micro_batch, &a->acts_layer);
     return floats * 4;
 }
 
+/* Checkpointed: one block's area plus every block's output (the kept residual stream). */
 int64_t zg_acts_ckpt_bytes(const ZgModel *m, int64_t micro_batch)
 {
-    int64_t B = micro_batch, T = m->seq_len, C = m->d_model, F = m->d_ff, NH = m->n_heads;
-    int64_t V = m->vocab_size, L = m->n_layers;
-    int64_t BT = B * T, BTC = BT * C, BTF = BT * F, att = B * NH * T * T;
-    int64_t layer = BTC + BT + BT + 3 * BTC + BTC + att + BTC + BTC + BT + BT + BTF + BTF + BTC;
-    int64_t floats = BTC + layer + BTC + BT + BT + BT * V + BT + L * BTC;
+    const ZgArch *a = layout_arch(m);
+    int64_t floats = terms(m, micro_batch, &a->acts_fixed) + terms(m, micro_batch, &a->acts_layer)
+                   + m->n_layers * micro_batch * m->seq_len * m->d_model;
     return floats * 4;
 }
 
 int64_t zg_scratch_bytes(const ZgModel *m, int64_t micro_batch)
 {
-    int64_t B = micro_batch, T = m->seq_len, C = m->d_model, F = m->d_ff, NH = m->n_heads;
-    int64_t BT = B * T, BTC = BT * C, BTF = BT * F;
-    int64_t floats = BTC + BTC + 3 * BTC + BTC + B * NH * T * T + BTF + BTF;
-    return floats * 4;
+    return terms(m, micro_batch, &layout_arch(m)->scratch) * 4;
 }
 
 typedef struct Layout {

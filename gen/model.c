@@ -7,7 +7,8 @@
 **
 ** Each architecture is one entry of `archs` below: its modules in forward order and, per module, its
 ** tensors with symbolic dimensions. Nothing else in the generator branches on the arch name; what the
-** front end needs to know (rotary keys, tying rules, whether the trainer can run it) is in ZgArch.
+** front end needs to know (rotary keys, tying rules, whether the trainer can run it), the trainer's
+** host files and the kernels' activation layout are in ZgArch.
 */
 #include <string.h>
 #include "zg.h"
@@ -96,13 +97,33 @@ static const ArchModule llama_modules[] = {
     {ZG_MOD_HEAD, "lm_head", llama_head, N(llama_head)},
 };
 
+/* The trainer's host files per arch (templates/host/, emitted flat): the gpt2 kernels are also
+** llama's building blocks (threads, zk_sgemm, zk_exp), so llama lists them too. */
+static const char *const gpt2_files[] = {
+    "gpt2_host.c", "gpt2_host.h", "gpt2_host_attn.c", "gpt2_host_math.h", "gpt2_host_ops.c",
+    "gpt2/gpt2_model.c", NULL,
+};
+static const char *const llama_files[] = {
+    "gpt2_host.c", "gpt2_host.h", "gpt2_host_attn.c", "gpt2_host_math.h", "gpt2_host_ops.c",
+    "llama/llama_host.c", "llama/llama_host.h", "llama/llama_model.c", NULL,
+};
+
+/* Activation layouts: gpt2_host.h and llama_host.h state them term by term ("Memory"). */
+#define GPT2_ACTS {.btc = 2, .bt = 3, .btv = 1}                     /* encoded; lnf, mean, rstd, logits, losses */
+#define GPT2_LAYER {.btc = 8, .bt = 4, .att = 1, .btf = 2}
+#define GPT2_SCRATCH {.btc = 6, .att = 1, .btf = 2}
+#define LLAMA_ACTS {.btc = 2, .bt = 2, .btv = 1}                    /* encoded; lnf, rstd, logits, losses */
+#define LLAMA_LAYER {.btc = 6, .bt = 2, .btkv = 2, .att = 1, .btf = 3}
+#define LLAMA_SCRATCH {.btc = 4, .btkv = 2, .att = 1, .btf = 3, .rope = 1}
+
 static const ZgArch archs[] = {
     {"gpt2", "GPT2LMHeadModel", "[in, out]", false, true, true, false, NULL,
-     gpt2_modules, N(gpt2_modules)},
-    {"llama", "LlamaForCausalLM", "[out, in]", true, false, false, true,
-     "the trainer's executor does not run the llama kernels (RMSNorm, RoPE, grouped-query attention, "
-     "SwiGLU; templates/host/llama_host.c) yet",
-     llama_modules, N(llama_modules)},
+     gpt2_modules, N(gpt2_modules), gpt2_files, NULL, GPT2_ACTS, GPT2_LAYER, GPT2_SCRATCH},
+    {"llama", "LlamaForCausalLM", "[out, in]", true, false, false, true, NULL,
+     llama_modules, N(llama_modules), llama_files,
+     "the CUDA trainer (templates/cuda_trainer/) runs the gpt2 kernels only; llama trains on the host "
+     "backend (make, ./train)",
+     LLAMA_ACTS, LLAMA_LAYER, LLAMA_SCRATCH},
 };
 
 const ZgArch *zg_arch_find(const char *name)

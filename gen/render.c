@@ -1,5 +1,6 @@
 /*
-** render.c — zg_render: every file of templates/trainer/ and templates/host/ into out/<name>/, and
+** render.c — zg_render: every file of templates/trainer/ and the arch's files of templates/host/
+** (ZgArch.host_files: its kernels and model adapter) into out/<name>/, and
 ** the CUDA backend's sources into out/<name>/cuda/ (templates/cuda/zr_simt.h, templates/cuda/kernels/
 ** as cuda/kernels/, the plan's shapes as cuda/kernels/zk_shapes.h, and cuda/zg_kernels_bin.{c,h}
 ** with every kernel compiled by NVRTC for each architecture: nvrtc.c; templates/cuda_trainer/ as
@@ -127,13 +128,27 @@ static int item_cmp(const void *a, const void *b)
 }
 
 /* Lists the files to emit, sorted by output name; false after reporting. */
-static bool list_items(const char *tpl_dir, Item **items, int *n_items)
+static bool list_items(const ZgArch *arch, const char *tpl_dir, Item **items, int *n_items)
 {
     Item *it = NULL;
     int n = 0;
     bool ok = true;
     for (size_t d = 0; d < sizeof src_dirs / sizeof *src_dirs; d++) {
         char *dir = zg_fmt("%s/%s", tpl_dir, src_dirs[d]);
+        /* host/: the files the arch table names (its kernels and model adapter), emitted flat */
+        if (d == 1 && arch && arch->host_files && is_dir(dir)) {
+            for (const char *const *f = arch->host_files; *f; f++) {
+                const char *base = strrchr(*f, '/') ? strrchr(*f, '/') + 1 : *f;
+                it = zg_xrealloc(it, (size_t)(n + 1) * sizeof *it);
+                Item *x = &it[n++];
+                memset(x, 0, sizeof *x);
+                x->src = zg_fmt("%s/%s", dir, *f);
+                x->rel = zg_fmt("templates/%s/%s", src_dirs[d], *f);
+                x->out = zg_xstrdup(base);
+            }
+            free(dir);
+            continue;
+        }
         DIR *dp = opendir(dir);
         if (!dp) {
             if (errno != ENOENT) {
@@ -367,7 +382,8 @@ bool zg_render_from(const ZgPlan *p, const char *outdir, const char *tpl_dir)
     report_dir = tpl_dir;
     Item *items;
     int n;
-    bool ok = list_items(tpl_dir, &items, &n);
+    const ZgArch *arch = zg_arch_find(p->model->arch);
+    bool ok = list_items(arch, tpl_dir, &items, &n);
     const char **outs = zg_xcalloc((size_t)n + 1, sizeof *outs);
     for (int i = 0; i < n; i++) outs[i] = items[i].out;
     ZgGenInfo gi = {
@@ -392,7 +408,7 @@ bool zg_render_from(const ZgPlan *p, const char *outdir, const char *tpl_dir)
         free(text);
     }
     CudaOut co = {0};
-    if (ok) ok = cuda_render(p, tpl_dir, &co);
+    if (ok && !(arch && arch->cuda_missing)) ok = cuda_render(p, tpl_dir, &co);   /* no cuda/ it cannot build */
     if (ok) ok = zg_emit_mkdirs(outdir);
     for (int i = 0; i < n && ok; i++)
         ok = zg_emit_file(outdir, items[i].out, p->model->spec_path, items[i].data, items[i].len);

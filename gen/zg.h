@@ -234,6 +234,18 @@ bool zg_parse_double(const char *s, double *out);
 /* An architecture is data (model.c): its tensor table with Hugging Face names, shapes, module, init
 ** and decay, its module kinds, and these facts the front end checks against. Adding an arch is a
 ** table entry there, kernels and tests; spec.c and main.c read only this struct. */
+/* An activation size in floats: a sum of terms, each a count times one product of the shape
+** (B = micro-batch, T = seq_len, C = d_model, KV = n_kv_heads * head size, NH = n_heads). */
+typedef struct ZgActsTerms {
+    int btc;                    /* x B*T*C */
+    int bt;                     /* x B*T (per-row statistics, losses) */
+    int btkv;                   /* x B*T*KV (llama's k and v) */
+    int btf;                    /* x B*T*d_ff */
+    int btv;                    /* x B*T*vocab (logits) */
+    int att;                    /* x B*NH*T*T (attention probabilities) */
+    int rope;                   /* x T*head size (RoPE cos and sin tables) */
+} ZgActsTerms;
+
 typedef struct ZgArch {
     const char *name;           /* model.arch */
     const char *hf_class;       /* Hugging Face architectures[0], e.g. "LlamaForCausalLM" */
@@ -246,6 +258,14 @@ typedef struct ZgArch {
                                 ** (zgen plans, estimates and writes plan.txt but refuses to emit) */
     const struct ZgArchModule *modules;     /* model.c's tensor table */
     int n_modules;
+    /* The trainer's files for this arch under templates/host/ (NULL-terminated): its host kernels
+    ** and its model adapter (templates/trainer/train_model.h); render.c emits these and no others. */
+    const char *const *host_files;
+    const char *cuda_missing;   /* NULL: train-cuda runs this arch; else why not (the emitted
+                                ** Makefile's cuda targets refuse with it; zgen notes it) */
+    /* The host kernels' activation layout (memplan.c sizes "acts" and "scratch" from it): outside
+    ** the blocks, per block, and the scratch. */
+    ZgActsTerms acts_fixed, acts_layer, scratch;
 } ZgArch;
 /* The arch named `name`, or NULL. */
 const ZgArch *zg_arch_find(const char *name);

@@ -69,8 +69,8 @@ void cz_acts_init(void)
     a->tokens = (int *)take(&cur, BT);
     a->targets = (int *)take(&cur, BT);
     a->scratch_floats = (size_t)(cur - scratch);
-    if (a->acts_floats * 4 > (size_t)zk_acts_floats(&T.dims) * 4 ||
-        a->scratch_floats * 4 > (size_t)zk_scratch_floats(&T.dims) * 4)
+    if (a->acts_floats * 4 > (size_t)tr_model_acts_floats(ZG_N_LAYERS) * 4 ||
+        a->scratch_floats * 4 > (size_t)tr_model_scratch_floats() * 4)
         tr_die("device activations (%zu/%zu bytes) exceed the plan's acts/scratch regions",
                a->acts_floats * 4, a->scratch_floats * 4);
     static float ones[N_ROWS];

@@ -41,6 +41,7 @@ CFLAGS = -std=c11 $(OPT) -fno-math-errno -fopenmp -D_GNU_SOURCE $(CWARN) \
          -I. -I$(ZGEN_ROOT)/runtime $(MPI_CFLAGS) $(BLAS_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS = $(ZRT) $(URING_LIBS) $(MPI_LIBS) $(BLAS_LIBS) -fopenmp -lm -lpthread $(EXTRA_LDFLAGS)
 
+@@ local gen_cuda_missing = plan.model.cuda_missing and plan.model.cuda_missing:gsub("'", "")
 SRCS =
 @@ for _, f in ipairs(gen.sources) do
 SRCS += ${f}
@@ -63,6 +64,12 @@ $(ZRT):
 zrt:
 	$(MAKE) -C $(ZGEN_ROOT) $(patsubst $(ZGEN_ROOT)/%,%,$(ZRT))
 
+@@ if gen_cuda_missing then
+# ---- the CUDA backend: not for arch ${plan.model.arch} (zgen decided it from its arch table)
+cuda cuda-emu train-cuda train-cuda-emu bundle:
+	@echo 'make $@: no train-cuda for arch ${plan.model.arch}: ${gen_cuda_missing}' >&2; exit 1
+
+@@ else
 # ---- the CUDA backend (docs/CUDA_TRAINER.md): the host trainer's files plus cuda/trainer/.
 #   make cuda       train-cuda: driver API (libcuda opened at run time) + cuBLAS + NCCL (CUDA_HOME;
 #                   builds and starts without a GPU)
@@ -116,5 +123,6 @@ cuda: train-cuda
 bundle:
 	ZGEN_ROOT=$(ZGEN_ROOT) bash $(ZGEN_ROOT)/scripts/trainer_bundle.sh . ${cfmt.int(plan.model.world_size)}
 
+@@ end
 clean:
 	rm -rf train $(OBJS) train-cuda train-cuda-emu cuda.obj cuda-emu.obj bundle

@@ -6,8 +6,8 @@
 ** op. Files:
 **   train_main.c    command line, setup, the step loop, log/progress/trace, world-size check
 **   train_layout.c  regions -> pointers, the derived per-tensor offsets, NVMe swap files
-**   train_exec.c    the micro-step executor: gathers, forward/backward via the host kernels,
-**                   gradient copies and reductions
+**   train_exec.c    the micro-step executor: gathers, forward/backward via the model adapter
+**                   (train_model.h; one per arch, e.g. gpt2_model.c), gradient copies and reductions
 **   train_optim.c   the optimizer step: norm, clipping, fp16 scaler, Adam per sub-group (device,
 **                   CPU or NVMe), parameter all-gather
 **   train_params.c  initialisation, --init-from / --export (safetensors), --dump-grads
@@ -24,7 +24,7 @@
 #include "zg_tables.h"    /* defines: ZG_* constants (zg_model.h), the static tables */
 #include "zr.h"           /* defines: libzrt (arenas, collectives, NVMe, Adam, data, checkpoints) */
 #include "zr_check.h"     /* defines: ZR_CHECK, ZR_CHECK_PTR */
-#include "gpt2_host.h"    /* defines: the host kernels, module by module */
+#include "train_model.h"  /* defines: the arch's model adapter (its host kernels, module by module) */
 
 /* ---------------------------------------------------------------------- command line */
 typedef struct TrArgs {
@@ -89,7 +89,7 @@ typedef struct Trainer {
     int n_master_bufs;
     float *stage32;             /* 16-bit dtypes: fp32 [params of one module | its gradients] */
     float *grad_stage;          /* fp32, stages 2/3: gradients of one module */
-    float *tied_grad;           /* stages 2/3: fp32 wte gradient from lm_head until embed */
+    float *tied_grad;           /* stages 2/3: fp32 token-table gradient from the tied head until embed */
     float *acts, *scratch;
     int64_t acts_floats;        /* floats of the "acts" region */
     int64_t max_use_numel;
@@ -102,14 +102,10 @@ typedef struct Trainer {
     int64_t opt_numel;          /* elements of this rank's optimizer shard */
     int64_t opt_flat0;          /* stages 0-2: flat index of the shard's first element */
 
-    /* kernels */
-    ZkDims dims;
-    ZkActs acts_v;
     /* activation checkpointing (the plan's "acts" then holds the checkpointed layout of
-    ** docs/PLAN.md): the kernels see one block area (dims1: L = 1), block l reads its input from
-    ** the kept stream, and each block's output is kept at ckpt_out + l * B*T*C */
+    ** docs/PLAN.md): the adapter carves one block area, block l reads its input from the kept
+    ** stream, and each block's output is kept at ckpt_out + l * B*T*C */
     int act_ckpt;
-    ZkDims dims1;
     float *ckpt_out;
     int area_layer;             /* the block whose activations the block area holds, -1 */
     int32_t inputs[ZG_MICRO_BATCH * ZG_SEQ_LEN], targets[ZG_MICRO_BATCH * ZG_SEQ_LEN];
@@ -154,7 +150,7 @@ void *tr_w_at(void *base, int64_t elem);
 void *tr_region_at(int r, int64_t elem, int dt);
 /* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32 */
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add);
-/* Tensors module m reads: its own, or wte for the tied head. */
+/* Tensors module m reads: its own, or the token table (ZG_TIED_TENSOR) for the tied head. */
 void tr_module_tensors(int m, int *first, int *n);
 /* (+)= this rank's part of the reduced flat range [lo, hi) of src into grad32 (stages 0-2) */
 void tr_take_flat_part(const void *src, int64_t lo, int64_t hi, int add);

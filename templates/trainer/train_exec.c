@@ -25,11 +25,11 @@ static void slots_init(void)
 }
 
 /* ---------------------------------------------------------------------- parameters */
-/* Tensors a module reads: its own, or wte for the tied head. */
+/* Tensors a module reads: its own, or the token table for the tied head. */
 void tr_module_tensors(int m, int *first, int *n)
 {
     const ZrModuleRow *mr = &zg_modules[m];
-    if (mr->kind == ZR_MOD_HEAD && mr->n_tensors == 0) { *first = ZG_T_WTE_WEIGHT; *n = 1; }
+    if (mr->kind == ZR_MOD_HEAD && mr->n_tensors == 0) { *first = ZG_TIED_TENSOR; *n = 1; }
     else { *first = mr->first_tensor; *n = mr->n_tensors; }
 }
 
@@ -81,9 +81,11 @@ static void prepare_grads(const ZrOpRow *op)
     float *area = tr_region_at(op->dst, op->dst_off, ZR_DT_FP32);
     if (!op->accumulate) memset(area, 0, (size_t)op->count * 4);
     for (int t = first; t < first + n; t++) Gp[t] = area + (zg_tensors[t].flat_offset - base);
-    /* stages 2/3: the tied head's wte gradient joins embed's own (it completes here) */
+    /* stages 2/3: the tied head's token-table gradient joins embed's own (it completes here) */
+#if ZG_TIED_TENSOR >= 0
     if (zg_modules[m].kind == ZR_MOD_EMBED && T.tied_grad)
-        memcpy(Gp[ZG_T_WTE_WEIGHT], T.tied_grad, (size_t)zg_tensors[ZG_T_WTE_WEIGHT].numel * 4);
+        memcpy(Gp[ZG_TIED_TENSOR], T.tied_grad, (size_t)zg_tensors[ZG_TIED_TENSOR].numel * 4);
+#endif
 }
 
 /* Stages 0/1 with a 16-bit dtype (the plan has "grads" and no fp32 accumulation into it): add G
@@ -111,41 +113,13 @@ void tr_grads_zero(void)
     if (T.grad32) memset(T.grad32, 0, (size_t)T.opt_numel * 4);
 }
 
-/* ---------------------------------------------------------------------- modules */
-static void block_views(int first, ZkBlockParams *p, ZkBlockGrads *g)
-{
-    const float *const *q = P + first;
-    float *const *d = Gp + first;
-    p->ln1_w = q[ZG_LT_LN_1_WEIGHT]; p->ln1_b = q[ZG_LT_LN_1_BIAS];
-    p->qkv_w = q[ZG_LT_ATTN_C_ATTN_WEIGHT]; p->qkv_b = q[ZG_LT_ATTN_C_ATTN_BIAS];
-    p->attproj_w = q[ZG_LT_ATTN_C_PROJ_WEIGHT]; p->attproj_b = q[ZG_LT_ATTN_C_PROJ_BIAS];
-    p->ln2_w = q[ZG_LT_LN_2_WEIGHT]; p->ln2_b = q[ZG_LT_LN_2_BIAS];
-    p->fc_w = q[ZG_LT_MLP_C_FC_WEIGHT]; p->fc_b = q[ZG_LT_MLP_C_FC_BIAS];
-    p->fcproj_w = q[ZG_LT_MLP_C_PROJ_WEIGHT]; p->fcproj_b = q[ZG_LT_MLP_C_PROJ_BIAS];
-    if (!g) return;
-    g->ln1_w = d[ZG_LT_LN_1_WEIGHT]; g->ln1_b = d[ZG_LT_LN_1_BIAS];
-    g->qkv_w = d[ZG_LT_ATTN_C_ATTN_WEIGHT]; g->qkv_b = d[ZG_LT_ATTN_C_ATTN_BIAS];
-    g->attproj_w = d[ZG_LT_ATTN_C_PROJ_WEIGHT]; g->attproj_b = d[ZG_LT_ATTN_C_PROJ_BIAS];
-    g->ln2_w = d[ZG_LT_LN_2_WEIGHT]; g->ln2_b = d[ZG_LT_LN_2_BIAS];
-    g->fc_w = d[ZG_LT_MLP_C_FC_WEIGHT]; g->fc_b = d[ZG_LT_MLP_C_FC_BIAS];
-    g->fcproj_w = d[ZG_LT_MLP_C_PROJ_WEIGHT]; g->fcproj_b = d[ZG_LT_MLP_C_PROJ_BIAS];
-}
-
 /* ---------------------------------------------------------------------- activation checkpointing */
-/* With checkpointing the kernels run block l as "block 0 of a one-block model" whose input
-** ("encoded" of the view) is the kept residual stream entering block l, and the final norm as a
-** zero-block model reading the stream entering it; the view's other activations are the plan's. */
+/* With checkpointing the adapter runs block l as block 0 of its one-block area, whose input is the
+** kept residual stream entering block l, and the final norm on the stream entering it. */
 static float *stream_in_ckpt(int l)
 {
-    if (l == 0) return T.acts_v.encoded;
+    if (l == 0) return tr_model_stream0();
     return T.ckpt_out + (size_t)(l - 1) * ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL;
-}
-
-static ZkActs ckpt_view(int l)
-{
-    ZkActs v = T.acts_v;
-    v.encoded = stream_in_ckpt(l);
-    return v;
 }
 
 /* The block area must hold block l's activations before its backward: the plan's recompute (or,
@@ -157,44 +131,38 @@ static void check_area(int l)
                l, T.area_layer);
 }
 
+/* ---------------------------------------------------------------------- modules */
+/* Every module through the model adapter (train_model.h) with its own parameter and gradient
+** pointers: P + first, Gp + first (tr_module_tensors). */
 static void forward(int m, int recompute)
 {
     const ZrModuleRow *mr = &zg_modules[m];
-    const ZkDims *d = &T.dims;
+    int first, n;
+    tr_module_tensors(m, &first, &n);
     load_params(m);
+    const float *const *p = P + first;
     switch (mr->kind) {
     case ZR_MOD_EMBED:
-        zk_embed_forward(d, T.inputs, P[ZG_T_WTE_WEIGHT], P[ZG_T_WPE_WEIGHT], &T.acts_v);
+        tr_model_embed_forward(T.inputs, p);
         break;
-    case ZR_MOD_BLOCK: {
-        ZkBlockParams p;
-        block_views(mr->first_tensor, &p, NULL);
+    case ZR_MOD_BLOCK:
         if (!T.act_ckpt) {
-            zk_block_forward(d, mr->layer, &p, &T.acts_v);
+            tr_model_block_forward(mr->layer, NULL, p);
             break;
         }
         /* the same kernel on the same input: a recompute gives the forward's bits */
-        ZkActs v = ckpt_view(mr->layer);
-        zk_block_forward(&T.dims1, 0, &p, &v);
+        tr_model_block_forward(0, stream_in_ckpt(mr->layer), p);
         T.area_layer = mr->layer;
         if (!recompute)
-            memcpy(stream_in_ckpt(mr->layer + 1), zk_layer_acts(&T.dims1, &v, 0).residual3,
+            memcpy(stream_in_ckpt(mr->layer + 1), tr_model_block_out(0),
                    (size_t)ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL * 4);
         break;
-    }
     case ZR_MOD_FINAL_NORM:
-        if (T.act_ckpt) {
-            ZkDims d0 = T.dims;
-            d0.L = 0;
-            ZkActs v = ckpt_view(ZG_N_LAYERS);
-            zk_final_norm_forward(&d0, P[ZG_T_LN_F_WEIGHT], P[ZG_T_LN_F_BIAS], &v);
-            break;
-        }
-        zk_final_norm_forward(d, P[ZG_T_LN_F_WEIGHT], P[ZG_T_LN_F_BIAS], &T.acts_v);
+        tr_model_final_norm_forward(T.act_ckpt ? stream_in_ckpt(ZG_N_LAYERS) : NULL, p);
         break;
     case ZR_MOD_HEAD: {
         int count = 0;
-        float loss = zk_head_forward(d, P[ZG_T_WTE_WEIGHT], T.targets, &T.acts_v, &count);
+        float loss = tr_model_head_forward(T.targets, p, &count);
         T.loss_sum += loss * (float)count;
         break;
     }
@@ -203,43 +171,30 @@ static void forward(int m, int recompute)
 
 static void backward(const ZrOpRow *op)
 {
-    int m = op->arg;
+    int m = op->arg, first, n;
     const ZrModuleRow *mr = &zg_modules[m];
-    const ZkDims *d = &T.dims;
+    tr_module_tensors(m, &first, &n);
     load_params(m);
     prepare_grads(op);
+    const float *const *p = P + first;
+    float *const *g = Gp + first;
     switch (mr->kind) {
     case ZR_MOD_HEAD:
-        zk_head_backward(d, P[ZG_T_WTE_WEIGHT], Gp[ZG_T_WTE_WEIGHT], T.targets, &T.acts_v,
-                         (float)(T.loss_scale / (double)ZG_TOKENS_PER_STEP));
+        tr_model_head_backward(T.targets, p, g, (float)(T.loss_scale / (double)ZG_TOKENS_PER_STEP));
         break;
     case ZR_MOD_FINAL_NORM:
-        if (T.act_ckpt) {
-            ZkDims d0 = T.dims;
-            d0.L = 0;
-            ZkActs v = ckpt_view(ZG_N_LAYERS);
-            zk_final_norm_backward(&d0, P[ZG_T_LN_F_WEIGHT], Gp[ZG_T_LN_F_WEIGHT],
-                                   Gp[ZG_T_LN_F_BIAS], &v);
-            break;
-        }
-        zk_final_norm_backward(d, P[ZG_T_LN_F_WEIGHT], Gp[ZG_T_LN_F_WEIGHT], Gp[ZG_T_LN_F_BIAS],
-                               &T.acts_v);
+        tr_model_final_norm_backward(T.act_ckpt ? stream_in_ckpt(ZG_N_LAYERS) : NULL, p, g);
         break;
-    case ZR_MOD_BLOCK: {
-        ZkBlockParams p;
-        ZkBlockGrads g;
-        block_views(mr->first_tensor, &p, &g);
+    case ZR_MOD_BLOCK:
         if (T.act_ckpt) {
             check_area(mr->layer);
-            ZkActs v = ckpt_view(mr->layer);
-            zk_block_backward(&T.dims1, 0, &p, &g, &v);
+            tr_model_block_backward(0, stream_in_ckpt(mr->layer), p, g);
             break;
         }
-        zk_block_backward(d, mr->layer, &p, &g, &T.acts_v);
+        tr_model_block_backward(mr->layer, NULL, p, g);
         break;
-    }
     case ZR_MOD_EMBED:
-        zk_embed_backward(d, T.inputs, Gp[ZG_T_WTE_WEIGHT], Gp[ZG_T_WPE_WEIGHT], &T.acts_v);
+        tr_model_embed_backward(T.inputs, g);
         break;
     }
     finish_grads(op);

@@ -201,38 +201,26 @@ void tr_layout_init(void)
 
     derive();
 
-    /* the kernels' activations: the plan's regions must hold the layout gpt2_host.h fixes */
-    ZkDims *d = &T.dims;
-    d->B = ZG_MICRO_BATCH; d->T = ZG_SEQ_LEN; d->C = ZG_D_MODEL; d->NH = ZG_N_HEADS;
-    d->F = ZG_D_FF; d->V = ZG_VOCAB_SIZE; d->L = ZG_N_LAYERS; d->eps = (float)ZG_NORM_EPS;
+    /* the kernels' activations: the plan's regions must hold the layout the arch's adapter carves
+    ** (train_model.h): every block's activations, or the checkpointed layout (one block area, then
+    ** each block's output), which the plan sizes with activation checkpointing */
     int64_t ab, sb;
     region("acts", NULL, &ab);
     region("scratch", NULL, &sb);
     T.acts_floats = ab / 4;
-    /* every block's activations when the region holds them; else the checkpointed layout (one
-    ** block area, then each block's output), which the plan sizes with activation checkpointing */
-    T.dims1 = *d;
-    T.dims1.L = 1;
     int64_t btc = (int64_t)ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL;
-    int64_t one = (int64_t)zk_acts_floats(&T.dims1) + ZG_N_LAYERS * btc;
     T.act_ckpt = ZG_ACT_CKPT && ZG_N_LAYERS > 0;     /* decided by the plan */
     T.area_layer = -1;
-    if ((T.act_ckpt ? one * 4 : (int64_t)zk_acts_floats(d) * 4) > ab ||
-        (int64_t)zk_scratch_floats(d) * 4 > sb)
+    int64_t need = T.act_ckpt ? tr_model_acts_floats(1) + ZG_N_LAYERS * btc : tr_model_acts_floats(ZG_N_LAYERS);
+    int64_t need_s = tr_model_scratch_floats();
+    if (need * 4 > ab || need_s * 4 > sb)
         tr_die("plan regions acts/scratch (%lld/%lld bytes) are smaller than the kernels need "
-               "(%lld/%zu): regenerate with a matching zgen", (long long)ab, (long long)sb,
-               (long long)(T.act_ckpt ? one * 4 : (int64_t)zk_acts_floats(d) * 4),
-               zk_scratch_floats(d) * 4);
-    if (T.act_ckpt) {
-        zk_acts_carve(&T.dims1, T.acts, T.scratch, &T.acts_v);
-        T.ckpt_out = T.acts + zk_acts_floats(&T.dims1);
-    } else {
-        zk_acts_carve(d, T.acts, T.scratch, &T.acts_v);
-    }
+               "(%lld/%lld): regenerate with a matching zgen", (long long)ab, (long long)sb,
+               (long long)(need * 4), (long long)(need_s * 4));
+    tr_model_carve(T.acts, T.scratch, T.act_ckpt ? 1 : ZG_N_LAYERS);
+    if (T.act_ckpt) T.ckpt_out = T.acts + tr_model_acts_floats(1);
 
     /* what each configuration needs: a plan without it cannot be run */
-    if (!ZG_TIE_EMBEDDINGS)
-        tr_die("this trainer supports GPT-2's tied lm_head only (tie_embeddings: true)");
     if (ZG_STAGE < 3 && !T.params16) tr_die("plan lacks region params16");
     if (ZG_STAGE == 3 && !T.params_shard && T.params_shard_nvme < 0)
         tr_die("plan lacks region params_shard");

@@ -171,7 +171,7 @@ static void setup(int argc, char **argv)
         threads = (int)(cores / T.local_world);
         if (threads < 1) threads = 1;
     }
-    zk_threads_init(threads);   /* one pool: OpenMP's threads, OpenBLAS single-threaded */
+    tr_model_threads_init(threads);   /* one pool: OpenMP's threads, OpenBLAS single-threaded */
     if (zr_data_open(&T.data, T.a.data, ZG_SEQ_LEN) < 0 ||
         zr_data_check_vocab(&T.data, ZG_VOCAB_SIZE) < 0)
         tr_die("--data: %s", zr_train_error());

@@ -18,7 +18,6 @@
 #define ZG_NAME                         ${cfmt.str(m.name)}
 #define ZG_SPEC                         ${cfmt.str(m.spec_path)}
 #define ZG_ARCH                         ${cfmt.str(m.arch)}
-#define ZG_ARCH_GPT2                    ${cfmt.bool(m.arch == "gpt2")}
 
 /* ---------------------------------------------------------------------- model */
 #define ZG_VOCAB_SIZE                   ${cfmt.int(m.vocab_size)}
@@ -34,6 +33,17 @@
 #define ZG_N_PARAMS                     ${cfmt.i64(plan.n_params)}
 #define ZG_LARGEST_LAYER                ${cfmt.i64(plan.largest_layer)}
 #define ZG_TIED_TENSOR                  ${cfmt.int(plan.tied_tensor)}  /* tensor lm_head uses, -1 untied */
+@@ if m.rope then
+
+/* ---------------------------------------------------------------------- rotary archs (${m.arch}) */
+#define ZG_N_KV_HEADS                   ${cfmt.int(m.n_kv_heads)}  /* key/value heads (grouped-query attention) */
+#define ZG_ROPE_THETA                   ${cfmt.double(m.rope_theta)}
+#define ZG_ROPE_LLAMA3                  ${cfmt.bool(m.rope_llama3)}  /* LLaMA 3 frequency scaling with the four below */
+#define ZG_ROPE_FACTOR                  ${cfmt.double(m.rope_factor)}
+#define ZG_ROPE_LOW_FREQ_FACTOR         ${cfmt.double(m.rope_low_freq_factor)}
+#define ZG_ROPE_HIGH_FREQ_FACTOR        ${cfmt.double(m.rope_high_freq_factor)}
+#define ZG_ROPE_ORIGINAL_CONTEXT        ${cfmt.int(m.rope_original_context)}
+@@ end
 
 /* ---------------------------------------------------------------------- batch and run */
 #define ZG_MICRO_BATCH                  ${cfmt.int(z.micro_batch)}

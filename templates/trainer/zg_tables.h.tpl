@@ -61,7 +61,7 @@ enum {
 @@ if b0 then
 @@   for i = 0, b0.n_tensors - 1 do
 @@     local t = plan.tensors[b0.first_tensor + i + 1]
-    ${cfmt.pad("ZG_LT_" .. cfmt.ident(t.name:gsub("^h%.%d+%.", "")), W)}= ${i},
+    ${cfmt.pad("ZG_LT_" .. cfmt.ident(t.field), W)}= ${i},
 @@   end
 @@ end
     ${cfmt.pad("ZG_LT_COUNT", W)}= ${b0 and b0.n_tensors or 0}

@@ -11,6 +11,9 @@
 #     arena smaller by exactly the difference;
 #   - the schedule: every block but the last has one recompute FORWARD (slot 1) right before its
 #     BACKWARD; the GATHER ops (stage 3) are the same list as without (shared with backward).
+# The same for a llama (grouped-query attention, untied head; its own acts layout, llama_host.h:
+# q, k, v kept after RoPE, RMSNorm statistics, SwiGLU's gate, up and h) at ZeRO-3 with bf16 and
+# parameters on NVMe; its plan.json acts and scratch bytes are checked against llama's formula.
 . "$(dirname "$0")/../lib.sh"
 export ZR_DEBUG_MEM=1
 zt_need_mpi "actckpt" numpy
@@ -18,14 +21,18 @@ zt_build bin/zgen build/libzrt.a
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 2>/dev/null
 
+GPT2='{arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 3, n_heads: 2, d_ff: 80}'
+LLAMA='{arch: llama, vocab_size: 128, context: 16, d_model: 32, n_layers: 3, n_heads: 4, n_kv_heads: 2, d_ff: 72}'
+
 # run TAG CKPT STAGE WS GAS PREC OPT PARAM -> $tmp/TAG/{losses.txt, w.safetensors, out/plan.json}
+# (MODEL: the spec's model, gpt2's by default)
 run() {
   local tag=$1 ck=$2 stage=$3 ws=$4 gas=$5 prec=$6 opt=$7 par=$8 d="$tmp/$1" mp=""
   [ "$prec" != fp32 ] && mp="\"$prec\": {\"enabled\": true},"
   mkdir -p "$d"
   cat >"$d/spec.yaml" <<EOF
 name: ck
-model: {arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 3, n_heads: 2, d_ff: 80}
+model: ${MODEL:-$GPT2}
 train: {seq_len: 16, world_size: $ws, seed: 7, activation_checkpointing: $ck}
 deepspeed: ds.json
 EOF
@@ -38,9 +45,9 @@ EOF
  "optimizer": {"type": "AdamW", "params": {"lr": 3e-3, "weight_decay": 0.1}}}
 EOF
   bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log" >&2; return 1; }
-  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/gpt2_host*.o "$d/out/"
+  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/*_host*.o "$d/out/" 2>/dev/null
   make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1 || { tail -20 "$d/make.log" >&2; return 1; }
-  [ -d "$tmp/kobj" ] || { mkdir -p "$tmp/kobj"; cp "$d"/out/gpt2_host*.o "$tmp/kobj/"; }
+  mkdir -p "$tmp/kobj"; cp -n "$d"/out/*_host*.o "$tmp/kobj/"
   ZG_NVME_DIR="$tmp/nvme/$tag" mpirun --oversubscribe -np "$ws" "$d/out/train" --data "$tmp/corpus.bin" \
       --steps 3 --log "$d/log.jsonl" --export "$d/w.safetensors" --threads 1 --quiet >"$d/run.log" 2>&1 ||
       { tail -5 "$d/run.log" >&2; return 1; }
@@ -56,12 +63,21 @@ a, b = (json.load(open(f)) for f in sys.argv[1:3])
 m = b["model"]
 B = b["config"]["micro_batch"]
 T, C, F, NH, V, L = m["seq_len"], m["d_model"], m["d_ff"], m["n_heads"], m["vocab_size"], m["n_layers"]
-BT, BTC = B * T, B * T * C
-layer = 8 * BTC + 4 * BT + B * NH * T * T + 2 * BT * F
-head = BTC + 2 * BT + BT * V + BT
+BT, BTC, S = B * T, B * T * C, B * NH * T * T
+if m["arch"] == "llama":   # llama_host.h: per block ln1, rstd, q, k, v, att, atty, res2, ln2, rstd, gate, up, h, res3
+    KV = m["n_kv_heads"] * (C // NH)
+    layer = 6 * BTC + 2 * BT + 2 * BT * KV + S + 3 * BT * F
+    head = BTC + BT + BT * V + BT
+    scratch = 4 * BTC + 2 * BT * KV + S + 3 * BT * F + T * (C // NH)
+else:
+    layer = 8 * BTC + 4 * BT + S + 2 * BT * F
+    head = BTC + 2 * BT + BT * V + BT
+    scratch = 6 * BTC + S + 2 * BT * F
 want_on, want_off = 4 * (BTC + layer + head + L * BTC), 4 * (BTC + L * layer + head)
 ma, mb = a["memory"], b["memory"]
 errs = []
+if ma["scratch_bytes"] != 4 * scratch or mb["scratch_bytes"] != 4 * scratch:
+    errs.append(f"scratch {ma['scratch_bytes']}/{mb['scratch_bytes']} != {4 * scratch}")
 if not mb["act_ckpt"] or ma["act_ckpt"]: errs.append("act_ckpt flags")
 if mb["acts_bytes"] != want_on: errs.append(f"acts {mb['acts_bytes']} != {want_on}")
 if ma["acts_bytes"] != want_off: errs.append(f"acts without {ma['acts_bytes']} != {want_off}")
@@ -71,9 +87,8 @@ if act(a) - act(b) != want_off - want_on: errs.append("device activations catego
 others = lambda p: {k: v for k, v in p["tiers"]["device"]["categories"].items() if k != "activations"}
 if others(a) != others(b): errs.append("other device categories changed")
 sa, sb = a["schedule"]["last"], b["schedule"]["last"]
-mods = [x["name"] for x in b["modules"]]
 rc = [i for i, o in enumerate(sb) if o[0] == "FORWARD" and o[2] == 1]
-blocks = [i for i, n in enumerate(mods) if n.startswith("h.")]
+blocks = [i for i, x in enumerate(b["modules"]) if x["kind"] == "block"]
 if sorted(sb[i][1] for i in rc) != blocks[:-1]: errs.append(f"recomputed {[sb[i][1] for i in rc]}")
 for i in rc:
     if sb[i + 1][:2] != ["BACKWARD", sb[i][1]]: errs.append(f"recompute {i} not before its backward")
@@ -84,10 +99,14 @@ if errs: sys.exit("; ".join(errs))
 EOF
 }
 
-for cfg in "0 1 2 fp32 none none" "3 2 2 bf16 cpu nvme" "2 3 1 fp16 cpu none" "3 2 1 fp32 none cpu"; do
+for cfg in "gpt2 0 1 2 fp32 none none" "gpt2 3 2 2 bf16 cpu nvme" "gpt2 2 3 1 fp16 cpu none" "gpt2 3 2 1 fp32 none cpu" \
+           "llama 3 2 2 bf16 cpu nvme"; do
   set -- $cfg
+  arch=$1; shift
+  if [ "$arch" = llama ]; then MODEL=$LLAMA; else MODEL=$GPT2; fi
   name="stage $1 ws $2 gas $3 $4 opt $5 param $6"
-  off="s$1_w$2_g$3_$4_$5_$6_off" on="s$1_w$2_g$3_$4_$5_$6_on"
+  [ "$arch" = gpt2 ] || name="$arch $name"
+  off="${arch}_s$1_w$2_g$3_$4_$5_$6_off" on="${arch}_s$1_w$2_g$3_$4_$5_$6_on"
   if ! run "$off" false "$@" || ! run "$on" true "$@"; then fail "$name" "a run failed"; continue; fi
   if ! cmp -s "$tmp/$off/losses.txt" "$tmp/$on/losses.txt" || ! cmp -s "$tmp/$off/w.safetensors" "$tmp/$on/w.safetensors"; then
     fail "$name: with and without checkpointing bit-identical" "$(paste -d' ' "$tmp/$off/losses.txt" "$tmp/$on/losses.txt" | head -3 | tr '\n' ';')"

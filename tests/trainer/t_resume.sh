@@ -8,23 +8,27 @@
 # the fp32 master); a warmup schedule makes the restored step count matter.
 # Then a checkpoint with one byte altered in one shard, and one with a truncated shard, must be
 # refused with a message naming the shard file. Last, the ZeRO-3 NVMe checkpoint resumed by a plan
-# with every state in memory (same world size and stage) continues bit for bit.
+# with every state in memory (same world size and stage) continues bit for bit; and a llama
+# (grouped-query attention, untied head) resumes bit for bit at ZeRO-3 with the optimizer on NVMe.
 . "$(dirname "$0")/../lib.sh"
 zt_need_mpi "resume"
 zt_build bin/zgen build/libzrt.a
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 2>/dev/null
 
+GPT2='{arch: gpt2, vocab_size: 128, context: 24, d_model: 48, n_layers: 2, n_heads: 3, d_ff: 112}'
+LLAMA='{arch: llama, vocab_size: 128, context: 24, d_model: 48, n_layers: 2, n_heads: 4, n_kv_heads: 2, d_ff: 100}'
+
 losses() { "$PY" -c 'import json,sys; [print(json.loads(l)["step"], repr(json.loads(l)["loss"]), repr(json.loads(l)["grad_norm"]), repr(json.loads(l)["lr"])) for l in open(sys.argv[1])]' "$1"; }
 
-# plan NAME STAGE GAS OPT PARAM [PRECISION] -> $tmp/NAME/out/train
+# plan NAME STAGE GAS OPT PARAM [PRECISION] -> $tmp/NAME/out/train (MODEL: the spec's model, gpt2's)
 plan() {
   local d="$tmp/$1" mp=""
   [ -n "${6:-}" ] && mp="\"$6\": {\"enabled\": true},"
   mkdir -p "$d"
   cat >"$d/spec.yaml" <<EOF
 name: rs
-model: {arch: gpt2, vocab_size: 128, context: 24, d_model: 48, n_layers: 2, n_heads: 3, d_ff: 112}
+model: ${MODEL:-$GPT2}
 train: {seq_len: 24, world_size: 2, seed: 3}
 deepspeed: ds.json
 EOF
@@ -64,6 +68,7 @@ resume_case() {
 resume_case z3_nvme 3 1 nvme cpu
 resume_case z2_cpu_gas2 2 2 cpu none
 resume_case z3_bf16_pnvme 3 2 cpu nvme bf16
+MODEL=$LLAMA resume_case llama_z3_nvme 3 2 nvme none
 
 # damaged checkpoints of the first case
 d="$tmp/z3_nvme"

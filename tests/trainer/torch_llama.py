@@ -2,7 +2,7 @@
 """torch_llama.py — a LLaMA reference in plain PyTorch (float64), written from Hugging Face's
 LlamaForCausalLM (modeling_llama.py: LlamaRMSNorm, rotate_half / apply_rotary_pos_emb, repeat_kv,
 eager causal attention, LlamaMLP, _compute_llama3_parameters), used as the oracle of the host llama
-kernels (t_llama_kernels.sh).
+kernels (t_llama_kernels.sh) and of the emitted llama trainer (t_llama_train_parity.sh).
 
   torch_llama.py run --x BIN --V .. --C .. --NH .. --NKV .. --F .. --L .. --B .. --T ..
                      [--theta X] [--llama3 FACTOR LOW HIGH ORIG] [--tied] [--seed S]
@@ -10,11 +10,25 @@ builds random weights (norm gains perturbed around 1) and a batch with one ignor
 the case for BIN (x_llama_kernels), runs it, and compares: the loss within --loss-rtol relative,
 every gradient within --grad-rtol of its norm (||g_c - g_t|| / ||g_t||). Prints one line per
 tensor and ends with "N passed, N failed".
+
+The trainer's oracle, over safetensors files with the Hugging Face names (batches as DESIGN.md and
+torch_gpt2.py: step s, sequence j = the T+1 tokens at ((s*B + j)*T) mod (ntok - T - 1)):
+  torch_llama.py init  --V --C --NH --NKV --F --L [--tied] [--seed] [--perturb] --out W.safetensors
+  torch_llama.py grad  --weights W --tokens TOK --NH --NKV --B --T [rope flags] --out G.safetensors
+                       (every gradient under its parameter's name, plus "loss" of shape [1])
+  torch_llama.py train --weights W --tokens TOK --NH --NKV --B --T [rope flags] --steps --lr [--wd]
+                       [--clip] --out LOSSES.jsonl   (AdamW with DeepSpeed's semantics)
+Rope flags: [--theta X] [--llama3 FACTOR LOW HIGH ORIG] [--eps]. tie_embeddings is read from the
+weights: no lm_head.weight means the head reads model.embed_tokens.weight.
 """
-import argparse, math, os, struct, subprocess, sys, tempfile
+import argparse, json, math, os, struct, subprocess, sys, tempfile
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402
+import torch_gpt2  # noqa: E402  (the token files and the batch order)
 
 torch.set_default_dtype(torch.float64)
 
@@ -94,7 +108,125 @@ def names(a):
     return out
 
 
+# ------------------------------------------------------------------------------------- trainer oracle
+def model_args(a, arrays):
+    """The shape of the model in the weights (V, C, F, L, tied) with the command's heads and rope."""
+    V, C = arrays["model.embed_tokens.weight"].shape
+    L = len({n.split(".")[2] for n in arrays if n.startswith("model.layers.")})
+    F = arrays["model.layers.0.mlp.gate_proj.weight"].shape[0] if L else 4 * C
+    return argparse.Namespace(V=V, C=C, F=F, L=L, NH=a.NH, NKV=a.NKV, eps=a.eps, theta=a.theta,
+                              llama3=tuple(a.llama3) if a.llama3 else None,
+                              tied="lm_head.weight" not in arrays)
+
+
+def load_params(path, a):
+    arrays, _ = safetensors_io.load(path)
+    m = model_args(a, arrays)
+    want = names(m)
+    missing = [n for n, _ in want if n not in arrays]
+    if missing:
+        raise SystemExit(f"{path}: missing tensors {missing[:4]}")
+    P = {n: torch.tensor(arrays[n].astype(np.float64), requires_grad=True) for n, _ in want}
+    return P, m
+
+
+def cmd_init(a):
+    rng = np.random.default_rng(a.seed)
+    out = {}
+    for n, shape in names(a):
+        if len(shape) == 1:
+            w = np.ones(shape)
+        else:
+            std = 0.02 / math.sqrt(2 * a.L) if n.endswith(("o_proj.weight", "down_proj.weight")) else 0.02
+            w = rng.normal(0.0, std, shape)
+        if a.perturb:
+            w = w + rng.normal(0.0, a.perturb, shape)
+        out[n] = w.astype(np.float32)
+    safetensors_io.save(a.out, out, {"format": "pt"})
+    print(f"wrote {a.out}: {sum(v.size for v in out.values())} parameters")
+
+
+def cmd_grad(a):
+    P, m = load_params(a.weights, a)
+    x, y = torch_gpt2.batch(torch_gpt2.read_tokens(a.tokens), 0, a.B, a.T)
+    loss = forward(P, torch.tensor(x), torch.tensor(y), m)
+    loss.backward()
+    out = {"loss": np.array([loss.item()], dtype=np.float32)}
+    out.update({n: p.grad.numpy().astype(np.float32) for n, p in P.items()})
+    safetensors_io.save(a.out, out)
+    print(f"wrote {a.out}: loss {loss.item():.9g}")
+
+
+def cmd_train(a):
+    P, mo = load_params(a.weights, a)
+    toks = torch_gpt2.read_tokens(a.tokens)
+    m = {n: torch.zeros_like(p) for n, p in P.items()}
+    v = {n: torch.zeros_like(p) for n, p in P.items()}
+    log = open(a.out, "w") if a.out else sys.stdout
+    for step in range(a.steps):
+        x, y = torch_gpt2.batch(toks, step, a.B, a.T)
+        for p in P.values():
+            p.grad = None
+        loss = forward(P, torch.tensor(x), torch.tensor(y), mo)
+        loss.backward()
+        with torch.no_grad():
+            norm = math.sqrt(sum(float((p.grad ** 2).sum()) for p in P.values()))
+            # DeepSpeed: clip = (norm + 1e-6) / clip_grad; grads are divided by clip when > 1.
+            if a.clip > 0 and (norm + 1e-6) / a.clip > 1:
+                coef = a.clip / (norm + 1e-6)
+                for p in P.values():
+                    p.grad.mul_(coef)
+            t = step + 1
+            bc1, bc2 = 1 - a.beta1 ** t, 1 - a.beta2 ** t
+            for n, p in P.items():
+                g = p.grad
+                if a.wd and p.dim() >= 2:  # decoupled decay, applied first (adam_w_mode)
+                    p.mul_(1 - a.lr * a.wd)
+                m[n].mul_(a.beta1).add_(g, alpha=1 - a.beta1)
+                v[n].mul_(a.beta2).addcmul_(g, g, value=1 - a.beta2)
+                denom = v[n].sqrt() / math.sqrt(bc2) + a.eps_adam
+                p.addcdiv_(m[n], denom, value=-a.lr / bc1)
+        print(json.dumps({"step": t, "loss": loss.item(), "grad_norm": norm, "lr": a.lr}),
+              file=log, flush=True)
+
+
+def trainer_main(argv):
+    ap = argparse.ArgumentParser(description="the llama trainer's PyTorch oracle")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("init")
+    for k in ["V", "C", "NH", "NKV", "F", "L"]:
+        s.add_argument("--" + k, type=int, required=True)
+    s.add_argument("--tied", action="store_true")
+    s.add_argument("--seed", type=int, default=1234)
+    s.add_argument("--perturb", type=float, default=0.0,
+                   help="add normal(0, PERTURB) to every tensor (non-trivial gains)")
+    s.add_argument("--out", required=True)
+    for name in ("grad", "train"):
+        s = sub.add_parser(name)
+        s.add_argument("--weights", required=True)
+        s.add_argument("--tokens", required=True)
+        for k in ["NH", "NKV", "B", "T"]:
+            s.add_argument("--" + k, type=int, required=True)
+        s.add_argument("--theta", type=float, default=10000.0)
+        s.add_argument("--llama3", type=float, nargs=4, default=None)
+        s.add_argument("--eps", type=float, default=1e-5)
+        s.add_argument("--out", required=(name == "grad"))
+        if name == "train":
+            s.add_argument("--steps", type=int, default=10)
+            s.add_argument("--lr", type=float, default=1e-3)
+            s.add_argument("--wd", type=float, default=0.0)
+            s.add_argument("--clip", type=float, default=1.0)
+            s.add_argument("--beta1", type=float, default=0.9)
+            s.add_argument("--beta2", type=float, default=0.999)
+            s.add_argument("--eps-adam", type=float, default=1e-8)
+    a = ap.parse_args(argv)
+    torch.set_num_threads(2)
+    return {"init": cmd_init, "grad": cmd_grad, "train": cmd_train}[a.cmd](a) or 0
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] in ("init", "grad", "train"):
+        return trainer_main(sys.argv[1:])
     ap = argparse.ArgumentParser()
     ap.add_argument("cmd", choices=["run"])
     ap.add_argument("--x", required=True)

@@ -13,7 +13,6 @@
 #define ZG_NAME                         "tiny"
 #define ZG_SPEC                         "specs/tiny.yaml"
 #define ZG_ARCH                         "gpt2"
-#define ZG_ARCH_GPT2                    1
 
 /* ---------------------------------------------------------------------- model */
 #define ZG_VOCAB_SIZE                   256
