@@ -72,8 +72,8 @@ zd_attention_gqa_tc_backward_dkv(zk_io *dk, zk_io *dv, const zk_io *q, const zk_
     const int g = blockIdx.y, b = blockIdx.z, h0 = g * ZK_AGQ_REP;   /* the group's first query head */
     const long oq = (long)b * ZK_T * ZK_C + h0 * ZK_ATC_HS, ok = (long)b * ZK_T * ZK_AGQ_KV + g * ZK_ATC_HS;
     const long ol = ((long)b * ZK_NH + h0) * ZK_T;
-    zk_agq::dkv(smem, blockIdx.x * ZK_ATC_BK, dk + ok, ZK_AGQ_KV, dv + ok, ZK_AGQ_KV, k + ok, ZK_AGQ_KV, v + ok,
-                ZK_AGQ_KV, q + oq, ZK_C, dy + oq, ZK_C, lse + ol, Dbuf + ol, ZK_AGQ_REP);
+    zk_agq::dkv<ZK_AGQ_REP>(smem, blockIdx.x * ZK_ATC_BK, dk + ok, ZK_AGQ_KV, dv + ok, ZK_AGQ_KV, k + ok, ZK_AGQ_KV, v + ok,
+                ZK_AGQ_KV, q + oq, ZK_C, dy + oq, ZK_C, lse + ol, Dbuf + ol);
 }
 
 /* ------------------------------------------------------------------ launchers */

@@ -85,9 +85,9 @@ zd_attention_tc_backward_dkv(zk_io *dqkv, const zk_io *qkv, const zk_io *dy, con
     const int h = blockIdx.y, b = blockIdx.z;
     const long o3 = (long)b * ZK_T * 3 * ZK_C + h * ZK_ATC_HS, o1 = (long)b * ZK_T * ZK_C + h * ZK_ATC_HS;
     const long ol = ((long)b * ZK_NH + h) * ZK_T;
-    zk_atc_qkv::dkv(smem, blockIdx.x * ZK_ATC_BK, dqkv + o3 + ZK_C, 3 * ZK_C, dqkv + o3 + 2 * ZK_C, 3 * ZK_C,
+    zk_atc_qkv::dkv<1>(smem, blockIdx.x * ZK_ATC_BK, dqkv + o3 + ZK_C, 3 * ZK_C, dqkv + o3 + 2 * ZK_C, 3 * ZK_C,
                     qkv + o3 + ZK_C, 3 * ZK_C, qkv + o3 + 2 * ZK_C, 3 * ZK_C, qkv + o3, 3 * ZK_C, dy + o1, ZK_C,
-                    lse + ol, Dbuf + ol, 1);
+                    lse + ol, Dbuf + ol);
 }
 
 /* ------------------------------------------------------------------ launchers */

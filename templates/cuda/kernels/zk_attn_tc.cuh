@@ -8,8 +8,8 @@
 **
 ** A body sees one head of one sequence: a base pointer and a row pitch (in elements) per tensor, so
 ** the caller's layout (interleaved qkv, separate tensors, which key/value head a query head reads)
-** stays in the kernel file. The dkv body sums over `rep` query heads (the heads of a key/value
-** group, head r at q + r * HS, dy + r * HS, lse + r * T) in order 0..rep-1 and, within a head, over
+** stays in the kernel file. The dkv body sums over REP query heads (the heads of a key/value
+** group, head r at q + r * HS, dy + r * HS, lse + r * T) in order 0..REP-1 and, within a head, over
 ** the query tiles in order, accumulating in the same fragments: deterministic, no atomics.
 ** The bodies are templates on the head size, the sequence length and the element types rather than
 ** code over the shape macros, because a test includes the kernel files once per shape set (each in
@@ -43,6 +43,14 @@
 /* The head sizes this tiling serves: the backward bodies store their fp32 results through the two
 ** score tiles (so HS <= 132), and dkv's tiles must fit an sm_90 block (227 KiB). */
 #define ZK_ATC_FITS (2 * ZK_ATC_TS >= ZK_ATC_TO && ZK_ATC_DKV_SMEM <= 227 * 1024)
+
+/* The fragment arrays (dq, dk, dv accumulators) must stay in registers: their loops are unrolled, or
+** nvcc may put the arrays on the stack (it did for dkv at HS 128 with 16-bit storage: 256 bytes). */
+#ifdef ZR_SIMT_H
+#define ZK_ATC_UNROLL
+#else
+#define ZK_ATC_UNROLL _Pragma("unroll")
+#endif
 
 /* The emulation has no dynamic shared memory: a __shared__ block of the size the launch asks for. */
 #ifdef ZR_SIMT_H
@@ -222,6 +230,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
             if (qd == 0) D[i] = Drow;
         }
         acc_t acc[NOWN];
+        ZK_ATC_UNROLL
         for (int u = 0; u < NOWN; u++) nvcuda::wmma::fill_fragment(acc[u], 0.0f);
         const int last = zk_mini(q0 + BQ, T) - 1;
         for (int k0 = 0; k0 <= last; k0 += BK) {
@@ -243,6 +252,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
                 zk_atc_st16(dSs + r * PP + c, ds);
             }
             __syncthreads();
+            ZK_ATC_UNROLL
             for (int u = 0; u < NOWN; u++) {
                 int t = warp + NW * u, tr = t / (HP / 16), tc = t % (HP / 16);
                 if (t < NOUT) ph(acc[u], dSs, Ks, tr, tc, zk_mini(4, (q0 + tr * 16 + 15 - k0) / 16 + 1));
@@ -250,6 +260,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
         }
         __syncthreads();                        /* Sf and dPf are free: dq goes out through them */
         float *Of = Sf;
+        ZK_ATC_UNROLL
         for (int u = 0; u < NOWN; u++) {
             int t = warp + NW * u, tr = t / (HP / 16), tc = t % (HP / 16);
             if (t >= NOUT) continue;
@@ -262,10 +273,11 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
     }
 
     /* One key tile (keys k0..) of one key/value head: dk (pitch pdk) and dv (pitch pdv), summed over
-    ** the rep query heads that read it (q, dy: head r at + r * HS; lse, D: head r at + r * T). */
+    ** the REP query heads that read it (q, dy: head r at + r * HS; lse, D: head r at + r * T). */
+    template <int REP>
     static __device__ __forceinline__ void dkv(unsigned char *smem, int k0, IO *dko, long pdk, IO *dvo, long pdv,
                                                const IO *k, long pk, const IO *v, long pv, const IO *q, long pq,
-                                               const IO *dy, long pdy, const float *lse, const float *D, int rep)
+                                               const IO *dy, long pdy, const float *lse, const float *D)
     {
         W *Ks = (W *)smem, *Vs = (W *)(smem + T16), *Qs = (W *)(smem + 2 * T16), *dYs = (W *)(smem + 3 * T16);
         float *Sf = (float *)(smem + 4 * T16), *dPf = (float *)(smem + 4 * T16 + TS);
@@ -276,8 +288,9 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
         stage(Ks, k, pk, k0);
         stage(Vs, v, pv, k0);
         acc_t dk[NOWN], dv[NOWN];
+        ZK_ATC_UNROLL
         for (int u = 0; u < NOWN; u++) { nvcuda::wmma::fill_fragment(dk[u], 0.0f); nvcuda::wmma::fill_fragment(dv[u], 0.0f); }
-        for (int h = 0; h < rep; h++) {
+        for (int h = 0; h < REP; h++) {
             const IO *qh = q + h * HS, *dyh = dy + h * HS;
             const float *lh = lse + (long)h * T, *Dh = D + (long)h * T;
             for (int q0 = k0; q0 < T; q0 += BQ) {     /* queries before k0 see none of these keys */
@@ -308,6 +321,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
                     zk_atc_st16(dSs + r * PP + c, ds);
                 }
                 __syncthreads();
+                ZK_ATC_UNROLL
                 for (int u = 0; u < NOWN; u++) {
                     int t = warp + NW * u, tr = t / (HP / 16), tc = t % (HP / 16);
                     if (t >= NOUT) continue;
@@ -327,8 +341,10 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
         }
         /* out through Sf and dPf: dk, then dv */
         float *Of = Sf;
+        ZK_ATC_UNROLL
         for (int part = 1; part <= 2; part++) {
             __syncthreads();
+            ZK_ATC_UNROLL
             for (int u = 0; u < NOWN; u++) {
                 int t = warp + NW * u, tr = t / (HP / 16), tc = t % (HP / 16);
                 if (t >= NOUT) continue;
