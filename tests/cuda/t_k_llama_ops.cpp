@@ -4,11 +4,12 @@
 ** rstd) and backward (dx accumulated into a nonzero residual gradient, dw into nonzero sums, over
 ** more than one 64-row dw chunk), the RoPE tables (zl_acts_carve's) and the rotation of q and k, forward
 ** and inverse, SwiGLU forward and backward (also in place).
-** Shape sets: C 72 (not a multiple of the warp), HS 24, NKV 1 (MQA), N 15, bf16, RoPE unscaled;
-** C 128, HS 64, NKV 2, N 134 (three dw chunks), bf16, LLaMA 3 scaling with original context 32 so
-** that the head's wavelengths fall in all three of its regimes (kept, interpolated, divided);
-** C 160, HS 40 (not a multiple of 16), NH 4, NKV 2, fp16, scaled with other factors; C 96, HS 48,
-** NKV 3 = NH, fp32 storage, unscaled base 500000.
+** Shape sets: C 66 (not a multiple of the warp, nor of 8: element-wise paths), HS 22, NKV 1 (MQA),
+** F 100, N 15, bf16, RoPE unscaled; C 128, HS 64, NKV 2, F 136, N 134 (three dw chunks), bf16: the
+** 16-byte paths of all three files, LLaMA 3 scaling with original context 32 so that the head's
+** wavelengths fall in all three of its regimes (kept, interpolated, divided); C 160, HS 40 (not a
+** multiple of 16), NH 4, NKV 2, F 48, fp16 (16-byte RMSNorm and SwiGLU, element-wise RoPE), scaled
+** with other factors; C 96, HS 48, NKV 2 = NH, F 33, fp32 storage, unscaled base 500000.
 ** The host sees the values the kernel reads (inputs rounded to the storage type first).
 ** Tolerances, per element, |got - ref| <= a + r |ref|:
 **   - a 16-bit output (y, dx, rotated q/k, h, dgate, dup): r = one ulp of the type (bf16 2^-7, fp16
@@ -36,7 +37,7 @@ extern "C" {
 #define ZK_BODY
 
 #define ZK_V 64
-#define ZK_C 72
+#define ZK_C 66
 #define ZK_NH 3
 #define ZK_NKV 1
 #define ZK_T 5
@@ -45,7 +46,7 @@ extern "C" {
 #define ZK_ROPE_THETA 10000.0
 #define ZK_ROPE_LLAMA3 0
 #define ZK_TEST_B 3
-namespace c72_mqa_bf16 {
+namespace c66_mqa_bf16 {
 #include "t_k_llama_ops.cpp"
 }
 #undef ZK_C
@@ -60,7 +61,7 @@ namespace c72_mqa_bf16 {
 #define ZK_NH 2
 #define ZK_NKV 2
 #define ZK_T 67
-#define ZK_F 130
+#define ZK_F 136
 #define ZK_ROPE_THETA 500000.0
 #define ZK_ROPE_LLAMA3 1
 #define ZK_ROPE_FACTOR 8.0
@@ -118,7 +119,7 @@ namespace c96_mha_fp32 {
 
 int main(void)
 {
-    ZT_RUN(c72_mqa_bf16::run);
+    ZT_RUN(c66_mqa_bf16::run);
     ZT_RUN(c128_scaled_bf16::run);
     ZT_RUN(c160_hs40_fp16::run);
     ZT_RUN(c96_mha_fp32::run);

@@ -24,6 +24,14 @@
 #define ZK_RMS_WARPS 4              /* rows per block */
 #define ZK_RMS_ROWS 64              /* rows per dw partial */
 #define ZK_RMS_DW_BLOCK 256
+/* 16-bit rows whose length is a multiple of 8 (every LLaMA's) move 8 elements (16 bytes) per lane
+** access: lane l takes columns 8l..8l+7, then 256 on; the rows are 16-byte aligned as C is. */
+#undef ZK_RMS_VEC  /* a test includes this file once per shape set */
+#if ZK_IO != 0 && ZK_C % 8 == 0
+#define ZK_RMS_VEC 1
+#else
+#define ZK_RMS_VEC 0
+#endif
 
 /* ------------------------------------------------------------------ kernels */
 ZK_KERNEL void __launch_bounds__(32 * ZK_RMS_WARPS)
@@ -34,9 +42,25 @@ zd_rmsnorm_forward(zk_io *y, float *rstd, const zk_io *x, const zk_io *w, float 
     const zk_io *xr = x + (long)row * ZK_C;
     zk_io *yr = y + (long)row * ZK_C;
     float ss = 0.0f;
+#if ZK_RMS_VEC
+    for (int c = 8 * lane; c < ZK_C; c += 256) {
+        float v[8];
+        zk_ld8(xr + c, v);
+        for (int e = 0; e < 8; e++) ss += v[e] * v[e];
+    }
+    float s = rsqrtf(zk_warp_sum(ss) / ZK_C + eps);
+    for (int c = 8 * lane; c < ZK_C; c += 256) {
+        float v[8], g[8];
+        zk_ld8(xr + c, v);
+        zk_ld8(w + c, g);
+        for (int e = 0; e < 8; e++) v[e] = g[e] * (v[e] * s);
+        zk_st8(yr + c, v);
+    }
+#else
     for (int c = lane; c < ZK_C; c += 32) { float v = zk_ld(xr + c); ss += v * v; }
     float s = rsqrtf(zk_warp_sum(ss) / ZK_C + eps);
     for (int c = lane; c < ZK_C; c += 32) zk_st(yr + c, zk_ld(w + c) * (zk_ld(xr + c) * s));
+#endif
     if (lane == 0) rstd[row] = s;
 }
 
@@ -47,10 +71,30 @@ zd_rmsnorm_backward_dx(zk_io *dx, const zk_io *dy, const zk_io *x, const zk_io *
     if (row >= N) return;
     long o = (long)row * ZK_C;
     float s = rstd[row], dot = 0.0f;
+#if ZK_RMS_VEC
+    for (int c = 8 * lane; c < ZK_C; c += 256) {
+        float d[8], g[8], v[8];
+        zk_ld8(dy + o + c, d);
+        zk_ld8(w + c, g);
+        zk_ld8(x + o + c, v);
+        for (int e = 0; e < 8; e++) dot += d[e] * g[e] * v[e] * s;
+    }
+    dot = zk_warp_sum(dot) / ZK_C;
+    for (int c = 8 * lane; c < ZK_C; c += 256) {
+        float d[8], g[8], v[8], a[8];
+        zk_ld8(dy + o + c, d);
+        zk_ld8(w + c, g);
+        zk_ld8(x + o + c, v);
+        zk_ld8(dx + o + c, a);
+        for (int e = 0; e < 8; e++) a[e] += s * (d[e] * g[e] - v[e] * s * dot);
+        zk_st8(dx + o + c, a);
+    }
+#else
     for (int c = lane; c < ZK_C; c += 32) dot += zk_ld(dy + o + c) * zk_ld(w + c) * zk_ld(x + o + c) * s;
     dot = zk_warp_sum(dot) / ZK_C;
     for (int c = lane; c < ZK_C; c += 32)
         zk_st(dx + o + c, zk_ld(dx + o + c) + s * (zk_ld(dy + o + c) * zk_ld(w + c) - zk_ld(x + o + c) * s * dot));
+#endif
 }
 
 /* part[chunk, c] = sum over the chunk's rows, in order, of dy x rstd; grid (columns, chunks). */

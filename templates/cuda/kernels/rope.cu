@@ -13,9 +13,11 @@
 ** ulp of fp32 on the GPU (CUDA's double cos/sin/pow are within 2 ulp of double). The constants come
 ** from the spec through zk_shapes.h: ZK_ROPE_THETA, ZK_ROPE_LLAMA3 and, when it is 1, ZK_ROPE_FACTOR,
 ** ZK_ROPE_LOW, ZK_ROPE_HIGH (the low/high frequency factors), ZK_ROPE_OLD (original context).
-** Apply: one thread per pair (row, head of q or k, i): q and k in one launch, each pair read and
-** written once by one thread (in place is race-free); consecutive threads take consecutive i, so a
-** warp reads contiguous runs of both halves of a head. fp32 math, one rounding to zk_io per element.
+** Apply: one thread per pair (row, head of q or k, i), or per 8 consecutive pairs (ZK_ROPE_EPT:
+** 16-byte accesses to both halves, for 16-bit storage with HS/2 a multiple of 8): q and k in one
+** launch, each pair read and written once by one thread (in place is race-free); consecutive threads
+** take consecutive i, so a warp reads contiguous runs of both halves of a head. fp32 math, one
+** rounding to zk_io per element; the sine is negated for the inverse (sign * sin, as the host).
 ** Compiled for archs with rotary grouped-query attention only (zk_shapes.h defines ZK_NKV and the
 ** RoPE constants for them, from gen/model.c's arch table); for the others this is an empty module.
 */
@@ -25,6 +27,14 @@
 #define ZK_ROPE_HS (ZK_C / ZK_NH)
 #define ZK_ROPE_HALF (ZK_ROPE_HS / 2)
 #define ZK_ROPE_BLOCK 256
+/* Pairs per thread: 8 (16-byte accesses to both halves) for 16-bit storage with HS/2 a multiple of 8
+** (HS 64 and 128), else 1. */
+#undef ZK_ROPE_EPT  /* a test includes this file once per shape set */
+#if ZK_IO != 0 && ZK_ROPE_HALF % 8 == 0
+#define ZK_ROPE_EPT 8
+#else
+#define ZK_ROPE_EPT 1
+#endif
 
 /* ------------------------------------------------------------------ kernels */
 /* inv_freq[i] as zl_rope_inv_freq. */
@@ -60,17 +70,31 @@ zd_rope_tables(float *cos_t, float *sin_t)
 ZK_KERNEL void __launch_bounds__(ZK_ROPE_BLOCK)
 zd_rope(zk_io *q, zk_io *k, const float *cos_t, const float *sin_t, int N, int inverse)
 {
-    const int per_row = (ZK_NH + ZK_NKV) * ZK_ROPE_HALF;
+    const int per_row = (ZK_NH + ZK_NKV) * ZK_ROPE_HALF / ZK_ROPE_EPT;   /* threads per row */
     long e = (long)blockIdx.x * ZK_ROPE_BLOCK + threadIdx.x;
     if (e >= (long)N * per_row) return;
-    int row = (int)(e / per_row), r = (int)(e % per_row), h = r / ZK_ROPE_HALF, i = r % ZK_ROPE_HALF;
+    int row = (int)(e / per_row), r = (int)(e % per_row) * ZK_ROPE_EPT, h = r / ZK_ROPE_HALF, i = r % ZK_ROPE_HALF;
     zk_io *v = h < ZK_NH ? q + (long)row * ZK_NH * ZK_ROPE_HS + h * ZK_ROPE_HS
                          : k + (long)row * ZK_NKV * ZK_ROPE_HS + (h - ZK_NH) * ZK_ROPE_HS;
-    long te = (long)(row % ZK_T) * ZK_ROPE_HALF + i;
-    float c = cos_t[te], s = inverse ? -sin_t[te] : sin_t[te];
-    float a = zk_ld(v + i), b = zk_ld(v + i + ZK_ROPE_HALF);
+    const long te = (long)(row % ZK_T) * ZK_ROPE_HALF + i;   /* the row's position in the tables */
+    const float *ct = cos_t + te, *st = sin_t + te;
+    const float sign = inverse ? -1.0f : 1.0f;
+#if ZK_ROPE_EPT == 8
+    float a[8], b[8];
+    zk_ld8(v + i, a);
+    zk_ld8(v + i + ZK_ROPE_HALF, b);
+    for (int p = 0; p < 8; p++) {
+        float c = ct[p], s = sign * st[p], x1 = a[p];
+        a[p] = x1 * c - b[p] * s;
+        b[p] = b[p] * c + x1 * s;
+    }
+    zk_st8(v + i, a);
+    zk_st8(v + i + ZK_ROPE_HALF, b);
+#else
+    float c = ct[0], s = sign * st[0], a = zk_ld(v + i), b = zk_ld(v + i + ZK_ROPE_HALF);
     zk_st(v + i, a * c - b * s);
     zk_st(v + i + ZK_ROPE_HALF, b * c + a * s);
+#endif
 }
 
 /* ------------------------------------------------------------------ launchers */
@@ -83,8 +107,8 @@ inline int zd_rope_tables_launch(float *cos_t, float *sin_t)
 /* q and k of N rows (whole sequences of ZK_T), in place. */
 inline int zd_rope_launch(zk_io *q, zk_io *k, const float *cos_t, const float *sin_t, int N, int inverse)
 {
-    return ZK_LAUNCH(zd_rope, (unsigned)CEIL_DIV((long)N * (ZK_NH + ZK_NKV) * ZK_ROPE_HALF, ZK_ROPE_BLOCK),
-                     ZK_ROPE_BLOCK, 0, q, k, cos_t, sin_t, N, inverse);
+    unsigned grid = (unsigned)CEIL_DIV((long)N * (ZK_NH + ZK_NKV) * ZK_ROPE_HALF / ZK_ROPE_EPT, ZK_ROPE_BLOCK);
+    return ZK_LAUNCH(zd_rope, grid, ZK_ROPE_BLOCK, 0, q, k, cos_t, sin_t, N, inverse);
 }
 #endif
 #endif /* ZK_NKV */
