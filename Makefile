@@ -99,8 +99,13 @@ bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h $(TCU_HOS
 	  echo "$(CC) -c $$f"; $(CC) $(CFLAGS) -fopenmp -c $$f -o build/tests/cuda/$*/$$(basename $$f .c).o || exit 1; done
 	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-math-errno -fopenmp -Itests -Itemplates/cuda \
 	  -Itemplates/host -Iruntime $(TCU_RACE) -c -o build/tests/cuda/$*/$*.o $<
-	$(CXX) -fopenmp -o $@ build/tests/cuda/$*/$*.o $(TCU_HOST_SRC:templates/host/%.c=build/tests/cuda/$*/%.o) \
+	$(CXX) -fopenmp -o $@ build/tests/cuda/$*/$*.o $(patsubst %.c,build/tests/cuda/$*/%.o,$(notdir $(TCU_HOST_SRC))) \
 	  build/libzrt.a -lopenblas -lm
+# The llama kernel tests (t_k_llama_*) compare with the llama host kernels as well (templates/host/llama/).
+TCU_LLAMA := $(patsubst tests/%.cpp,bin/tests/%,$(wildcard tests/cuda/t_k_llama_*.cpp))
+$(TCU_LLAMA): templates/host/llama/llama_host.c templates/host/llama/llama_host.h
+$(TCU_LLAMA): TCU_HOST_SRC += templates/host/llama/llama_host.c
+$(TCU_LLAMA): CFLAGS += -Itemplates/host
 
 bin/bench/%: bench/%.c build/libzrt.a $(GEN_LIB_OBJ)
 	@mkdir -p $(@D)

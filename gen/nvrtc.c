@@ -274,6 +274,28 @@ done:
 }
 
 /* ------------------------------------------------------------------ emitted files */
+/* The rotary grouped-query attention constants, for an arch whose table entry says rope (llama):
+** llama's kernel files (rmsnorm.cu, rope.cu, swiglu.cu, attention_gqa_tc.cu) compile only where
+** ZK_NKV is defined, so for the other archs they are empty modules. Doubles with 17 digits: the
+** kernels recompute the host's RoPE frequencies from them bit for bit. */
+static char *rope_shapes(const ZgModel *m)
+{
+    const ZgArch *a = zg_arch_find(m->arch);
+    if (!a || !a->rope) return zg_xstrdup("");
+    char *s = zg_fmt("#define ZK_NKV %lld  /* key/value heads (grouped-query attention) */\n"
+                     "#define ZK_ROPE_THETA %.17g  /* RoPE base */\n"
+                     "#define ZK_ROPE_LLAMA3 %d  /* LLaMA 3 frequency scaling */\n",
+                     (long long)m->n_kv_heads, m->rope_theta, m->rope_llama3 ? 1 : 0);
+    if (!m->rope_llama3) return s;
+    char *t = zg_fmt("%s#define ZK_ROPE_FACTOR %.17g\n#define ZK_ROPE_LOW %.17g  /* low_freq_factor */\n"
+                     "#define ZK_ROPE_HIGH %.17g  /* high_freq_factor */\n"
+                     "#define ZK_ROPE_OLD %lld  /* original context */\n",
+                     s, m->rope_factor, m->rope_low_freq_factor, m->rope_high_freq_factor,
+                     (long long)m->rope_original_context);
+    free(s);
+    return t;
+}
+
 char *zg_cuda_shapes_h(const ZgPlan *p)
 {
     const ZgModel *m = p->model;
@@ -281,18 +303,21 @@ char *zg_cuda_shapes_h(const ZgPlan *p)
     ** 16-bit data only through convert.cu (docs/CUDA_TRAINER.md), so a 16-bit plan's kernels must
     ** take fp32 activations. The kernels' 16-bit storage (ZK_IO 1, 2) stays tested by tests/cuda. */
     int io = 0;
-    return zg_fmt("/* The model's shapes, baked into every kernel (zk_common.cuh includes this file). */\n"
-                  "#ifndef ZK_SHAPES_H\n#define ZK_SHAPES_H\n"
-                  "#define ZK_C %lld   /* d_model */\n"
-                  "#define ZK_NH %lld  /* heads */\n"
-                  "#define ZK_T %lld   /* tokens per sequence */\n"
-                  "#define ZK_V %lld   /* vocabulary */\n"
-                  "#define ZK_F %lld   /* d_ff */\n"
-                  "#define ZK_L %lld   /* blocks */\n"
-                  "#define ZK_IO %d    /* 16-bit storage: 0 fp32, 1 bf16, 2 fp16 */\n"
-                  "#endif\n",
-                  (long long)m->d_model, (long long)m->n_heads, (long long)m->seq_len, (long long)m->vocab_size,
-                  (long long)m->d_ff, (long long)m->n_layers, io);
+    char *rope = rope_shapes(m);
+    char *s = zg_fmt("/* The model's shapes, baked into every kernel (zk_common.cuh includes this file). */\n"
+                     "#ifndef ZK_SHAPES_H\n#define ZK_SHAPES_H\n"
+                     "#define ZK_C %lld   /* d_model */\n"
+                     "#define ZK_NH %lld  /* heads */\n"
+                     "#define ZK_T %lld   /* tokens per sequence */\n"
+                     "#define ZK_V %lld   /* vocabulary */\n"
+                     "#define ZK_F %lld   /* d_ff */\n"
+                     "#define ZK_L %lld   /* blocks */\n"
+                     "#define ZK_IO %d    /* 16-bit storage: 0 fp32, 1 bf16, 2 fp16 */\n"
+                     "%s#endif\n",
+                     (long long)m->d_model, (long long)m->n_heads, (long long)m->seq_len, (long long)m->vocab_size,
+                     (long long)m->d_ff, (long long)m->n_layers, io, rope);
+    free(rope);
+    return s;
 }
 
 /* A growing string. */

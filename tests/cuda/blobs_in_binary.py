@@ -2,17 +2,28 @@
 """blobs_in_binary.py BINARY KERNEL_DIR ARCH... — checks that a linked train-cuda carries, for every
 kernel declared in the kernel sources (ZK_KERNEL ... zd_name), a cubin (ELF, EM_CUDA, with a
 .text.<kernel> section) and a PTX (.target sm_XX, with an .entry <kernel>) for each architecture.
-The expected names come from the template sources, the found ones from the binary's bytes; prints
-one line per missing piece and exits 1 if any, else prints a summary and exits 0."""
+The expected names come from the kernel sources (KERNEL_DIR: the templates, or an emitted
+cuda/kernels, whose zk_shapes.h then says whether llama's ZK_NKV-guarded files count), the found
+ones from the binary's bytes; prints one line per missing piece and exits 1 if any, else prints a
+summary and exits 0."""
 import glob
 import re
 import struct
 import sys
 
 binary, kdir, archs = sys.argv[1], sys.argv[2], [int(a) for a in sys.argv[3:]]
+# llama's kernel files compile only where zk_shapes.h defines ZK_NKV (an arch with rope): given an
+# emitted kernel folder (with its zk_shapes.h), a model without it expects none of their kernels
+try:
+    nkv = re.search(r"^#define ZK_NKV ", open(kdir + "/zk_shapes.h").read(), re.M) is not None
+except OSError:
+    nkv = True
 want = set()
 for f in glob.glob(kdir + "/*.cu"):
-    want |= set(re.findall(r"ZK_KERNEL\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(zd_\w+)", open(f).read()))
+    src = open(f).read()
+    if not nkv and re.search(r"^#(ifdef ZK_NKV|if defined\(ZK_NKV\))", src, re.M):
+        continue
+    want |= set(re.findall(r"ZK_KERNEL\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(zd_\w+)", src))
 data = open(binary, "rb").read()
 
 cubin = {a: set() for a in archs}          # arch -> kernels with a .text section

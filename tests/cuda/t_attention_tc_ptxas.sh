@@ -51,7 +51,7 @@ for spec in tiny gpt2-124m gpt2-10b; do
   fi
   # the dynamic shared memory, from the kernel's own macros and the spec's shapes
   { echo '#include <stdio.h>'; echo '#include "zk_shapes.h"'; echo '#define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))'
-    grep -E '^#define ZK_ATC_(HS|HP|BQ|BK|P16|PP|SP|OP|T16|TP|TS|TO|FWD_SMEM|DQ_SMEM|DKV_SMEM) ' templates/cuda/kernels/attention_tc.cu
+    grep -hE '^#define ZK_ATC_(HS|HP|BQ|BK|P16|PP|SP|OP|T16|TP|TS|TO|FWD_SMEM|DQ_SMEM|DKV_SMEM) ' templates/cuda/kernels/zk_attn_tc.cuh
     echo 'int main(void) { printf("%d %d %d %d\n", ZK_ATC_HS, ZK_ATC_FWD_SMEM, ZK_ATC_DQ_SMEM, ZK_ATC_DKV_SMEM); return 0; }'
   } >"$tmp/smem.c"
   read -r hs fwd dq dkv < <(cc -I"$out/cuda/kernels" "$tmp/smem.c" -o "$tmp/smem" && "$tmp/smem")

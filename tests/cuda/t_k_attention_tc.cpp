@@ -26,6 +26,7 @@
 #include "zr_simt.h"
 #include "zk_test.h"
 #include "kernels/zk_wmma.cuh"     /* at global scope, once: the per-set part is only zk_wt */
+#include "kernels/zk_attn_tc.cuh"  /* the shape-free bodies (templates), once */
 #define ZK_BODY
 
 #define ZK_V 64

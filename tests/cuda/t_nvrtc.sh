@@ -2,7 +2,8 @@
 # t_nvrtc.sh — zgen compiles every CUDA kernel with NVRTC at generation time and embeds it:
 #   - for specs/tiny.yaml and specs/gpt2-124m.yaml, out/<name>/cuda/zg_kernels_bin.c holds, for every
 #     templates/cuda/kernels/*.cu and for sm_80 and sm_90, a cubin (an ELF for EM_CUDA) and a PTX with
-#     `.target sm_XX` whose .entry list is every kernel function of the file; the table is read by
+#     `.target sm_XX` whose .entry list is every kernel function of the file (none for llama's files,
+#     guarded by ZK_NKV, in a spec whose zk_shapes.h has no ZK_NKV); the table is read by
 #     compiling the emitted C with a small reader, not by parsing the text;
 #   - ptxas (when present) accepts the tiny spec's PTX for its target;
 #   - the emitted kernel sources compile for the CPU under the emitted zr_simt.h (tiny: fp32 storage,
@@ -110,6 +111,15 @@ check_spec() {   # $1 label, $2 output folder
   if ! cc -std=c11 -I"$out/cuda" "$tmp/dump.c" "$out/cuda/zg_kernels_bin.c" -o "$tmp/dump_$label" \
      || ! "$tmp/dump_$label" "$tmp/ptx_$label"; then bad "entries_$label" "could not dump the PTX"; return; fi
   for k in $kernels; do
+    # llama's kernel files (guarded by ZK_NKV, which zk_shapes.h defines for archs with rotary
+    # grouped-query attention only) are empty modules for the others: no entry at all
+    if grep -qE '^#(ifdef ZK_NKV|if defined\(ZK_NKV\))' "templates/cuda/kernels/$k.cu" \
+       && ! grep -q '^#define ZK_NKV ' "$out/cuda/kernels/zk_shapes.h"; then
+      for a in 80 90; do
+        ! grep -q '\.entry ' "$tmp/ptx_$label/$k.sm$a.ptx" 2>/dev/null || noentry="$noentry $k:sm_$a:not-empty"
+      done
+      continue
+    fi
     # the kernels: the name that follows ZK_KERNEL (on its line or the next, after __launch_bounds__)
     for fn in $(grep -A1 '^ZK_KERNEL' "templates/cuda/kernels/$k.cu" | grep -oE '\bzd_[a-z0-9_]+\(' | tr -d '(' | sort -u); do
       for a in 80 90; do

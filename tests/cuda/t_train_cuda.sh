@@ -62,7 +62,7 @@ if [ -f "$CUDA_HOME/include/cuda.h" ] && [ -f "$CUDA_HOME/include/nccl.h" ]; the
                                 cp "$d"/cuda.obj/host/gpt2_host*.o "$tmp/real_obj/host/"; }
     if grep -q '"bytes"\|zg_n_kernel_blobs = 0' "$d/cuda/zg_kernels_bin.c"; then
       skip "blobs_$spec" "zgen ran without NVRTC"
-    elif out=$("$PY" tests/cuda/blobs_in_binary.py "$d/train-cuda" templates/cuda/kernels 80 90 2>&1); then
+    elif out=$("$PY" tests/cuda/blobs_in_binary.py "$d/train-cuda" "$d/cuda/kernels" 80 90 2>&1); then
       ok "blobs_sm80_sm90_linked_$spec ($out)"
     else
       bad "blobs_sm80_sm90_linked_$spec" "$(head -5 <<<"$out")"

@@ -105,6 +105,30 @@ ZK_DEV void zk_st(zk_fp16 *p, float v)
 #endif
 
 
+/* Eight consecutive 16-bit elements (zk_bf16 or zk_fp16) as one 16-byte access, to and from fp32:
+** the memory-bound kernels move a row in a quarter of the instructions. p must be 16-byte aligned. */
+struct alignas(16) zk_v8 { unsigned short h[8]; };
+template <typename T> ZK_DEV void zk_ld8(const T *p, float *f)
+{
+    zk_v8 v;
+#ifdef ZR_SIMT_H
+    memcpy(&v, p, sizeof v);
+#else
+    v = *reinterpret_cast<const zk_v8 *>(p);
+#endif
+    for (int e = 0; e < 8; e++) { T t; t.bits = v.h[e]; f[e] = zk_ld(&t); }
+}
+template <typename T> ZK_DEV void zk_st8(T *p, const float *f)
+{
+    zk_v8 v;
+    for (int e = 0; e < 8; e++) { T t; zk_st(&t, f[e]); v.h[e] = t.bits; }
+#ifdef ZR_SIMT_H
+    memcpy(p, &v, sizeof v);
+#else
+    *reinterpret_cast<zk_v8 *>(p) = v;
+#endif
+}
+
 /* ------------------------------------------------------------------ reductions */
 ZK_DEV float zk_warp_sum(float v)
 {
