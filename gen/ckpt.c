@@ -5,7 +5,9 @@
 **             their shapes and which shards hold them, every shard's size and blobs, and whether
 **             every blob and chunk checksum holds (this reads every shard end to end).
 **   --export  one Hugging Face-named safetensors of the master weights (or, with --state adam_m /
-**             adam_v, of Adam's moments) plus config.json beside it. The tensors are streamed in
+**             adam_v, of Adam's moments) plus config.json beside it (a path not ending in
+**             .safetensors is a folder: model.safetensors and config.json inside). config.json comes
+**             from the manifest's "hf_config" (the trainer's emitted rows, any arch). The tensors are streamed in
 **             table order through one buffer: each piece is read by pread from the shards holding
 **             it (chunk CRCs checked), converted, and appended, so memory is the buffer (default
 **             8 MiB, plus half of it for bf16) and a 64 KiB chunk per shard, never the model. The
@@ -26,11 +28,12 @@
 
 static const char CK_USAGE[] =
     "usage: zgen ckpt DIR --info\n"
-    "       zgen ckpt DIR --export FILE.safetensors [--dtype fp32|bf16] [--state master|adam_m|adam_v]\n"
+    "       zgen ckpt DIR --export FILE.safetensors|FOLDER [--dtype fp32|bf16] [--state master|adam_m|adam_v]\n"
     "                     [--buffer MIB]\n"
     "DIR: a --save directory (its `latest` step) or one step_<N> directory inside it.\n"
     "  --info     step, world size, stage, tensors, shard sizes; reads every shard and checks checksums\n"
-    "  --export   streams the tensors into one safetensors (Hugging Face names) + config.json beside it;\n"
+    "  --export   streams the tensors into one safetensors (Hugging Face names) + config.json beside it\n"
+    "             (a FOLDER: FOLDER/model.safetensors + FOLDER/config.json, for from_pretrained);\n"
     "             memory: the buffer (default 8 MiB; 1.5x with bf16) + 64 KiB per shard\n"
     "exit status: 0 ok, 1 bad checkpoint or I/O error, 2 usage\n";
 
@@ -39,6 +42,10 @@ typedef struct Meta {
     int64_t stage, world, vocab, context, d_model, n_layers, n_heads, d_ff, tie, params;
     double eps;
     int have_model;
+    /* the manifest's "hf_config" (checkpoints saved since it exists): config.json's keys and their
+    ** JSON values, as the trainer's emitted rows had them */
+    ZrHfKey *hf;
+    int n_hf;
 } Meta;
 
 static void get_str(const ZrJson *j, const char *k, char *out, size_t cap)
@@ -79,6 +86,23 @@ static void parse_meta(const char *text, Meta *m)
     m->tie = get_int(&j, "tie_embeddings", &ok);
     if (zr_json_num(&j, zr_json_get(&j, 0, "norm_eps"), &m->eps) != 0) ok = 0;
     m->have_model = ok;
+    int h = zr_json_get(&j, 0, "hf_config");
+    if (h >= 0 && j.t[h].type == ZR_JSON_OBJ && j.t[h].n > 0 && (m->hf = calloc((size_t)j.t[h].n, sizeof *m->hf))) {
+        for (int k = 0; k < j.t[h].n; k++) {
+            int ki = zr_json_item(&j, h, 2 * k), vi = zr_json_item(&j, h, 2 * k + 1);
+            char key[128];
+            if (ki < 0 || vi < 0 || zr_json_str(&j, ki, key, sizeof key) != 0) continue;
+            /* the value's own JSON text (a string's span is inside its quotes) */
+            size_t a = j.t[vi].start, b = j.t[vi].end;
+            if (j.t[vi].type == ZR_JSON_STR) { a--; b++; }
+            char *v = malloc(b - a + 1);
+            char *kd = strdup(key);
+            if (!v || !kd) { free(v); free(kd); continue; }
+            memcpy(v, text + a, b - a);
+            v[b - a] = 0;
+            m->hf[m->n_hf++] = (ZrHfKey){kd, NULL, v, NULL, 1, 0};
+        }
+    }
     zr_json_free(&j);
 }
 
@@ -122,7 +146,7 @@ static int info(ZrCkptSet *s, const Meta *m)
 /* mkdir -p of the directory part of path */
 static void make_parent(const char *path)
 {
-    char p[1024];
+    char p[1200];
     snprintf(p, sizeof p, "%s", path);
     for (char *c = p + 1; *c; c++)
         if (*c == '/') { *c = 0; mkdir(p, 0755); *c = '/'; }
@@ -143,6 +167,19 @@ static int export(ZrCkptSet *s, const Meta *m, const char *path, int bf16, const
         free(st); free(buf); free(half);
         return 1;
     }
+    /* PATH.safetensors: that file, config.json beside it; any other PATH: a folder that
+    ** from_pretrained loads (PATH/model.safetensors + PATH/config.json; one file, unsharded) */
+    char file[1100], cfg[1100];
+    size_t pl = strlen(path);
+    if (pl > 12 && !strcmp(path + pl - 12, ".safetensors")) {
+        const char *slash = strrchr(path, '/');
+        snprintf(file, sizeof file, "%s", path);
+        snprintf(cfg, sizeof cfg, "%.*s/config.json", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    } else {
+        snprintf(file, sizeof file, "%s/model.safetensors", path);
+        snprintf(cfg, sizeof cfg, "%s/config.json", path);
+    }
+    path = file;
     snprintf(gen, sizeof gen, "zgen %s", m->name);
     const char *md[] = {"format", "pt", "generator", gen, NULL};
     for (int i = 0; i < nt; i++) {
@@ -161,15 +198,14 @@ static int export(ZrCkptSet *s, const Meta *m, const char *path, int bf16, const
                 goto fail;
         }
     if ((rc = zr_st_stream_end(&out)) != 0) goto fail;
-    if (m->have_model && !strcmp(m->arch, "gpt2")) {
-        char cfg[1100];
-        const char *slash = strrchr(path, '/');
-        snprintf(cfg, sizeof cfg, "%.*s/config.json", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (m->n_hf > 0) {
+        if ((rc = zr_st_hf_config_write(cfg, m->hf, m->n_hf, bf16 ? "bfloat16" : "float32")) != 0) goto fail;
+    } else if (m->have_model && !strcmp(m->arch, "gpt2")) {     /* saved before hf_config existed */
         ZrGpt2Config c = {(int)m->vocab, (int)m->context, (int)m->d_model, (int)m->n_layers, (int)m->n_heads,
                           (int)m->d_ff, m->eps, (int)m->tie};
         if ((rc = zr_st_write_gpt2_config(cfg, &c)) != 0) goto fail;
     } else {
-        fprintf(stderr, "zgen ckpt: warning: the checkpoint's meta has no gpt2 model description; no "
+        fprintf(stderr, "zgen ckpt: warning: the checkpoint's meta has no model description; no "
                 "config.json written\n");
     }
     printf("zgen ckpt: %s: %d tensors, %s, step %lld, from %d shards (%llu bytes read)\n", path, nt,

@@ -26,17 +26,32 @@
 static const char *const part_name[3] = {"master", "adam_m", "adam_v"};
 static const char *const offload_name[3] = {"none", "cpu", "nvme"};
 
-/* What the manifest says about the run: the plan (informative on resume) and the model's
-** hyperparameters, which `zgen ckpt --export` needs for config.json. */
-static void make_meta(char *out, size_t cap)
+/* What the manifest says about the run: the plan (informative on resume), the model's
+** hyperparameters, and the model's Hugging Face config.json keys (the rows zgen emitted), from
+** which `zgen ckpt --export` writes config.json for any arch. Returns malloc'd text. */
+static char *make_meta(void)
 {
-    snprintf(out, cap, "{\"name\":\"%s\",\"stage\":%d,\"world\":%d,\"dtype\":\"%s\",\"params\":%lld,"
+    size_t cap = 1024, len;
+    for (int r = 0; r < ZG_N_HF_CONFIG; r++)
+        if (zg_hf_config[r].write) cap += strlen(zg_hf_config[r].key) + strlen(zg_hf_config[r].value) + 8;
+    char *out = malloc(cap);
+    if (!out) tr_die("out of memory for the checkpoint's manifest");
+    len = (size_t)snprintf(out, cap, "{\"name\":\"%s\",\"stage\":%d,\"world\":%d,\"dtype\":\"%s\",\"params\":%lld,"
              "\"offload_optimizer\":\"%s\",\"offload_param\":\"%s\",\"arch\":\"%s\",\"vocab_size\":%d,"
              "\"context\":%d,\"d_model\":%d,\"n_layers\":%d,\"n_heads\":%d,\"d_ff\":%d,\"norm_eps\":%.9g,"
-             "\"tie_embeddings\":%d}", ZG_NAME, ZG_STAGE, T.ws, ZG_DTYPE_NAME, (long long)ZG_N_PARAMS,
+             "\"tie_embeddings\":%d,\"hf_config\":{", ZG_NAME, ZG_STAGE, T.ws, ZG_DTYPE_NAME, (long long)ZG_N_PARAMS,
              offload_name[ZG_OFFLOAD_OPTIMIZER], offload_name[ZG_OFFLOAD_PARAM], ZG_ARCH,
              (int)ZG_VOCAB_SIZE, (int)ZG_CONTEXT, (int)ZG_D_MODEL, (int)ZG_N_LAYERS, (int)ZG_N_HEADS,
              (int)ZG_D_FF, (double)ZG_NORM_EPS, (int)ZG_TIE_EMBEDDINGS);
+    const char *sep = "";
+    for (int r = 0; r < ZG_N_HF_CONFIG; r++) {
+        if (!zg_hf_config[r].write) continue;
+        len += (size_t)snprintf(out + len, cap - len, "%s\"%s\":%s", sep, zg_hf_config[r].key,
+                                zg_hf_config[r].value);
+        sep = ",";
+    }
+    snprintf(out + len, cap - len, "}}");
+    return out;
 }
 
 /* Tensor elements [*first, *first + *n) that opt-shard elements [lo, lo+n) hold of tensor t, at
@@ -125,9 +140,10 @@ void tr_ckpt_save(const char *dir)
     save_check(&c, zr_ckpt_writer_commit(w));
     ZR_CHECK(zr_barrier(T.comm, NULL));
     if (T.rank == 0) {
-        char meta[1024];
-        make_meta(meta, sizeof meta);
-        save_check(&c, zr_ckpt_finish(dir, T.step, T.ws, meta));
+        char *meta = make_meta();
+        int rc = zr_ckpt_finish(dir, T.step, T.ws, meta);
+        free(meta);
+        save_check(&c, rc);
     }
     ZR_CHECK(zr_barrier(T.comm, NULL));
     tr_span(ZR_TRACK_IO, "checkpoint", t0);

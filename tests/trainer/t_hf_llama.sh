@@ -12,6 +12,8 @@
 #   - tied: a checkpoint without lm_head.weight and one that saved it anyway both load; the export
 #     has none (transformers ties it);
 #   - zgen --spec-from-hf of the exported config.json gives the same model constants;
+#   - zgen ckpt --export FOLDER of a saved checkpoint equals the trainer's own export (config.json
+#     byte for byte, from the manifest's hf_config rows; tensors);
 #   - a config.json with other key/value heads or another rope scaling factor is refused naming the
 #     key and both values; wrong shape, missing and unexpected tensors name the file and the tensor.
 # Skips, saying so, while zgen refuses to emit a llama trainer (the executor's llama kernels are
@@ -100,6 +102,17 @@ if bin/zgen --spec-from-hf "$tmp/gqa_fp32_shards.out" -o "$tmp/back.yaml" >/dev/
   ok "zgen --spec-from-hf of the exported config.json: the same model constants and config.json rows"
 else
   cat "$tmp/back.log" "$tmp/back.diff"; fail "zgen --spec-from-hf of the exported config.json"
+fi
+
+# zgen ckpt --export FOLDER of a llama checkpoint: config.json from the manifest's hf_config rows,
+# byte for byte the trainer's own export of the same weights, and the same tensors
+if train u --init-from "$tmp/gqa_fp32_shards.src" --save "$tmp/ck" --export "$tmp/ck_own" >"$tmp/ck.log" 2>&1 &&
+   bin/zgen ckpt "$tmp/ck" --export "$tmp/ck_out" >"$tmp/ck_exp.log" 2>&1 &&
+   cmp "$tmp/ck_own/config.json" "$tmp/ck_out/config.json" &&
+   "$PY" $HF compare "$tmp/ck_own" "$tmp/ck_out" --expect same >"$tmp/ck_c.log" 2>&1; then
+  ok "zgen ckpt --export FOLDER of a llama checkpoint: config.json and tensors equal the trainer's export"
+else
+  cat "$tmp/ck.log" "$tmp/ck_exp.log" "$tmp/ck_c.log" 2>/dev/null | tail -8; fail "zgen ckpt --export FOLDER of a llama checkpoint"
 fi
 
 # refusals: a damaged copy of the fp32 sharded folder
