@@ -57,7 +57,7 @@
     X(cuMemcpyDtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyHtoDAsync) X(cuMemsetD8Async) \
     X(cuModuleGetFunction) X(cuModuleLoadData) X(cuModuleUnload) X(cuStreamCreate) \
     X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuGetErrorName) \
-    X(cuDriverGetVersion) X(cuEventQuery) X(cuStreamQuery) X(cuFuncGetAttribute)
+    X(cuDriverGetVersion) X(cuEventQuery) X(cuStreamQuery) X(cuFuncGetAttribute) X(cuFuncSetAttribute)
 #define ZC_STR2(x) #x
 #define ZC_STR(x) ZC_STR2(x)
 #define ZC_DECL(f) static __typeof__(f) *p_##f;
@@ -96,7 +96,7 @@ static int driver_load(void)
 #define ZG_MAX_STREAMS 64
 #define ZG_MAX_PINNED 1024
 
-typedef struct { char name[64]; CUfunction f; int max_threads, static_smem; } GpuFunc;
+typedef struct { char name[64]; CUfunction f; int max_threads, static_smem, dyn_smem; } GpuFunc;  /* dyn_smem: opt-in raised to */
 typedef struct { const char *p; size_t n; } Pinned;
 
 struct ZrGpu {
@@ -570,8 +570,15 @@ int zr_gpu_launch(ZrGpuStream *s, const char *kernel, const unsigned grid[3], co
                  block[2], threads, f->max_threads);
         return -EINVAL;
     }
-    snprintf(s->last_kernel, sizeof s->last_kernel, "%s", kernel);
     char what[160];
+    /* Dynamic shared memory above the 48 KiB default (attention_tc.cu): the kernel's opt-in limit is
+    ** raised once to what the launch asks; the driver refuses what the device cannot give. */
+    if (shmem > 48 * 1024 && (int)shmem > f->dyn_smem) {
+        snprintf(what, sizeof what, "cuFuncSetAttribute(%s, MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)", kernel, shmem);
+        CU(g, what, DRV(cuFuncSetAttribute)(f->f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shmem));
+        f->dyn_smem = (int)shmem;
+    }
+    snprintf(s->last_kernel, sizeof s->last_kernel, "%s", kernel);
     snprintf(what, sizeof what, "cuLaunchKernel(%s, grid (%u,%u,%u), block (%u,%u,%u), %u bytes shared)",
              kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2], shmem);
     CU(g, what, DRV(cuLaunchKernel)(f->f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shmem,

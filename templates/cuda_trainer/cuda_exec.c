@@ -34,6 +34,7 @@
 
 #include "cuda_train.h"
 #include "zr_half.h"
+#include "../kernels/zk_shapes.h"   /* ZK_IO: 16-bit activations read the working copy itself */
 
 Cz CZ;
 
@@ -190,7 +191,7 @@ static void release(int g, int s)
 }
 
 /* ---------------------------------------------------------------------- modules */
-static const float *P[ZG_N_TENSORS];
+static const void *P[ZG_N_TENSORS];
 static float *Gp[ZG_N_TENSORS];         /* device gradient views of the module being run */
 static int last_bwd_module = -1;
 
@@ -198,7 +199,7 @@ static void load_params(int m)
 {
     int first, n;
     tr_module_tensors(m, &first, &n);
-#if ZG_MIXED
+#if ZG_MIXED && !ZK_IO
     float *stage = cz_dev(T.stage32);
     int64_t base = zg_tensors[first].flat_offset;
     for (int t = first; t < first + n; t++) {

@@ -9,10 +9,11 @@
 **   being hidden by program order; the sequence is the same on every rank, so collectives match.
 ** - Events are sequence marks: record enqueues "done = n", wait enqueues "until done >= n".
 ** - Kernels: the emitted kernel sources (cuda/kernels/) compiled here under zr_simt.h, found by
-**   name; their argument types come from the kernel's own signature. They are compiled with fp32
-**   storage (ZK_IO 0) whatever the plan's dtype: the trainer computes in fp32 as the host trainer
-**   does and meets 16-bit data only through convert.cu (docs/CUDA_TRAINER.md, 16-bit plans).
-** - gemm: cblas_sgemm row-major. Collectives: libzrt's MPI collectives on a communicator of their
+**   name; their argument types come from the kernel's own signature. They are compiled with the
+**   plan's activation storage (ZK_IO of zk_shapes.h, gen's decision: bf16 plans 1, else 0), as the
+**   NVRTC cubins are, attention_tc.cu included (its WMMA under zk_wmma.cuh's emulated fragments).
+** - gemm: cblas_sgemm row-major; gemm_ex (16-bit operands) widens them exactly, sums in fp32 and
+**   rounds a 16-bit result once, as a tensor-core GEMM with fp32 compute is specified. Collectives: libzrt's MPI collectives on a communicator of their
 **   own (as NCCL has its own), blocking inside the queued operation.
 ** - ZR_GPU_EMU_GUARD=1: device memory is PROT_NONE except while a queued operation runs, so host
 **   code that dereferences a device address crashes here as it would on a GPU.
@@ -36,6 +37,7 @@
 #endif
 #include "kernels/adamw.cu"
 #include "kernels/attention.cu"
+#include "kernels/attention_tc.cu"
 #include "kernels/convert.cu"
 #include "kernels/crossentropy.cu"
 #include "kernels/encoder.cu"
@@ -60,6 +62,16 @@
 
 #include "zr_gpu.h"
 #include "zr_half.h"
+
+/* gen/cuda_dec.c repeats attention_tc.cu's tile arithmetic to decide ZK_ATT_TC and the launches'
+** shared memory; a generated trainer's build proves the two agree. */
+#ifdef ZK_ATT_TC
+static_assert(!ZK_ATT_TC || ZK_ATC_ON, "gen chose attention_tc for a head size it does not serve");
+#if ZK_ATC_ON
+static_assert(ZK_ATT_TC_FWD_SMEM == ZK_ATC_FWD_SMEM && ZK_ATT_TC_DQ_SMEM == ZK_ATC_DQ_SMEM &&
+              ZK_ATT_TC_DKV_SMEM == ZK_ATC_DKV_SMEM, "gen's attention_tc shared memory differs from the kernel's");
+#endif
+#endif
 
 /* ---------------------------------------------------------------------- kernel table */
 /* A launch captures its arguments at the call, by value and with the kernel's own parameter types
@@ -90,6 +102,9 @@ static const std::map<std::string, KCapture> &kernels()
         ZE_K(zd_crossentropy_fused), ZE_K(zd_adamw), ZE_K(zd_grad_unscale_norm),
         ZE_K(zd_grad_norm_finish), ZE_K(zd_f32_to_16), ZE_K(zd_16_to_f32), ZE_K(zd_add_16_to_f32),
         ZE_K(zd_add_f32_to_16), ZE_K(zd_add_f32),
+#if ZK_ATC_ON           /* the tensor-core attention exists for the head sizes it serves */
+        ZE_K(zd_attention_tc_forward), ZE_K(zd_attention_tc_backward_dq), ZE_K(zd_attention_tc_backward_dkv),
+#endif
     };
     return t;
 }

@@ -38,7 +38,7 @@
 #include "zr_half.h"
 
 namespace {
-struct Fn { std::string name; int kid; unsigned maxntid; };
+struct Fn { std::string name; int kid; unsigned maxntid; int dyn_smem; };  /* dyn_smem: the opt-in limit set */
 struct Mod { std::vector<Fn *> fns; int is_ptx, arch; };
 struct Alloc { char *p; size_t n; };
 struct St { int driver, sm, ndev, dev = -1, hang; std::string fault; CUresult sticky = CUDA_SUCCESS;
@@ -89,7 +89,7 @@ void ptx_entries(const char *t, Mod *m)
         e += 7;
         while (*e == ' ') e++;
         size_t k = strcspn(e, "( \n");
-        Fn *f = new Fn{std::string(e, k), -1, 0};
+        Fn *f = new Fn{std::string(e, k), -1, 0, 0};
         const char *next = strstr(e, ".entry "), *mx = strstr(e, ".maxntid");
         if (mx && (!next || mx < next)) {
             unsigned x = 1, y = 1, z = 1;
@@ -117,7 +117,7 @@ int cubin_entries(const unsigned char *b, Mod *m)
             const unsigned char *sym = b + off + s * entsize;
             uint32_t name; memcpy(&name, sym, 4);
             if ((sym[4] & 0xf) == 2 && (sym[4] >> 4) == 1)     /* STT_FUNC, STB_GLOBAL */
-                m->fns.push_back(new Fn{std::string((const char *)b + stroff + name), -1, 0});
+                m->fns.push_back(new Fn{std::string((const char *)b + stroff + name), -1, 0, 0});
         }
         return 0;
     }
@@ -222,6 +222,18 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *na
         }
     return CUDA_ERROR_NOT_FOUND;
 }
+/* The opt-in for dynamic shared memory above 48 KiB, up to the device's limit (sm_80 163 KiB, sm_90
+** 227 KiB, sm_86 99 KiB). */
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
+{
+    Fn *fn = (Fn *)f;
+    int lim = (S.sm == 80 ? 163 : S.sm >= 90 ? 227 : 99) * 1024;
+    if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || v < 0 || v > lim)
+        return refuse(CUDA_ERROR_INVALID_VALUE, "cuFuncSetAttribute(%s): %ld bytes of dynamic shared memory, the device allows %ld",
+                      fn->name.c_str(), v, lim);
+    fn->dyn_smem = v;
+    return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
 {
     Fn *fn = (Fn *)f;
@@ -243,7 +255,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
         return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): grid/block outside CUDA's limits (block %ld threads)", k, (long)threads);
     if (fn->maxntid && threads > fn->maxntid)
         return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): %ld threads per block, the kernel's .maxntid is %ld", k, (long)threads, fn->maxntid);
-    if (shmem > 48 * 1024)
+    if (shmem > 48 * 1024 && (int)shmem > fn->dyn_smem)
         return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): %ld bytes of dynamic shared memory without the opt-in attribute", k, shmem);
     if (extra) return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): `extra` is not used by zr_gpu", k);
     int np = zs_kernel_nparams(fn->kid), given = 0;
