@@ -11,6 +11,10 @@
 **                       ZK_ATC_ON, repeated here; the stand-in asserts that the two agree).
 **   ZK_ATT_TC_*_SMEM    its dynamic shared memory per kernel (bytes), which the launch asks for and
 **                       the driver must allow above 48 KiB.
+**   ZG_CUDA_ACTS_BYTES, ZG_CUDA_SCRATCH_BYTES   the bytes cuda_model.c's cz_acts_init carves for the
+**                       device activations (its layout, repeated here; it dies at start-up when its
+**                       carving differs), inside the plan's "acts" / "scratch" regions, which keep
+**                       the host layout that --check's host reference runs in.
 **   ZG_CHECK_RTOL, ZG_CHECK_LOSS_RTOL   --check's tolerances (per tensor: max|dev-host| <= 1e-6 +
 **                       RTOL max|host|; the loss sum within LOSS_RTOL relative), derived in
 **                       docs/CUDA_TRAINER.md (--check).
@@ -53,4 +57,20 @@ double zg_cuda_check_rtol(const ZgPlan *p)
 double zg_cuda_check_loss_rtol(const ZgPlan *p)
 {
     return zg_cuda_act_io(p) ? 1.0 / 256.0 : 1e-4;
+}
+
+/* cz_acts_init's carving: every array rounded up to 256 bytes; a layer's slice is layer_bytes(), an
+** upper bound of its arrays (each with 256 bytes of slack). */
+static int64_t al256(int64_t n) { return (n + 255) / 256 * 256; }
+
+int64_t zg_cuda_acts_bytes(const ZgPlan *p, int64_t *scratch)
+{
+    const ZgModel *m = p->model;
+    int64_t ab = zg_cuda_act_io(p) ? 2 : 4;
+    int64_t BT = p->zero->micro_batch * m->seq_len, BTC = BT * m->d_model, BTF = BT * m->d_ff;
+    int64_t lse = p->zero->micro_batch * m->n_heads * m->seq_len;
+    int64_t layer = 8 * (BTC * ab + 256) + 4 * (BT * 4 + 256) + (lse * 4 + 256) + 2 * (BTF * ab + 256) + 256;
+    *scratch = 3 * al256(BTC * ab) + al256(3 * BTC * ab) + al256(lse * 4) + 2 * al256(BTF * ab) +
+               al256(BT * ab) + 2 * al256(BT * 4);
+    return 2 * al256(BTC * ab) + al256(m->n_layers * layer) + 3 * al256(BT * 4) + al256(BT * m->vocab_size * ab);
 }

@@ -262,8 +262,12 @@ static void cz_layout_init(void)
     CZ.dev_opt = dev_opt_possible() && !(host_adam && strcmp(host_adam, "1") == 0);
     cz_acts_init();
     if (T.rank == 0 && (!T.a.quiet || getenv("ZR_CUDA_VERBOSE")))
-        fprintf(stderr, "train-cuda: %s; device allocation %lld bytes (the plan's device tier); Adam on the %s\n",
-                zr_gpu_describe(CZ.gpu), (long long)ZG_TIER_BYTES_DEVICE, CZ.dev_opt ? "device" : "host");
+        fprintf(stderr, "train-cuda: %s; device allocation %lld bytes (the plan's device tier); activations %s "
+                "(%lld + %lld bytes of the plan's %lld + %lld, attention%s); Adam on the %s\n",
+                zr_gpu_describe(CZ.gpu), (long long)ZG_TIER_BYTES_DEVICE, ZK_IO ? "bf16" : "fp32",
+                (long long)ZG_CUDA_ACTS_BYTES, (long long)ZG_CUDA_SCRATCH_BYTES,
+                (long long)zk_acts_floats(&T.dims) * 4, (long long)zk_scratch_floats(&T.dims) * 4,
+                ZK_ATT_TC ? "_tc" : "", CZ.dev_opt ? "device" : "host");
 }
 
 static void cz_layout_free(void)

@@ -85,6 +85,9 @@ void cz_acts_init(void)
     a->tokens = take(&cur, BT, 4);
     a->targets = take(&cur, BT, 4);
     a->scratch_bytes = (size_t)(cur - scratch);
+    if (a->acts_bytes != (size_t)ZG_CUDA_ACTS_BYTES || a->scratch_bytes != (size_t)ZG_CUDA_SCRATCH_BYTES)
+        tr_die("internal: device activations carved %zu/%zu bytes, gen planned %lld/%lld (gen/cuda_dec.c)",
+               a->acts_bytes, a->scratch_bytes, (long long)ZG_CUDA_ACTS_BYTES, (long long)ZG_CUDA_SCRATCH_BYTES);
     if (a->acts_bytes > (size_t)zk_acts_floats(&T.dims) * 4 ||
         a->scratch_bytes > (size_t)zk_scratch_floats(&T.dims) * 4)
         tr_die("device activations (%zu/%zu bytes) exceed the plan's acts/scratch regions",

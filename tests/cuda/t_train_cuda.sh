@@ -183,6 +183,10 @@ for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
   if ! GUARD=$g SEED=$n run "$tag" "$2" train-cuda-emu emu.jsonl "${val[@]}" "${exp[@]}"; then bad "emu_$tag" "$(tail -3 "$tmp/$tag/emu.jsonl.out")"; continue; fi
   want=host; [ "$3" = none ] && [ "$4" = none ] && want=device
   if ! grep -q "Adam on the $want" "$tmp/$tag/emu.jsonl.out"; then bad "adam_on_${want}_$tag" "$(grep -a 'Adam on' "$tmp/$tag/emu.jsonl.out")"; fi
+  # gen's decision, on the start-up line: bf16 activations and tensor-core attention for bf16 only
+  act="activations fp32 ([0-9]* + [0-9]* bytes of the plan's [0-9]* + [0-9]*, attention)"
+  [ "$5" = bf16 ] && act="activations bf16 ([0-9]* + [0-9]* bytes of the plan's [0-9]* + [0-9]*, attention_tc)"
+  if ! grep -q "$act" "$tmp/$tag/emu.jsonl.out"; then bad "activations_$tag" "$(grep -ao 'activations [^;]*' "$tmp/$tag/emu.jsonl.out")"; fi
   if out=$(near "$tmp/$tag/host.jsonl" "$tmp/$tag/emu.jsonl" "$5"); then ok "emu_matches_host_$tag ($out)"
   else bad "emu_matches_host_$tag" "$out"; fi
 done
