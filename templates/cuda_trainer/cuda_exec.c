@@ -24,10 +24,11 @@
 ** host. Only where the row's destination is host memory (a direct reduce-scatter into an offloaded
 ** grad32), which NCCL cannot write, the bucket is all-reduced in place and chunk `rank` kept.
 ** 16-bit plans (bf16, fp16) convert exactly where the host executor does, with convert.cu's kernels
-** (zr_half.h's bits): the working copy is widened into the device "stage32" before a module runs,
-** the module gradient area is the second half of "stage32", GRAD_COPY rounds it into the 16-bit
-** bucket, stages 0/1 add it into the 16-bit "grads" after each BACKWARD, and reduced 16-bit
-** gradients are widened into grad32 on the host with zr_half.h.
+** (zr_half.h's bits): the module gradient area is the fp32 second half of "stage32", GRAD_COPY
+** rounds it into the 16-bit bucket, stages 0/1 add it into the 16-bit "grads" after each BACKWARD,
+** and reduced 16-bit gradients are widened into grad32 on the host with zr_half.h. With fp32
+** activations (fp16 plans, ZK_IO 0) the working copy is widened into the device "stage32" before a
+** module runs; with bf16 activations (bf16 plans, ZK_IO 1) the model reads the working copy itself.
 */
 #include <stdlib.h>
 #include <string.h>
