@@ -117,9 +117,17 @@ static void launch(const char *k, unsigned gx, unsigned gy, unsigned gz, unsigne
     launch_sh(k, gx, gy, gz, block, 0, args);
 }
 
-/* The attention kernels' footprints for the stand-in's race checker (cuda_model.c's other kernels
-** declare none yet): forward reads qkv and writes y (out) and lse (stat); backward reads qkv, y (dq
-** only: NULL for dkv), dy, lse and writes dqkv (out) and reads/writes D (stat: dq writes, dkv reads). */
+/* Footprints for the stand-in's race checker: what the next launch reads (w 0) or writes (w 1). The
+** parameters are zk_io (AB bytes an element), gradients fp32. */
+static void fp(const void *p, size_t bytes, int w)
+{
+    CZ_CHECK(zr_gpu_footprint(CZ.compute, p, bytes, w));
+}
+#define BTC_B ((size_t)N_ROWS * ZG_D_MODEL * AB)
+
+/* The attention kernels' footprints: forward reads qkv and writes y (out) and lse (stat); backward
+** reads qkv, y (dq only: NULL for dkv), dy, lse and writes dqkv (out) and reads/writes D (stat: dq
+** writes, dkv reads). */
 static void att_footprint(const void *qkv, int bwd, const void *y, const void *dy, void *out, float *stat)
 {
     size_t btc = (size_t)N_ROWS * ZG_D_MODEL, nl = (size_t)ZG_MICRO_BATCH * ZG_N_HEADS * ZG_SEQ_LEN * 4;
@@ -172,6 +180,8 @@ static void layernorm_fwd(void *y, float *mean, float *rstd, const void *x, cons
     float eps = (float)ZG_NORM_EPS;
     int n = N_ROWS;
     void *args[] = {&y, &mean, &rstd, &x, &w, &b, &eps, &n, NULL};
+    fp(x, BTC_B, 0); fp(w, ZG_D_MODEL * AB, 0); fp(b, ZG_D_MODEL * AB, 0);
+    fp(y, BTC_B, 1); fp(mean, N_ROWS * 4, 1); fp(rstd, N_ROWS * 4, 1);
     launch("zd_layernorm_forward", CEIL(N_ROWS, 4), 1, 1, 128, args);
 }
 
@@ -181,8 +191,12 @@ static void layernorm_bwd(void *dx, float *dw, float *db, const void *dy, const 
 {
     int n = N_ROWS;
     void *a1[] = {&dx, &dy, &x, &w, &mean, &rstd, &n, NULL};
+    fp(dy, BTC_B, 0); fp(x, BTC_B, 0); fp(w, ZG_D_MODEL * AB, 0); fp(mean, N_ROWS * 4, 0);
+    fp(rstd, N_ROWS * 4, 0); fp(dx, BTC_B, 1);
     launch("zd_layernorm_backward_dx", CEIL(N_ROWS, 4), 1, 1, 128, a1);
     void *a2[] = {&dw, &db, &dy, &x, &mean, &rstd, &n, NULL};
+    fp(dy, BTC_B, 0); fp(x, BTC_B, 0); fp(mean, N_ROWS * 4, 0); fp(rstd, N_ROWS * 4, 0);
+    fp(dw, ZG_D_MODEL * 4, 1); fp(db, ZG_D_MODEL * 4, 1);
     launch("zd_layernorm_backward_dwdb", CEIL(ZG_D_MODEL, 64), 1, 1, 64, a2);
 }
 
@@ -203,6 +217,8 @@ void cz_embed_forward(int micro, const void *wte, const void *wpe)
     const int *tok = CZ.a.tokens;
     int n = N_ROWS;
     void *args[] = {&out, &tok, &wte, &wpe, &n, NULL};
+    fp(tok, N_ROWS * 4, 0); fp(wte, (size_t)ZG_VOCAB_SIZE * ZG_D_MODEL * AB, 0);
+    fp(wpe, (size_t)ZG_SEQ_LEN * ZG_D_MODEL * AB, 0); fp(out, BTC_B, 1);
     launch("zd_encoder_forward", CEIL((long)N_ROWS * ZG_D_MODEL, 256), 1, 1, 256, args);
 }
 
@@ -234,6 +250,8 @@ void cz_block_forward(int l, const void *const *p)
         const void *xx = v.fch, *b = p[ZG_LT_MLP_C_FC_BIAS];
         int n = N_ROWS;
         void *args[] = {&out, &pre, &xx, &b, &n, NULL};
+        fp(xx, (size_t)N_ROWS * F * AB, 0); fp(b, (size_t)F * AB, 0);
+        fp(pre, (size_t)N_ROWS * F * AB, 1); fp(out, (size_t)N_ROWS * F * AB, 1);
         launch("zd_bias_gelu_forward", CEIL((long)N_ROWS * F, 256), 1, 1, 256, args);
     }
     linear_fwd(F, C, v.fch_gelu, p[ZG_LT_MLP_C_PROJ_WEIGHT], p[ZG_LT_MLP_C_PROJ_BIAS], v.residual3,
@@ -260,6 +278,7 @@ void cz_head_forward(int micro, const void *wte, float dloss, int write_grad)
     float *ls = CZ.a.losses;
     const int *tg = CZ.a.targets;
     void *args[] = {&lg, &ls, &tg, &dloss, &write_grad, NULL};
+    fp(tg, N_ROWS * 4, 0); fp(lg, (size_t)N_ROWS * ZG_VOCAB_SIZE * AB, 1); fp(ls, N_ROWS * 4, 1);
     launch("zd_crossentropy_fused", N_ROWS, 1, 1, 512, args);
     CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2H, CZ.loss_h[micro], CZ.a.losses, sizeof CZ.loss_h[micro]));
     CZ_CHECK(zr_gpu_record(CZ.ev_loss[micro], CZ.compute));
@@ -297,9 +316,12 @@ void cz_block_backward(int l, const void *const *p, float *const *g)
         const void *pre = v.fch, *dy = a->dfch_gelu;
         int n = N_ROWS;
         void *a1[] = {&dpre, &pre, &dy, &n, NULL};
+        fp(pre, (size_t)N_ROWS * F * AB, 0); fp(dy, (size_t)N_ROWS * F * AB, 0);
+        fp(dpre, (size_t)N_ROWS * F * AB, 1);
         launch("zd_gelu_backward", CEIL((long)N_ROWS * F, 256), 1, 1, 256, a1);
         const void *dp = a->dfch;
         void *a2[] = {&dbias, &dp, &n, NULL};
+        fp(dp, (size_t)N_ROWS * F * AB, 0); fp(dbias, (size_t)F * 4, 1);
         launch("zd_bias_backward", CEIL(F, 64), 1, 1, 64, a2);
     }
     linear_bwd(C, F, v.ln2, p[ZG_LT_MLP_C_FC_WEIGHT], a->dfch, a->dln, g[ZG_LT_MLP_C_FC_WEIGHT], NULL);
@@ -342,7 +364,9 @@ void cz_embed_backward(float *dwte, float *dwpe)
     const void *dout = CZ.a.dresidual;
     int n = N_ROWS;
     void *a1[] = {&dwte, &tok, &dout, &n, NULL};
+    fp(tok, N_ROWS * 4, 0); fp(dout, BTC_B, 0); fp(dwte, (size_t)ZG_VOCAB_SIZE * ZG_D_MODEL * 4, 1);
     launch("zd_encoder_backward_wte", CEIL(ZG_D_MODEL, 64), 1, 1, 64, a1);
     void *a2[] = {&dwpe, &dout, &n, NULL};
+    fp(dout, BTC_B, 0); fp(dwpe, (size_t)ZG_SEQ_LEN * ZG_D_MODEL * 4, 1);
     launch("zd_encoder_backward_wpe", CEIL(ZG_SEQ_LEN * ZG_D_MODEL, 256), 1, 1, 256, a2);
 }
