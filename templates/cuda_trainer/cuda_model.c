@@ -29,6 +29,8 @@
 #if ZK_IO == 1
 #define ACT_DT ZR_DT_BF16
 #define AB 2                                  /* bytes of an activation */
+#elif ZK_IO == 2
+#error "train-cuda has no fp16-activation path: gen/cuda_dec.c gives fp16 plans ZK_IO 0"
 #else
 #define ACT_DT ZR_DT_FP32
 #define AB 4
