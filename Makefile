@@ -93,6 +93,7 @@ TCU_RACE := -fsanitize=thread --param tsan-instrument-func-entry-exit=0
 # t_gpu_race tests the stream stand-in (std::atomic inside, whose instrumented forms need the real TSan
 # runtime), not a kernel: it is built without the instrumentation.
 bin/tests/cuda/t_gpu_race: TCU_RACE :=
+bin/tests/cuda/t_gpu_gemm_ex: TCU_RACE :=
 bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h $(TCU_HOST_SRC) $(TCU_DEPS) build/libzrt.a
 	@mkdir -p $(@D) build/tests/cuda/$*
 	@for f in $(TCU_HOST_SRC); do \

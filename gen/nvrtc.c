@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "zg_nvrtc.h"
+#include "zg_cuda_dec.h"
 #include "zg_render.h"
 
 const int zg_cuda_default_archs[] = {80, 90};
@@ -299,23 +300,37 @@ static char *rope_shapes(const ZgModel *m)
 char *zg_cuda_shapes_h(const ZgPlan *p)
 {
     const ZgModel *m = p->model;
-    /* fp32 storage for every plan: train-cuda computes in fp32 as the host trainer does and meets
-    ** 16-bit data only through convert.cu (docs/CUDA_TRAINER.md), so a 16-bit plan's kernels must
-    ** take fp32 activations. The kernels' 16-bit storage (ZK_IO 1, 2) stays tested by tests/cuda. */
-    int io = 0;
+    /* train-cuda's activation storage, attention kernel and --check tolerances: cuda_dec.c */
+    int io = zg_cuda_act_io(p);
+    int64_t sm[3];
+    int tc = zg_cuda_att_tc(p, sm);
+    int64_t scr, acts = zg_cuda_acts_bytes(p, &scr);
     char *rope = rope_shapes(m);
     char *s = zg_fmt("/* The model's shapes, baked into every kernel (zk_common.cuh includes this file). */\n"
-                     "#ifndef ZK_SHAPES_H\n#define ZK_SHAPES_H\n"
-                     "#define ZK_C %lld   /* d_model */\n"
-                     "#define ZK_NH %lld  /* heads */\n"
-                     "#define ZK_T %lld   /* tokens per sequence */\n"
-                     "#define ZK_V %lld   /* vocabulary */\n"
-                     "#define ZK_F %lld   /* d_ff */\n"
-                     "#define ZK_L %lld   /* blocks */\n"
-                     "#define ZK_IO %d    /* 16-bit storage: 0 fp32, 1 bf16, 2 fp16 */\n"
-                     "%s#endif\n",
-                     (long long)m->d_model, (long long)m->n_heads, (long long)m->seq_len, (long long)m->vocab_size,
-                     (long long)m->d_ff, (long long)m->n_layers, io, rope);
+                  "#ifndef ZK_SHAPES_H\n#define ZK_SHAPES_H\n"
+                  "#define ZK_C %lld   /* d_model */\n"
+                  "#define ZK_NH %lld  /* heads */\n"
+                  "#define ZK_T %lld   /* tokens per sequence */\n"
+                  "#define ZK_V %lld   /* vocabulary */\n"
+                  "#define ZK_F %lld   /* d_ff */\n"
+                  "#define ZK_L %lld   /* blocks */\n"
+                  "#define ZK_IO %d    /* 16-bit storage: 0 fp32, 1 bf16, 2 fp16 */\n"
+                  "/* train-cuda (gen/cuda_dec.c): tensor-core attention and its shared memory (bytes) */\n"
+                  "#define ZK_ATT_TC %d\n"
+                  "#define ZK_ATT_TC_FWD_SMEM %lld\n"
+                  "#define ZK_ATT_TC_DQ_SMEM %lld\n"
+                  "#define ZK_ATT_TC_DKV_SMEM %lld\n"
+                  "/* train-cuda's device activations (bytes) inside the plan's acts / scratch */\n"
+                  "#define ZG_CUDA_ACTS_BYTES %lld\n"
+                  "#define ZG_CUDA_SCRATCH_BYTES %lld\n"
+                  "/* --check: max|dev-host| <= 1e-6 + ZG_CHECK_RTOL max|host| per tensor; loss sum relative */\n"
+                  "#define ZG_CHECK_RTOL %.17g\n"
+                  "#define ZG_CHECK_LOSS_RTOL %.17g\n"
+                  "%s#endif\n",
+                  (long long)m->d_model, (long long)m->n_heads, (long long)m->seq_len, (long long)m->vocab_size,
+                  (long long)m->d_ff, (long long)m->n_layers, io, tc, (long long)sm[0], (long long)sm[1],
+                  (long long)sm[2], (long long)acts, (long long)scr, zg_cuda_check_rtol(p),
+                  zg_cuda_check_loss_rtol(p), rope);
     free(rope);
     return s;
 }

@@ -85,6 +85,18 @@ int zr_gpu_launch(ZrGpuStream *s, const char *kernel, const unsigned grid[3], co
 int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const float *A,
                  int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
+/* Typed gemm for 16-bit plans (cublasGemmEx), row-major as zr_gpu_sgemm: C = alpha op(A) op(B) +
+** beta C with A, B, C of dtypes at, bt, ct (ZR_DT_FP32, ZR_DT_BF16, ZR_DT_FP16; A and B of one
+** dtype) and the compute type `compute`. ZR_GPU_COMPUTE_32F is the only one: every product and sum
+** in fp32 (CUBLAS_COMPUTE_32F; with 16-bit A and B, tensor cores), so the result is what a tensor-core
+** GEMM is specified to give: 16-bit inputs exact, fp32 products and sums, beta C added in fp32,
+** the result rounded to ct once (round to nearest even). fp32 A and B keep cuBLAS's pedantic fp32
+** math (no TF32). -EINVAL for other combinations. */
+typedef enum { ZR_GPU_COMPUTE_32F = 0 } ZrGpuCompute;
+int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const void *A,
+                   ZrDtype at, int lda, const void *B, ZrDtype bt, int ldb, float beta, void *C,
+                   ZrDtype ct, int ldc, ZrGpuCompute compute);
+
 /* Collectives on device buffers, on the stream (NCCL / libzrt's MPI collectives). zr_gpu_coll_init
 ** is collective over comm's ranks and must precede the first zr_gpu_coll. Semantics and counts
 ** as zr_coll.h (all_gather / reduce_scatter take count per rank). */

@@ -57,7 +57,7 @@
     X(cuMemcpyDtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyHtoDAsync) X(cuMemsetD8Async) \
     X(cuModuleGetFunction) X(cuModuleLoadData) X(cuModuleUnload) X(cuStreamCreate) \
     X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuGetErrorName) \
-    X(cuDriverGetVersion) X(cuEventQuery) X(cuStreamQuery) X(cuFuncGetAttribute)
+    X(cuDriverGetVersion) X(cuEventQuery) X(cuStreamQuery) X(cuFuncGetAttribute) X(cuFuncSetAttribute)
 #define ZC_STR2(x) #x
 #define ZC_STR(x) ZC_STR2(x)
 #define ZC_DECL(f) static __typeof__(f) *p_##f;
@@ -96,7 +96,7 @@ static int driver_load(void)
 #define ZG_MAX_STREAMS 64
 #define ZG_MAX_PINNED 1024
 
-typedef struct { char name[64]; CUfunction f; int max_threads, static_smem; } GpuFunc;
+typedef struct { char name[64]; CUfunction f; int max_threads, static_smem, dyn_smem; } GpuFunc;  /* dyn_smem: opt-in raised to */
 typedef struct { const char *p; size_t n; } Pinned;
 
 struct ZrGpu {
@@ -108,6 +108,7 @@ struct ZrGpu {
     GpuFunc fn[ZG_MAX_FUNCS];
     int n_fn;
     cublasHandle_t blas;
+    int blas_fast;                   /* the handle's math mode is DEFAULT (16-bit GEMMs), not PEDANTIC */
     ZrComm *comm;
     ZrCollReq *req[ZG_MAX_REQS];     /* collectives in flight (freed as they complete) */
     int n_req;
@@ -569,8 +570,15 @@ int zr_gpu_launch(ZrGpuStream *s, const char *kernel, const unsigned grid[3], co
                  block[2], threads, f->max_threads);
         return -EINVAL;
     }
-    snprintf(s->last_kernel, sizeof s->last_kernel, "%s", kernel);
     char what[160];
+    /* Dynamic shared memory above the 48 KiB default (attention_tc.cu): the kernel's opt-in limit is
+    ** raised once to what the launch asks; the driver refuses what the device cannot give. */
+    if (shmem > 48 * 1024 && (int)shmem > f->dyn_smem) {
+        snprintf(what, sizeof what, "cuFuncSetAttribute(%s, MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)", kernel, shmem);
+        CU(g, what, DRV(cuFuncSetAttribute)(f->f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shmem));
+        f->dyn_smem = (int)shmem;
+    }
+    snprintf(s->last_kernel, sizeof s->last_kernel, "%s", kernel);
     snprintf(what, sizeof what, "cuLaunchKernel(%s, grid (%u,%u,%u), block (%u,%u,%u), %u bytes shared)",
              kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2], shmem);
     CU(g, what, DRV(cuLaunchKernel)(f->f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shmem,
@@ -586,11 +594,58 @@ int zr_gpu_launch(ZrGpuStream *s, const char *kernel, const unsigned grid[3], co
     return 0;
 }
 
+/* The handle's math mode: PEDANTIC for fp32 (no TF32, no reduced-precision reductions), DEFAULT with
+** reduced-precision reductions disallowed for 16-bit operands (tensor cores, fp32 accumulation
+** throughout, split-K partial sums in fp32). Set only when it changes. */
+static int blas_mode(ZrGpu *g, int fast)
+{
+    if (g->blas_fast == fast) return 0;
+    cublasStatus_t st = cublasSetMathMode(g->blas, fast ? (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                                          CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
+                                                        : CUBLAS_PEDANTIC_MATH);
+    if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(g, st, "cublasSetMathMode");
+    g->blas_fast = fast;
+    return 0;
+}
+
+static cudaDataType_t cuda_dt(ZrDtype t)
+{
+    return t == ZR_DT_BF16 ? CUDA_R_16BF : t == ZR_DT_FP16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const void *A,
+                   ZrDtype at, int lda, const void *B, ZrDtype bt, int ldb, float beta, void *C,
+                   ZrDtype ct, int ldc, ZrGpuCompute compute)
+{
+    ZrGpu *g = s->g;
+    if (compute != ZR_GPU_COMPUTE_32F || at != bt || (ct != ZR_DT_FP32 && ct != at)) {
+        snprintf(g->err, sizeof g->err, "zr_gpu_gemm_ex: unsupported dtypes (A %d, B %d, C %d) or compute type %d",
+                 (int)at, (int)bt, (int)ct, (int)compute);
+        return -EINVAL;
+    }
+    int rc = blas_mode(g, at != ZR_DT_FP32);
+    if (rc < 0) return rc;
+    cublasStatus_t st = cublasSetStream(g->blas, (cudaStream_t)s->s);
+    if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(g, st, "cublasSetStream");
+    st = cublasGemmEx(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
+                      B, cuda_dt(bt), ldb, A, cuda_dt(at), lda, &beta, C, cuda_dt(ct), ldc,
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        char what[128];
+        snprintf(what, sizeof what, "cublasGemmEx (%d x %d x %d, ta %d tb %d, dtypes %d %d %d)", M, N, K, ta, tb,
+                 (int)at, (int)bt, (int)ct);
+        return blas_fail(g, st, what);
+    }
+    return 0;
+}
+
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands. */
 int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const float *A,
                  int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     ZrGpu *g = s->g;
+    int rc = blas_mode(g, 0);
+    if (rc < 0) return rc;
     cublasStatus_t st = cublasSetStream(g->blas, (cudaStream_t)s->s);
     if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(g, st, "cublasSetStream");
     st = cublasSgemm(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,

@@ -24,16 +24,18 @@
 ** host. Only where the row's destination is host memory (a direct reduce-scatter into an offloaded
 ** grad32), which NCCL cannot write, the bucket is all-reduced in place and chunk `rank` kept.
 ** 16-bit plans (bf16, fp16) convert exactly where the host executor does, with convert.cu's kernels
-** (zr_half.h's bits): the working copy is widened into the device "stage32" before a module runs,
-** the module gradient area is the second half of "stage32", GRAD_COPY rounds it into the 16-bit
-** bucket, stages 0/1 add it into the 16-bit "grads" after each BACKWARD, and reduced 16-bit
-** gradients are widened into grad32 on the host with zr_half.h.
+** (zr_half.h's bits): the module gradient area is the fp32 second half of "stage32", GRAD_COPY
+** rounds it into the 16-bit bucket, stages 0/1 add it into the 16-bit "grads" after each BACKWARD,
+** and reduced 16-bit gradients are widened into grad32 on the host with zr_half.h. With fp32
+** activations (fp16 plans, ZK_IO 0) the working copy is widened into the device "stage32" before a
+** module runs; with bf16 activations (bf16 plans, ZK_IO 1) the model reads the working copy itself.
 */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_train.h"
 #include "zr_half.h"
+#include "../kernels/zk_shapes.h"   /* ZK_IO: 16-bit activations read the working copy itself */
 
 Cz CZ;
 
@@ -190,7 +192,7 @@ static void release(int g, int s)
 }
 
 /* ---------------------------------------------------------------------- modules */
-static const float *P[ZG_N_TENSORS];
+static const void *P[ZG_N_TENSORS];
 static float *Gp[ZG_N_TENSORS];         /* device gradient views of the module being run */
 static int last_bwd_module = -1;
 
@@ -198,7 +200,7 @@ static void load_params(int m)
 {
     int first, n;
     tr_module_tensors(m, &first, &n);
-#if ZG_MIXED
+#if ZG_MIXED && !ZK_IO
     float *stage = cz_dev(T.stage32);
     int64_t base = zg_tensors[first].flat_offset;
     for (int t = first; t < first + n; t++) {

@@ -1,48 +1,66 @@
 /*
 ** cuda_model.c — GPT-2 module by module on the device, on the compute stream: the zd_* kernels of
 ** cuda/kernels/ launched by name with the grids docs/CUDA.md states, and every matmul a row-major
-** sgemm (cuBLAS on a GPU). Biases of linear layers are one more gemm against a vector of ones
-** (forward: ones(N,1) @ b; backward: db += ones(1,N) @ dy), so no extra kernel is needed.
-** The math is the host kernels' (gpt2_host.h): same layouts ([in, out] weights), parameter
-** gradients accumulate, dresidual carries dL/d(residual stream) backwards. Activations are fp32
-** (ZK_IO 0); attention keeps lse (B, NH, T) instead of the T x T probabilities, so the device
-** layout is smaller than the host's and fits the plan's "acts" / "scratch" regions.
+** gemm. Biases of linear layers are one more gemm against a vector of ones (forward: ones(N,1) @ b;
+** backward: db += ones(1,N) @ dy), so no extra kernel is needed. The math is the host kernels'
+** (gpt2_host.h): same layouts ([in, out] weights), parameter gradients accumulate, dresidual carries
+** dL/d(residual stream) backwards. Attention keeps lse (B, NH, T) instead of the T x T
+** probabilities, so the device layout is smaller than the host's and fits the plan's "acts" /
+** "scratch" regions.
+** Precision is gen's decision (cuda/kernels/zk_shapes.h, gen/cuda_dec.c):
+**   ZK_IO 0  fp32 activations, every matmul an fp32 sgemm (cuBLAS pedantic): the host's arithmetic;
+**   ZK_IO 1  bf16 plans: activations bf16 (the kernels' zk_io), parameters read as the 16-bit working
+**            copy itself, every matmul zr_gpu_gemm_ex on tensor cores (bf16 operands, fp32 compute,
+**            a bf16 result rounded once, or an fp32 result for parameter gradients, which accumulate
+**            in the fp32 module gradient area); LayerNorm statistics, lse, D and the per-token losses
+**            stay fp32 (docs/CUDA_TRAINER.md, the precision table). ZK_ATT_TC picks attention_tc.cu.
 */
 #include <math.h>
 #include <string.h>
 
 #include "cuda_train.h"
+#include "../kernels/zk_shapes.h"
+#include "zr_half.h"
 
 #define N_ROWS (ZG_MICRO_BATCH * ZG_SEQ_LEN)
 #define HS (ZG_D_MODEL / ZG_N_HEADS)
 #define ATT_QT (4 * (HS > 128 ? 1 : 2))      /* attention.cu's ZK_ATT_QT */
 #define CEIL(a, b) (((a) + (b) - 1) / (b))
+#if ZK_IO == 1
+#define ACT_DT ZR_DT_BF16
+#define AB 2                                  /* bytes of an activation */
+#elif ZK_IO == 2
+#error "train-cuda has no fp16-activation path: gen/cuda_dec.c gives fp16 plans ZK_IO 0"
+#else
+#define ACT_DT ZR_DT_FP32
+#define AB 4
+#endif
 
-static float *take(float **cur, size_t n)
+static void *take(char **cur, size_t n, size_t es)
 {
-    float *p = *cur;
-    *cur += (n + 63) & ~(size_t)63;          /* 256-byte alignment for every array */
+    void *p = *cur;
+    *cur += (n * es + 255) & ~(size_t)255;   /* 256-byte alignment for every array */
     return p;
 }
 
-static size_t layer_floats(void)
+static size_t layer_bytes(void)
 {
-    size_t BT = N_ROWS, BTC = BT * ZG_D_MODEL, BTF = BT * ZG_D_FF, al = 64;
+    size_t BT = N_ROWS, BTC = BT * ZG_D_MODEL, BTF = BT * ZG_D_FF, al = 256;
     size_t lse = (size_t)ZG_MICRO_BATCH * ZG_N_HEADS * ZG_SEQ_LEN;
-    return 8 * (BTC + al) + 4 * (BT + al) + (lse + al) + 2 * (BTF + al) + 64;
+    return 8 * (BTC * AB + al) + 4 * (BT * 4 + al) + (lse * 4 + al) + 2 * (BTF * AB + al) + 256;
 }
 
 static CzLayer layer(int l)
 {
     size_t BT = N_ROWS, BTC = BT * ZG_D_MODEL, BTF = BT * ZG_D_FF;
-    float *cur = CZ.a.layers + (size_t)l * CZ.a.layer_floats;
+    char *cur = (char *)CZ.a.layers + (size_t)l * CZ.a.layer_bytes;
     CzLayer v;
-    v.ln1 = take(&cur, BTC); v.ln1_mean = take(&cur, BT); v.ln1_rstd = take(&cur, BT);
-    v.qkv = take(&cur, 3 * BTC); v.atty = take(&cur, BTC);
-    v.lse = take(&cur, (size_t)ZG_MICRO_BATCH * ZG_N_HEADS * ZG_SEQ_LEN);
-    v.residual2 = take(&cur, BTC);
-    v.ln2 = take(&cur, BTC); v.ln2_mean = take(&cur, BT); v.ln2_rstd = take(&cur, BT);
-    v.fch = take(&cur, BTF); v.fch_gelu = take(&cur, BTF); v.residual3 = take(&cur, BTC);
+    v.ln1 = take(&cur, BTC, AB); v.ln1_mean = take(&cur, BT, 4); v.ln1_rstd = take(&cur, BT, 4);
+    v.qkv = take(&cur, 3 * BTC, AB); v.atty = take(&cur, BTC, AB);
+    v.lse = take(&cur, (size_t)ZG_MICRO_BATCH * ZG_N_HEADS * ZG_SEQ_LEN, 4);
+    v.residual2 = take(&cur, BTC, AB);
+    v.ln2 = take(&cur, BTC, AB); v.ln2_mean = take(&cur, BT, 4); v.ln2_rstd = take(&cur, BT, 4);
+    v.fch = take(&cur, BTF, AB); v.fch_gelu = take(&cur, BTF, AB); v.residual3 = take(&cur, BTC, AB);
     return v;
 }
 
@@ -52,85 +70,135 @@ void cz_acts_init(void)
 {
     size_t BT = N_ROWS, BTC = BT * ZG_D_MODEL, BTF = BT * ZG_D_FF;
     CzDevActs *a = &CZ.a;
-    float *acts = cz_dev(T.acts), *scratch = cz_dev(T.scratch), *cur = acts;
-    a->encoded = take(&cur, BTC);
-    a->layer_floats = layer_floats();
-    a->layers = take(&cur, ZG_N_LAYERS * a->layer_floats);
-    a->lnf = take(&cur, BTC); a->lnf_mean = take(&cur, BT); a->lnf_rstd = take(&cur, BT);
-    a->logits = take(&cur, BT * ZG_VOCAB_SIZE);
-    a->losses = take(&cur, BT);
-    a->acts_floats = (size_t)(cur - acts);
+    char *acts = cz_dev(T.acts), *scratch = cz_dev(T.scratch), *cur = acts;
+    a->encoded = take(&cur, BTC, AB);
+    a->layer_bytes = layer_bytes();
+    a->layers = take(&cur, ZG_N_LAYERS * a->layer_bytes, 1);
+    a->lnf = take(&cur, BTC, AB); a->lnf_mean = take(&cur, BT, 4); a->lnf_rstd = take(&cur, BT, 4);
+    a->logits = take(&cur, BT * ZG_VOCAB_SIZE, AB);
+    a->losses = take(&cur, BT, 4);
+    a->acts_bytes = (size_t)(cur - acts);
     cur = scratch;
-    a->dresidual = take(&cur, BTC); a->dln = take(&cur, BTC); a->dqkv = take(&cur, 3 * BTC);
-    a->datty = take(&cur, BTC);
-    a->dbuf = take(&cur, (size_t)ZG_MICRO_BATCH * ZG_N_HEADS * ZG_SEQ_LEN);
-    a->dfch = take(&cur, BTF); a->dfch_gelu = take(&cur, BTF);
-    a->ones = take(&cur, BT);
-    a->tokens = (int *)take(&cur, BT);
-    a->targets = (int *)take(&cur, BT);
-    a->scratch_floats = (size_t)(cur - scratch);
-    if (a->acts_floats * 4 > (size_t)tr_model_acts_floats(ZG_N_LAYERS) * 4 ||
-        a->scratch_floats * 4 > (size_t)tr_model_scratch_floats() * 4)
+    a->dresidual = take(&cur, BTC, AB); a->dln = take(&cur, BTC, AB); a->dqkv = take(&cur, 3 * BTC, AB);
+    a->datty = take(&cur, BTC, AB);
+    a->dbuf = take(&cur, (size_t)ZG_MICRO_BATCH * ZG_N_HEADS * ZG_SEQ_LEN, 4);
+    a->dfch = take(&cur, BTF, AB); a->dfch_gelu = take(&cur, BTF, AB);
+    a->ones = take(&cur, BT, AB);
+    a->tokens = take(&cur, BT, 4);
+    a->targets = take(&cur, BT, 4);
+    a->scratch_bytes = (size_t)(cur - scratch);
+    if (a->acts_bytes != (size_t)ZG_CUDA_ACTS_BYTES || a->scratch_bytes != (size_t)ZG_CUDA_SCRATCH_BYTES)
+        tr_die("internal: device activations carved %zu/%zu bytes, gen planned %lld/%lld (gen/cuda_dec.c)",
+               a->acts_bytes, a->scratch_bytes, (long long)ZG_CUDA_ACTS_BYTES, (long long)ZG_CUDA_SCRATCH_BYTES);
+    if (a->acts_bytes > (size_t)(size_t)tr_model_acts_floats(ZG_N_LAYERS) * 4 ||
+        a->scratch_bytes > (size_t)(size_t)tr_model_scratch_floats() * 4)
         tr_die("device activations (%zu/%zu bytes) exceed the plan's acts/scratch regions",
-               a->acts_floats * 4, a->scratch_floats * 4);
+               a->acts_bytes, a->scratch_bytes);
     static float ones[N_ROWS];
     for (int i = 0; i < N_ROWS; i++) ones[i] = 1.0f;
+#if ZK_IO == 1
+    static uint16_t ones16[N_ROWS];
+    for (int i = 0; i < N_ROWS; i++) ones16[i] = zr_f32_to_bf16(ones[i]);
+    CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, a->ones, ones16, sizeof ones16));
+#else
     CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, a->ones, ones, sizeof ones));
+#endif
     CZ_CHECK(zr_gpu_stream_sync(CZ.compute));
 }
 
 /* ---------------------------------------------------------------------- launch helpers */
-static void launch(const char *k, unsigned gx, unsigned gy, unsigned gz, unsigned block, void **args)
+static void launch_sh(const char *k, unsigned gx, unsigned gy, unsigned gz, unsigned block, unsigned shmem,
+                      void **args)
 {
     const unsigned grid[3] = {gx, gy, gz}, blk[3] = {block, 1, 1};
-    CZ_CHECK(zr_gpu_launch(CZ.compute, k, grid, blk, 0, args));
+    CZ_CHECK(zr_gpu_launch(CZ.compute, k, grid, blk, shmem, args));
 }
 
-static void gemm(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B,
-                 int ldb, float beta, float *C, int ldc)
+static void launch(const char *k, unsigned gx, unsigned gy, unsigned gz, unsigned block, void **args)
 {
+    launch_sh(k, gx, gy, gz, block, 0, args);
+}
+
+/* Footprints for the stand-in's race checker: what the next launch reads (w 0) or writes (w 1). The
+** parameters are zk_io (AB bytes an element), gradients fp32. */
+static void fp(const void *p, size_t bytes, int w)
+{
+    CZ_CHECK(zr_gpu_footprint(CZ.compute, p, bytes, w));
+}
+#define BTC_B ((size_t)N_ROWS * ZG_D_MODEL * AB)
+
+/* The attention kernels' footprints: forward reads qkv and writes y (out) and lse (stat); backward
+** reads qkv, y (dq only: NULL for dkv), dy, lse and writes dqkv (out) and reads/writes D (stat: dq
+** writes, dkv reads). */
+static void att_footprint(const void *qkv, int bwd, const void *y, const void *dy, void *out, float *stat)
+{
+    size_t btc = (size_t)N_ROWS * ZG_D_MODEL, nl = (size_t)ZG_MICRO_BATCH * ZG_N_HEADS * ZG_SEQ_LEN * 4;
+    CZ_CHECK(zr_gpu_footprint(CZ.compute, qkv, 3 * btc * AB, 0));
+    if (y) CZ_CHECK(zr_gpu_footprint(CZ.compute, y, btc * AB, 0));
+    if (dy) CZ_CHECK(zr_gpu_footprint(CZ.compute, dy, btc * AB, 0));
+    CZ_CHECK(zr_gpu_footprint(CZ.compute, out, (bwd ? 3 : 1) * btc * AB, 1));
+    CZ_CHECK(zr_gpu_footprint(CZ.compute, stat, nl, y || !bwd));
+}
+
+/* C = op(A) op(B) + beta C; A, B activations or parameters (the plan's working dtype with 16-bit
+** activations), C an activation, or fp32 when c32 (parameter gradients). */
+static void gemm(int ta, int tb, int M, int N, int K, const void *A, int lda, const void *B,
+                 int ldb, float beta, void *C, int c32, int ldc)
+{
+#if ZK_IO
+    CZ_CHECK(zr_gpu_gemm_ex(CZ.compute, ta, tb, M, N, K, 1.0f, A, ACT_DT, lda, B, ACT_DT, ldb, beta, C,
+                            c32 ? ZR_DT_FP32 : ACT_DT, ldc, ZR_GPU_COMPUTE_32F));
+#else
+    (void)c32;
     CZ_CHECK(zr_gpu_sgemm(CZ.compute, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc));
+#endif
 }
 
 /* y (N,out) = [copy of res +] x @ w + b */
-static void linear_fwd(int in, int out, const float *x, const float *w, const float *b, float *y,
-                       const float *res)
+static void linear_fwd(int in, int out, const void *x, const void *w, const void *b, void *y,
+                       const void *res)
 {
     float beta = 0.0f;
     if (res) {
-        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, y, res, (size_t)N_ROWS * out * 4));
+        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, y, res, (size_t)N_ROWS * out * AB));
         beta = 1.0f;
     }
-    if (b) { gemm(0, 0, N_ROWS, out, 1, CZ.a.ones, 1, b, out, beta, y, out); beta = 1.0f; }
-    gemm(0, 0, N_ROWS, out, in, x, in, w, out, beta, y, out);
+    if (b) { gemm(0, 0, N_ROWS, out, 1, CZ.a.ones, 1, b, out, beta, y, 0, out); beta = 1.0f; }
+    gemm(0, 0, N_ROWS, out, in, x, in, w, out, beta, y, 0, out);
 }
 
 /* dw (in,out) += x^T dy; db += colsum dy; dx (N,in) = dy w^T */
-static void linear_bwd(int in, int out, const float *x, const float *w, const float *dy, float *dx,
+static void linear_bwd(int in, int out, const void *x, const void *w, const void *dy, void *dx,
                        float *dw, float *db)
 {
-    gemm(1, 0, in, out, N_ROWS, x, in, dy, out, 1.0f, dw, out);
-    if (db) gemm(0, 0, 1, out, N_ROWS, CZ.a.ones, N_ROWS, dy, out, 1.0f, db, out);
-    if (dx) gemm(0, 1, N_ROWS, in, out, dy, out, w, out, 0.0f, dx, in);
+    gemm(1, 0, in, out, N_ROWS, x, in, dy, out, 1.0f, dw, 1, out);
+    if (db) gemm(0, 0, 1, out, N_ROWS, CZ.a.ones, N_ROWS, dy, out, 1.0f, db, 1, out);
+    if (dx) gemm(0, 1, N_ROWS, in, out, dy, out, w, out, 0.0f, dx, 0, in);
 }
 
-static void layernorm_fwd(float *y, float *mean, float *rstd, const float *x, const float *w,
-                          const float *b)
+static void layernorm_fwd(void *y, float *mean, float *rstd, const void *x, const void *w,
+                          const void *b)
 {
     float eps = (float)ZG_NORM_EPS;
     int n = N_ROWS;
     void *args[] = {&y, &mean, &rstd, &x, &w, &b, &eps, &n, NULL};
+    fp(x, BTC_B, 0); fp(w, ZG_D_MODEL * AB, 0); fp(b, ZG_D_MODEL * AB, 0);
+    fp(y, BTC_B, 1); fp(mean, N_ROWS * 4, 1); fp(rstd, N_ROWS * 4, 1);
     launch("zd_layernorm_forward", CEIL(N_ROWS, 4), 1, 1, 128, args);
 }
 
 /* dx += LN backward; dw, db += */
-static void layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const float *x,
-                          const float *w, const float *mean, const float *rstd)
+static void layernorm_bwd(void *dx, float *dw, float *db, const void *dy, const void *x,
+                          const void *w, const float *mean, const float *rstd)
 {
     int n = N_ROWS;
     void *a1[] = {&dx, &dy, &x, &w, &mean, &rstd, &n, NULL};
+    fp(dy, BTC_B, 0); fp(x, BTC_B, 0); fp(w, ZG_D_MODEL * AB, 0); fp(mean, N_ROWS * 4, 0);
+    fp(rstd, N_ROWS * 4, 0); fp(dx, BTC_B, 1);
     launch("zd_layernorm_backward_dx", CEIL(N_ROWS, 4), 1, 1, 128, a1);
     void *a2[] = {&dw, &db, &dy, &x, &mean, &rstd, &n, NULL};
+    fp(dy, BTC_B, 0); fp(x, BTC_B, 0); fp(mean, N_ROWS * 4, 0); fp(rstd, N_ROWS * 4, 0);
+    fp(dw, ZG_D_MODEL * 4, 1); fp(db, ZG_D_MODEL * 4, 1);
     launch("zd_layernorm_backward_dwdb", CEIL(ZG_D_MODEL, 64), 1, 1, 64, a2);
 }
 
@@ -144,62 +212,75 @@ void cz_upload_batch(int micro)
 }
 
 /* ---------------------------------------------------------------------- forward */
-void cz_embed_forward(int micro, const float *wte, const float *wpe)
+void cz_embed_forward(int micro, const void *wte, const void *wpe)
 {
     (void)micro;
-    float *out = CZ.a.encoded;
+    void *out = CZ.a.encoded;
     const int *tok = CZ.a.tokens;
     int n = N_ROWS;
     void *args[] = {&out, &tok, &wte, &wpe, &n, NULL};
+    fp(tok, N_ROWS * 4, 0); fp(wte, (size_t)ZG_VOCAB_SIZE * ZG_D_MODEL * AB, 0);
+    fp(wpe, (size_t)ZG_SEQ_LEN * ZG_D_MODEL * AB, 0); fp(out, BTC_B, 1);
     launch("zd_encoder_forward", CEIL((long)N_ROWS * ZG_D_MODEL, 256), 1, 1, 256, args);
 }
 
-void cz_block_forward(int l, const float *const *p)
+void cz_block_forward(int l, const void *const *p)
 {
     const int C = ZG_D_MODEL, F = ZG_D_FF;
     CzLayer v = layer(l);
-    const float *x = l == 0 ? CZ.a.encoded : layer(l - 1).residual3;
+    const void *x = l == 0 ? CZ.a.encoded : layer(l - 1).residual3;
     layernorm_fwd(v.ln1, v.ln1_mean, v.ln1_rstd, x, p[ZG_LT_LN_1_WEIGHT], p[ZG_LT_LN_1_BIAS]);
     linear_fwd(C, 3 * C, v.ln1, p[ZG_LT_ATTN_C_ATTN_WEIGHT], p[ZG_LT_ATTN_C_ATTN_BIAS], v.qkv, NULL);
     {
-        float *y = v.atty, *lse = v.lse;
-        const float *qkv = v.qkv;
+        void *y = v.atty;
+        float *lse = v.lse;
+        const void *qkv = v.qkv;
         void *args[] = {&y, &lse, &qkv, NULL};
+        att_footprint(qkv, 0, NULL, 0, y, lse);
+#if ZK_ATT_TC
+        launch_sh("zd_attention_tc_forward", CEIL(ZG_SEQ_LEN, 64), ZG_N_HEADS, ZG_MICRO_BATCH, 256,
+                  ZK_ATT_TC_FWD_SMEM, args);
+#else
         launch("zd_attention_forward", CEIL(ZG_SEQ_LEN, ATT_QT), ZG_N_HEADS, ZG_MICRO_BATCH, 128, args);
+#endif
     }
     linear_fwd(C, C, v.atty, p[ZG_LT_ATTN_C_PROJ_WEIGHT], p[ZG_LT_ATTN_C_PROJ_BIAS], v.residual2, x);
     layernorm_fwd(v.ln2, v.ln2_mean, v.ln2_rstd, v.residual2, p[ZG_LT_LN_2_WEIGHT], p[ZG_LT_LN_2_BIAS]);
     linear_fwd(C, F, v.ln2, p[ZG_LT_MLP_C_FC_WEIGHT], NULL, v.fch, NULL);
     {
-        float *out = v.fch_gelu, *pre = v.fch;
-        const float *xx = v.fch, *b = p[ZG_LT_MLP_C_FC_BIAS];
+        void *out = v.fch_gelu, *pre = v.fch;
+        const void *xx = v.fch, *b = p[ZG_LT_MLP_C_FC_BIAS];
         int n = N_ROWS;
         void *args[] = {&out, &pre, &xx, &b, &n, NULL};
+        fp(xx, (size_t)N_ROWS * F * AB, 0); fp(b, (size_t)F * AB, 0);
+        fp(pre, (size_t)N_ROWS * F * AB, 1); fp(out, (size_t)N_ROWS * F * AB, 1);
         launch("zd_bias_gelu_forward", CEIL((long)N_ROWS * F, 256), 1, 1, 256, args);
     }
     linear_fwd(F, C, v.fch_gelu, p[ZG_LT_MLP_C_PROJ_WEIGHT], p[ZG_LT_MLP_C_PROJ_BIAS], v.residual3,
                v.residual2);
 }
 
-static const float *last_stream(void)
+static const void *last_stream(void)
 {
     return ZG_N_LAYERS ? layer(ZG_N_LAYERS - 1).residual3 : CZ.a.encoded;
 }
 
-void cz_final_norm_forward(const float *w, const float *b)
+void cz_final_norm_forward(const void *w, const void *b)
 {
     layernorm_fwd(CZ.a.lnf, CZ.a.lnf_mean, CZ.a.lnf_rstd, last_stream(), w, b);
 }
 
 /* logits = lnf @ wte^T; fused softmax cross-entropy (dlogits in place when write_grad); the
 ** per-token losses go to the host for the step's loss. */
-void cz_head_forward(int micro, const float *wte, float dloss, int write_grad)
+void cz_head_forward(int micro, const void *wte, float dloss, int write_grad)
 {
     gemm(0, 1, N_ROWS, ZG_VOCAB_SIZE, ZG_D_MODEL, CZ.a.lnf, ZG_D_MODEL, wte, ZG_D_MODEL, 0.0f,
-         CZ.a.logits, ZG_VOCAB_SIZE);
-    float *lg = CZ.a.logits, *ls = CZ.a.losses;
+         CZ.a.logits, 0, ZG_VOCAB_SIZE);
+    void *lg = CZ.a.logits;
+    float *ls = CZ.a.losses;
     const int *tg = CZ.a.targets;
     void *args[] = {&lg, &ls, &tg, &dloss, &write_grad, NULL};
+    fp(tg, N_ROWS * 4, 0); fp(lg, (size_t)N_ROWS * ZG_VOCAB_SIZE * AB, 1); fp(ls, N_ROWS * 4, 1);
     launch("zd_crossentropy_fused", N_ROWS, 1, 1, 512, args);
     CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2H, CZ.loss_h[micro], CZ.a.losses, sizeof CZ.loss_h[micro]));
     CZ_CHECK(zr_gpu_record(CZ.ev_loss[micro], CZ.compute));
@@ -207,38 +288,42 @@ void cz_head_forward(int micro, const float *wte, float dloss, int write_grad)
 }
 
 /* ---------------------------------------------------------------------- backward */
-void cz_head_backward(const float *wte, float *dwte)
+void cz_head_backward(const void *wte, float *dwte)
 {
     gemm(0, 0, N_ROWS, ZG_D_MODEL, ZG_VOCAB_SIZE, CZ.a.logits, ZG_VOCAB_SIZE, wte, ZG_D_MODEL, 0.0f,
-         CZ.a.dln, ZG_D_MODEL);
+         CZ.a.dln, 0, ZG_D_MODEL);
     gemm(1, 0, ZG_VOCAB_SIZE, ZG_D_MODEL, N_ROWS, CZ.a.logits, ZG_VOCAB_SIZE, CZ.a.lnf, ZG_D_MODEL,
-         1.0f, dwte, ZG_D_MODEL);
+         1.0f, dwte, 1, ZG_D_MODEL);
 }
 
-void cz_final_norm_backward(const float *w, float *dw, float *db)
+void cz_final_norm_backward(const void *w, float *dw, float *db)
 {
-    CZ_CHECK(zr_gpu_memset(CZ.compute, CZ.a.dresidual, 0, (size_t)N_ROWS * ZG_D_MODEL * 4));
+    CZ_CHECK(zr_gpu_memset(CZ.compute, CZ.a.dresidual, 0, (size_t)N_ROWS * ZG_D_MODEL * AB));
     layernorm_bwd(CZ.a.dresidual, dw, db, CZ.a.dln, last_stream(), w, CZ.a.lnf_mean, CZ.a.lnf_rstd);
 }
 
-void cz_block_backward(int l, const float *const *p, float *const *g)
+void cz_block_backward(int l, const void *const *p, float *const *g)
 {
     const int C = ZG_D_MODEL, F = ZG_D_FF;
     CzLayer v = layer(l);
-    const float *x = l == 0 ? CZ.a.encoded : layer(l - 1).residual3;
+    const void *x = l == 0 ? CZ.a.encoded : layer(l - 1).residual3;
     CzDevActs *a = &CZ.a;
-    float *dres = a->dresidual;
+    void *dres = a->dresidual;
     /* MLP */
     linear_bwd(F, C, v.fch_gelu, p[ZG_LT_MLP_C_PROJ_WEIGHT], dres, a->dfch_gelu,
                g[ZG_LT_MLP_C_PROJ_WEIGHT], g[ZG_LT_MLP_C_PROJ_BIAS]);
     {
-        float *dpre = a->dfch, *dbias = g[ZG_LT_MLP_C_FC_BIAS];
-        const float *pre = v.fch, *dy = a->dfch_gelu;
+        void *dpre = a->dfch;
+        float *dbias = g[ZG_LT_MLP_C_FC_BIAS];
+        const void *pre = v.fch, *dy = a->dfch_gelu;
         int n = N_ROWS;
         void *a1[] = {&dpre, &pre, &dy, &n, NULL};
+        fp(pre, (size_t)N_ROWS * F * AB, 0); fp(dy, (size_t)N_ROWS * F * AB, 0);
+        fp(dpre, (size_t)N_ROWS * F * AB, 1);
         launch("zd_gelu_backward", CEIL((long)N_ROWS * F, 256), 1, 1, 256, a1);
-        const float *dp = a->dfch;
+        const void *dp = a->dfch;
         void *a2[] = {&dbias, &dp, &n, NULL};
+        fp(dp, (size_t)N_ROWS * F * AB, 0); fp(dbias, (size_t)F * 4, 1);
         launch("zd_bias_backward", CEIL(F, 64), 1, 1, 64, a2);
     }
     linear_bwd(C, F, v.ln2, p[ZG_LT_MLP_C_FC_WEIGHT], a->dfch, a->dln, g[ZG_LT_MLP_C_FC_WEIGHT], NULL);
@@ -248,13 +333,26 @@ void cz_block_backward(int l, const float *const *p, float *const *g)
     linear_bwd(C, C, v.atty, p[ZG_LT_ATTN_C_PROJ_WEIGHT], dres, a->datty, g[ZG_LT_ATTN_C_PROJ_WEIGHT],
                g[ZG_LT_ATTN_C_PROJ_BIAS]);
     {
-        float *dqkv = a->dqkv, *D = a->dbuf;
-        const float *qkv = v.qkv, *y = v.atty, *dy = a->datty, *lse = v.lse;
+        void *dqkv = a->dqkv;
+        float *D = a->dbuf;
+        const void *qkv = v.qkv, *y = v.atty, *dy = a->datty;
+        const float *lse = v.lse;
         void *a1[] = {&dqkv, &D, &qkv, &y, &dy, &lse, NULL};
-        launch("zd_attention_backward_dq", CEIL(ZG_SEQ_LEN, ATT_QT), ZG_N_HEADS, ZG_MICRO_BATCH, 128, a1);
         const float *Dc = a->dbuf;
         void *a2[] = {&dqkv, &qkv, &dy, &lse, &Dc, NULL};
+#if ZK_ATT_TC
+        att_footprint(qkv, 1, y, dy, dqkv, D);
+        launch_sh("zd_attention_tc_backward_dq", CEIL(ZG_SEQ_LEN, 64), ZG_N_HEADS, ZG_MICRO_BATCH, 256,
+                  ZK_ATT_TC_DQ_SMEM, a1);
+        att_footprint(qkv, 1, NULL, dy, dqkv, D);
+        launch_sh("zd_attention_tc_backward_dkv", CEIL(ZG_SEQ_LEN, 64), ZG_N_HEADS, ZG_MICRO_BATCH, 256,
+                  ZK_ATT_TC_DKV_SMEM, a2);
+#else
+        att_footprint(qkv, 1, y, dy, dqkv, D);
+        launch("zd_attention_backward_dq", CEIL(ZG_SEQ_LEN, ATT_QT), ZG_N_HEADS, ZG_MICRO_BATCH, 128, a1);
+        att_footprint(qkv, 1, NULL, dy, dqkv, D);
         launch("zd_attention_backward_dkv", CEIL(ZG_SEQ_LEN, 32), ZG_N_HEADS, ZG_MICRO_BATCH, 32, a2);
+#endif
     }
     linear_bwd(C, 3 * C, v.ln1, p[ZG_LT_ATTN_C_ATTN_WEIGHT], a->dqkv, a->dln,
                g[ZG_LT_ATTN_C_ATTN_WEIGHT], g[ZG_LT_ATTN_C_ATTN_BIAS]);
@@ -265,10 +363,12 @@ void cz_block_backward(int l, const float *const *p, float *const *g)
 void cz_embed_backward(float *dwte, float *dwpe)
 {
     const int *tok = CZ.a.tokens;
-    const float *dout = CZ.a.dresidual;
+    const void *dout = CZ.a.dresidual;
     int n = N_ROWS;
     void *a1[] = {&dwte, &tok, &dout, &n, NULL};
+    fp(tok, N_ROWS * 4, 0); fp(dout, BTC_B, 0); fp(dwte, (size_t)ZG_VOCAB_SIZE * ZG_D_MODEL * 4, 1);
     launch("zd_encoder_backward_wte", CEIL(ZG_D_MODEL, 64), 1, 1, 64, a1);
     void *a2[] = {&dwpe, &dout, &n, NULL};
+    fp(dout, BTC_B, 0); fp(dwpe, (size_t)ZG_SEQ_LEN * ZG_D_MODEL * 4, 1);
     launch("zd_encoder_backward_wpe", CEIL(ZG_SEQ_LEN * ZG_D_MODEL, 256), 1, 1, 256, a2);
 }

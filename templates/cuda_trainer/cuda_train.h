@@ -19,17 +19,21 @@
 #include "train.h"
 #include "zr_gpu.h"
 
-typedef struct CzDevActs {      /* device activations (fp32), carved from "acts" / "scratch" */
-    float *encoded, *layers, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
-    size_t layer_floats;
-    float *dresidual, *dln, *dqkv, *datty, *dbuf, *dfch, *dfch_gelu, *ones;
+/* Device activations, carved from "acts" / "scratch": void * are activations in the storage that
+** gen chose (ZK_IO: fp32 or bf16), float * are always fp32 (statistics, lse, D, losses). */
+typedef struct CzDevActs {
+    void *encoded, *layers, *lnf, *logits;
+    float *lnf_mean, *lnf_rstd, *losses;
+    size_t layer_bytes;
+    void *dresidual, *dln, *dqkv, *datty, *dfch, *dfch_gelu, *ones;
+    float *dbuf;
     int *tokens, *targets;
-    size_t acts_floats, scratch_floats;
+    size_t acts_bytes, scratch_bytes;
 } CzDevActs;
 
 typedef struct CzLayer {
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *lse, *residual2;
-    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *residual3;
+    void *ln1, *qkv, *atty, *residual2, *ln2, *fch, *fch_gelu, *residual3;
+    float *ln1_mean, *ln1_rstd, *lse, *ln2_mean, *ln2_rstd;
 } CzLayer;
 
 typedef struct Cz {
@@ -74,13 +78,15 @@ void cz_convert(ZrGpuStream *s, const char *kernel, void *dst, const void *src, 
 
 /* cuda_model.c */
 void cz_acts_init(void);
-void cz_embed_forward(int micro, const float *wte, const float *wpe);
-void cz_block_forward(int l, const float *const *p);       /* p: the block's tensors, fp32 */
-void cz_final_norm_forward(const float *w, const float *b);
-void cz_head_forward(int micro, const float *wte, float dloss, int write_grad);
-void cz_head_backward(const float *wte, float *dwte);
-void cz_final_norm_backward(const float *w, float *dw, float *db);
-void cz_block_backward(int l, const float *const *p, float *const *g);
+/* Parameters p: fp32 (ZK_IO 0; 16-bit plans widened into stage32), or the 16-bit working copy
+** itself (ZK_IO 1). Gradients g, dw, db: fp32 (the module gradient area). */
+void cz_embed_forward(int micro, const void *wte, const void *wpe);
+void cz_block_forward(int l, const void *const *p);        /* p: the block's tensors */
+void cz_final_norm_forward(const void *w, const void *b);
+void cz_head_forward(int micro, const void *wte, float dloss, int write_grad);
+void cz_head_backward(const void *wte, float *dwte);
+void cz_final_norm_backward(const void *w, float *dw, float *db);
+void cz_block_backward(int l, const void *const *p, float *const *g);
 void cz_embed_backward(float *dwte, float *dwpe);
 void cz_upload_batch(int micro);
 #endif

@@ -9,10 +9,11 @@
 **   being hidden by program order; the sequence is the same on every rank, so collectives match.
 ** - Events are sequence marks: record enqueues "done = n", wait enqueues "until done >= n".
 ** - Kernels: the emitted kernel sources (cuda/kernels/) compiled here under zr_simt.h, found by
-**   name; their argument types come from the kernel's own signature. They are compiled with fp32
-**   storage (ZK_IO 0) whatever the plan's dtype: the trainer computes in fp32 as the host trainer
-**   does and meets 16-bit data only through convert.cu (docs/CUDA_TRAINER.md, 16-bit plans).
-** - gemm: cblas_sgemm row-major. Collectives: libzrt's MPI collectives on a communicator of their
+**   name; their argument types come from the kernel's own signature. They are compiled with the
+**   plan's activation storage (ZK_IO of zk_shapes.h, gen's decision: bf16 plans 1, else 0), as the
+**   NVRTC cubins are, attention_tc.cu included (its WMMA under zk_wmma.cuh's emulated fragments).
+** - gemm: cblas_sgemm row-major; gemm_ex (16-bit operands) widens them exactly, sums in fp32 and
+**   rounds a 16-bit result once, as a tensor-core GEMM with fp32 compute is specified. Collectives: libzrt's MPI collectives on a communicator of their
 **   own (as NCCL has its own), blocking inside the queued operation.
 ** - ZR_GPU_EMU_GUARD=1: device memory is PROT_NONE except while a queued operation runs, so host
 **   code that dereferences a device address crashes here as it would on a GPU.
@@ -34,10 +35,9 @@
 #ifndef ZK_C                  /* a test may set the shapes itself, as zk_common.cuh allows */
 #include "kernels/zk_shapes.h"
 #endif
-#undef ZK_IO
-#define ZK_IO 0
 #include "kernels/adamw.cu"
 #include "kernels/attention.cu"
+#include "kernels/attention_tc.cu"
 #include "kernels/convert.cu"
 #include "kernels/crossentropy.cu"
 #include "kernels/encoder.cu"
@@ -61,6 +61,17 @@
 #include <vector>
 
 #include "zr_gpu.h"
+#include "zr_half.h"
+
+/* gen/cuda_dec.c repeats attention_tc.cu's tile arithmetic to decide ZK_ATT_TC and the launches'
+** shared memory; a generated trainer's build proves the two agree. */
+#ifdef ZK_ATT_TC
+static_assert(!ZK_ATT_TC || ZK_ATC_ON, "gen chose attention_tc for a head size it does not serve");
+#if ZK_ATC_ON
+static_assert(ZK_ATT_TC_FWD_SMEM == ZK_ATC_FWD_SMEM && ZK_ATT_TC_DQ_SMEM == ZK_ATC_DQ_SMEM &&
+              ZK_ATT_TC_DKV_SMEM == ZK_ATC_DKV_SMEM, "gen's attention_tc shared memory differs from the kernel's");
+#endif
+#endif
 
 /* ---------------------------------------------------------------------- kernel table */
 /* A launch captures its arguments at the call, by value and with the kernel's own parameter types
@@ -91,6 +102,9 @@ static const std::map<std::string, KCapture> &kernels()
         ZE_K(zd_crossentropy_fused), ZE_K(zd_adamw), ZE_K(zd_grad_unscale_norm),
         ZE_K(zd_grad_norm_finish), ZE_K(zd_f32_to_16), ZE_K(zd_16_to_f32), ZE_K(zd_add_16_to_f32),
         ZE_K(zd_add_f32_to_16), ZE_K(zd_add_f32),
+#if ZK_ATC_ON           /* the tensor-core attention exists for the head sizes it serves */
+        ZE_K(zd_attention_tc_forward), ZE_K(zd_attention_tc_backward_dq), ZE_K(zd_attention_tc_backward_dkv),
+#endif
     };
     return t;
 }
@@ -505,6 +519,62 @@ extern "C" int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K,
                     M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return 0;
     }, "sgemm", fp);
+}
+
+/* The typed gemm as a tensor-core GEMM is specified: 16-bit A and B widened exactly to fp32 (a
+** bf16 or fp16 value is an fp32 value), products and sums in fp32 (cblas_sgemm: the product of two
+** 16-bit values is exact in fp32, so a fused multiply-add rounds as a product then a sum would), beta
+** C added in fp32, and a 16-bit C rounded once at the end, to nearest even (zr_half.h's bits, the
+** same as zk_st's and cvt.rn's). */
+static float ld_elem(const void *p, size_t i, ZrDtype t)
+{
+    if (t == ZR_DT_FP32) return ((const float *)p)[i];
+    uint16_t h = ((const uint16_t *)p)[i];
+    return t == ZR_DT_BF16 ? zr_bf16_to_f32(h) : zr_fp16_to_f32(h);
+}
+static void st_elem(void *p, size_t i, ZrDtype t, float v)
+{
+    if (t == ZR_DT_FP32) ((float *)p)[i] = v;
+    else ((uint16_t *)p)[i] = t == ZR_DT_BF16 ? zr_f32_to_bf16(v) : zr_f32_to_fp16(v);
+}
+static size_t dt_size(ZrDtype t) { return t == ZR_DT_FP32 ? 4 : 2; }
+
+extern "C" int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha,
+                              const void *A, ZrDtype at, int lda, const void *B, ZrDtype bt, int ldb,
+                              float beta, void *C, ZrDtype ct, int ldc, ZrGpuCompute compute)
+{
+    if (compute != ZR_GPU_COMPUTE_32F || at != bt || (ct != ZR_DT_FP32 && ct != at) ||
+        (at != ZR_DT_FP32 && at != ZR_DT_BF16 && at != ZR_DT_FP16))
+        return fail(s->g, -EINVAL, "zr_gpu_gemm_ex: unsupported dtypes/compute type");
+    size_t ra = (size_t)(ta ? K : M), ca = (size_t)(ta ? M : K);
+    size_t rb = (size_t)(tb ? N : K), cb = (size_t)(tb ? K : N);
+    size_t na = (ra - 1) * (size_t)lda + ca, nb = (rb - 1) * (size_t)ldb + cb;
+    size_t nc = (size_t)(M - 1) * (size_t)ldc + (size_t)N;
+    std::vector<Fp> fp;
+    if (M > 0 && N > 0 && K > 0) fp = {rd(A, na * dt_size(at)), rd(B, nb * dt_size(bt))};
+    if (M > 0 && N > 0) {
+        if (beta != 0.0f) fp.push_back(rd(C, nc * dt_size(ct)));
+        fp.push_back(wr(C, nc * dt_size(ct)));
+    }
+    return push(s, [=]() {
+        if (M <= 0 || N <= 0) return 0;
+        std::vector<float> a(K > 0 ? ra * ca : 0), b(K > 0 ? rb * cb : 0), c((size_t)M * N, 0.0f);
+        for (size_t i = 0; K > 0 && i < ra; i++)
+            for (size_t j = 0; j < ca; j++) a[i * ca + j] = ld_elem(A, i * (size_t)lda + j, at);
+        for (size_t i = 0; K > 0 && i < rb; i++)
+            for (size_t j = 0; j < cb; j++) b[i * cb + j] = ld_elem(B, i * (size_t)ldb + j, bt);
+        if (beta != 0.0f)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) c[(size_t)i * N + j] = ld_elem(C, (size_t)i * ldc + j, ct);
+        if (K > 0)
+            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                        M, N, K, alpha, a.data(), (int)ca, b.data(), (int)cb, beta, c.data(), N);
+        else
+            for (float &x : c) x *= beta;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) st_elem(C, (size_t)i * ldc + j, ct, c[(size_t)i * N + j]);
+        return 0;
+    }, "gemm_ex", fp);
 }
 
 extern "C" int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s)

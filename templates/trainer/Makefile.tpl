@@ -81,7 +81,7 @@ CXX       ?= g++
 CZ_HOST   = $(filter-out train_backend_host.c,$(SRCS))
 CZ_SRCS   = cuda/trainer/cuda_exec.c cuda/trainer/cuda_model.c cuda/trainer/cuda_main.c \
             cuda/zg_kernels_bin.c
-CZ_HDRS   = $(HDRS) $(wildcard cuda/trainer/*.h cuda/*.h)
+CZ_HDRS   = $(HDRS) $(wildcard cuda/trainer/*.h cuda/*.h) cuda/kernels/zk_shapes.h
 
 cuda-emu.obj/host/%.o: %.c $(CZ_HDRS)
 	@mkdir -p $(@D)

@@ -6,7 +6,7 @@
 # zgen (NVRTC); the driver is tests/cuda/x_gpu_stub.c. Checked:
 #   - basic: module load (cubin for the exact SM), every kernel resolved, launches computed by the
 #     emulated kernel, limits refused (block > 1024, block > __launch_bounds__, unknown kernel, bad
-#     gemm leading dimension), pinned copies, events, streams, row-major sgemm, NCCL init for one
+#     gemm leading dimension), pinned copies, events, streams, row-major sgemm, bf16 gemm_ex, dynamic shared memory above 48 KiB (attention_tc), NCCL init for one
 #     rank and an all-reduce, close;
 #   - sm_86 device: no exact cubin, so the sm_80 PTX is loaded; sm_90: its own cubin;
 #   - a CUDA 12.4 driver is refused at open with the driver to install (CUDA 13.0, R580);
@@ -42,7 +42,7 @@ CFLAGS="-std=c11 -O1 -g -D_GNU_SOURCE $WARN -Wshadow -Wundef -Wstrict-prototypes
 MPI_CFLAGS=$(pkg-config --cflags ompi-c)
 RT_LIBS="$(pkg-config --libs liburing ompi-c) -fopenmp -lm -lpthread -ldl"
 build() {
-  g++ -std=c++17 -O1 -g -fPIC $WARN -Wno-unused-parameter -I"$CUDA_INC" -c tests/cuda/stubs/stub_api.cpp -o "$tmp/api.o" &&
+  g++ -std=c++17 -O1 -g -fPIC $WARN -Wno-unused-parameter -I"$CUDA_INC" -Iruntime -c tests/cuda/stubs/stub_api.cpp -o "$tmp/api.o" &&
   g++ -std=c++17 -O1 -g -fPIC $WARN -Itests/cuda/stubs -I"$out" -I"$out/kernels" -c tests/cuda/stubs/stub_kernels.cpp -o "$tmp/kern.o" &&
   g++ -shared -Wl,-soname,libzr_cuda_stub.so -o "$tmp/libzr_cuda_stub.so" "$tmp/api.o" "$tmp/kern.o" &&
   cc $CFLAGS -DZR_WITH_CUDA -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_cuda.c -o "$tmp/zr_gpu_cuda.o" &&
@@ -69,6 +69,9 @@ if [ $run_rc -eq 0 ] && grep -q "basic ok" "$tmp/out" && grep -q "modules cubin 
    && grep -q "zr_stub: cuLaunchKernel(zd_add_f32): grid/block outside CUDA's limits" "$tmp/err" \
    && grep -q "refused as expected: cuLaunchKernel(zd_add_f32, grid (1,70000,1), block (256,1,1), 0 bytes shared): CUDA_ERROR_INVALID_VALUE" "$tmp/err" \
    && grep -q "refused as expected: cublasSgemm (2 x 3 x 4, ta 0 tb 1): CUBLAS_STATUS_INVALID_VALUE" "$tmp/err" \
+   && grep -q "refused as expected: zr_gpu_gemm_ex: unsupported dtypes (A 1, B 0, C 0)" "$tmp/err" \
+   && grep -q "gemm_ex 2$" "$tmp/err" \
+   && grep -q "refused as expected: cuFuncSetAttribute(zd_attention_tc_forward, MAX_DYNAMIC_SHARED_SIZE_BYTES, 245760): CUDA_ERROR_INVALID_VALUE" "$tmp/err" \
    && grep -q "$n_kern kernels" "$tmp/err" && [ "$(grep -c "uses pageable host memory" "$tmp/err")" = 1 ] \
    && grep -q "pageable async copies 2; nccl aborted 0" "$tmp/err"
 then ok basic_end_to_end; else fail basic_end_to_end; show; fi

@@ -5,7 +5,8 @@
 **   basic      open (driver version, module choice, every kernel resolved), malloc, pinned copies,
 **              memset, a kernel launch whose result is checked (zd_add_f32 through the emulator),
 **              a launch above the kernel's bounds refused, events and streams, a row-major sgemm
-**              against a reference, NCCL init for one rank and an all-reduce, close;
+**              against a reference, a bf16 gemm_ex (bf16 and fp32 C) against a double reference,
+**              a launch with dynamic shared memory above 48 KiB (the opt-in), NCCL init for one rank and an all-reduce, close;
 **   open       open only (the script sets the stub's driver version / SM and checks the message);
 **   fault      launches the kernel named by ZR_STUB_FAULT_KERNEL and synchronises;
 **   hang       records an event that never completes and waits for it;
@@ -18,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "zr_gpu.h"
+#include "zr_half.h"
 #include "zg_kernels_bin.h"
+#include "kernels/zk_shapes.h"   /* the shapes of the kernel table, ZK_ATT_TC_FWD_SMEM */
 
 const char *zr_stub_summary(void);
 
@@ -101,6 +104,59 @@ static int basic(ZrGpu *g)
     TRY(zr_gpu_copy(s, ZR_GPU_D2H, C, dC, sizeof C));
     TRY(zr_gpu_stream_sync(s));
     EXPECT(C[0] == 1.0f && C[1] == 2.0f);
+
+    /* the typed gemm: bf16 A, B (values exact in bf16), C bf16 then fp32 (beta 1 adds), through the
+    ** same swap, against a double reference rounded once; a mixed A/B pair is refused */
+    static uint16_t A16[8], B16[12], C16[6];
+    static float C32[6];
+    TRY(zr_gpu_host_register(g, A16, sizeof A16));
+    TRY(zr_gpu_host_register(g, B16, sizeof B16));
+    TRY(zr_gpu_host_register(g, C16, sizeof C16));
+    TRY(zr_gpu_host_register(g, C32, sizeof C32));
+    for (int i = 0; i < 8; i++) A16[i] = zr_f32_to_bf16(1.0f + (float)i / 128.0f);
+    for (int i = 0; i < 12; i++) B16[i] = zr_f32_to_bf16((float)(i % 5) - 1.5f);
+    for (int i = 0; i < 6; i++) C32[i] = 0.25f;
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, dA, A16, sizeof A16));
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, dB, B16, sizeof B16));
+    TRY(zr_gpu_gemm_ex(s, 0, 1, 2, 3, 4, 1.0f, dA, ZR_DT_BF16, 4, dB, ZR_DT_BF16, 4, 0.0f, dC, ZR_DT_BF16, 3,
+                       ZR_GPU_COMPUTE_32F));
+    TRY(zr_gpu_copy(s, ZR_GPU_D2H, C16, dC, sizeof C16));
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, dC, C32, sizeof C32));
+    TRY(zr_gpu_gemm_ex(s, 0, 1, 2, 3, 4, 1.0f, dA, ZR_DT_BF16, 4, dB, ZR_DT_BF16, 4, 1.0f, dC, ZR_DT_FP32, 3,
+                       ZR_GPU_COMPUTE_32F));
+    TRY(zr_gpu_copy(s, ZR_GPU_D2H, C32, dC, sizeof C32));
+    TRY(zr_gpu_stream_sync(s));
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) {
+            double w = 0;
+            for (int k = 0; k < 4; k++) w += (double)zr_bf16_to_f32(A16[r * 4 + k]) * zr_bf16_to_f32(B16[c * 4 + k]);
+            EXPECT(C16[r * 3 + c] == zr_f32_to_bf16((float)w));         /* exact sums here: one rounding */
+            EXPECT(C32[r * 3 + c] == (float)(w + 0.25));
+        }
+    EXPECT(zr_gpu_gemm_ex(s, 0, 1, 2, 3, 4, 1.0f, dA, ZR_DT_BF16, 4, dB, ZR_DT_FP32, 4, 0.0f, dC, ZR_DT_FP32, 3,
+                          ZR_GPU_COMPUTE_32F) < 0);
+    fprintf(stderr, "x_gpu_stub: refused as expected: %s\n", zr_gpu_strerror(g));
+
+    /* dynamic shared memory above 48 KiB (attention_tc.cu): the opt-in is raised at the launch; zero
+    ** q, k, v give lse[i] = log(i + 1) (i + 1 equal scores); beyond the device's limit is refused */
+    {
+        size_t nq = (size_t)ZK_T * 3 * ZK_C * 4, nl = (size_t)ZK_NH * ZK_T * 4;
+        void *dq, *dy, *dl;
+        static float lse[ZK_NH * ZK_T];
+        TRY(zr_gpu_host_register(g, lse, sizeof lse));
+        TRY(zr_gpu_malloc(g, &dq, nq)); TRY(zr_gpu_malloc(g, &dy, nq)); TRY(zr_gpu_malloc(g, &dl, nl));
+        TRY(zr_gpu_memset(s, dq, 0, nq));
+        void *aa[] = {&dy, &dl, &dq, NULL};
+        unsigned ag[3] = {(ZK_T + 63) / 64, ZK_NH, 1}, ab[3] = {256, 1, 1};
+        TRY(zr_gpu_launch(s, "zd_attention_tc_forward", ag, ab, ZK_ATT_TC_FWD_SMEM, aa));
+        TRY(zr_gpu_copy(s, ZR_GPU_D2H, lse, dl, nl));
+        TRY(zr_gpu_stream_sync(s));
+        for (int i = 0; i < ZK_T; i += 17) EXPECT(fabsf(lse[i] - logf((float)(i + 1))) < 1e-5f);
+        EXPECT(zr_gpu_launch(s, "zd_attention_tc_forward", ag, ab, 240 * 1024, aa) < 0);
+        fprintf(stderr, "x_gpu_stub: refused as expected: %s\n", zr_gpu_strerror(g));
+        zr_gpu_free(g, dq); zr_gpu_free(g, dy); zr_gpu_free(g, dl);
+        zr_gpu_host_unregister(g, lse);
+    }
 
     float pageable[4] = {0};                          /* said once by zr_gpu, counted by the stub */
     TRY(zr_gpu_copy(s, ZR_GPU_H2D, dA, pageable, sizeof pageable));

@@ -35,14 +35,15 @@
 #include <string>
 #include <vector>
 #include "stub.h"
+#include "zr_half.h"
 
 namespace {
-struct Fn { std::string name; int kid; unsigned maxntid; };
+struct Fn { std::string name; int kid; unsigned maxntid; int dyn_smem; };  /* dyn_smem: the opt-in limit set */
 struct Mod { std::vector<Fn *> fns; int is_ptx, arch; };
 struct Alloc { char *p; size_t n; };
 struct St { int driver, sm, ndev, dev = -1, hang; std::string fault; CUresult sticky = CUDA_SUCCESS;
             std::vector<Alloc> allocs; std::vector<Alloc> pinned;
-            int n_cubin, n_ptx, launches, refused, pageable, aborted; std::string log; } S;
+            int n_cubin, n_ptx, launches, refused, pageable, aborted, gemm_ex; std::string log; } S;
 struct Stream { int id; };
 struct Event { int recorded; };
 int inited;
@@ -88,7 +89,7 @@ void ptx_entries(const char *t, Mod *m)
         e += 7;
         while (*e == ' ') e++;
         size_t k = strcspn(e, "( \n");
-        Fn *f = new Fn{std::string(e, k), -1, 0};
+        Fn *f = new Fn{std::string(e, k), -1, 0, 0};
         const char *next = strstr(e, ".entry "), *mx = strstr(e, ".maxntid");
         if (mx && (!next || mx < next)) {
             unsigned x = 1, y = 1, z = 1;
@@ -116,7 +117,7 @@ int cubin_entries(const unsigned char *b, Mod *m)
             const unsigned char *sym = b + off + s * entsize;
             uint32_t name; memcpy(&name, sym, 4);
             if ((sym[4] & 0xf) == 2 && (sym[4] >> 4) == 1)     /* STT_FUNC, STB_GLOBAL */
-                m->fns.push_back(new Fn{std::string((const char *)b + stroff + name), -1, 0});
+                m->fns.push_back(new Fn{std::string((const char *)b + stroff + name), -1, 0, 0});
         }
         return 0;
     }
@@ -130,8 +131,8 @@ extern "C" const char *zr_stub_summary(void)
 {
     char b[256];
     snprintf(b, sizeof b, "stub: device %d sm_%d driver %d; modules cubin %d ptx %d; launches %d; refused %d; "
-             "pageable async copies %d; nccl aborted %d", S.dev, S.sm, S.driver, S.n_cubin, S.n_ptx, S.launches,
-             S.refused, S.pageable, S.aborted);
+             "pageable async copies %d; nccl aborted %d; gemm_ex %d", S.dev, S.sm, S.driver, S.n_cubin, S.n_ptx,
+             S.launches, S.refused, S.pageable, S.aborted, S.gemm_ex);
     S.log = b;
     return S.log.c_str();
 }
@@ -221,6 +222,18 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *na
         }
     return CUDA_ERROR_NOT_FOUND;
 }
+/* The opt-in for dynamic shared memory above 48 KiB, up to the device's limit (sm_80 163 KiB, sm_90
+** 227 KiB, sm_86 99 KiB). */
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
+{
+    Fn *fn = (Fn *)f;
+    int lim = (S.sm == 80 ? 163 : S.sm >= 90 ? 227 : 99) * 1024;
+    if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || v < 0 || v > lim)
+        return refuse(CUDA_ERROR_INVALID_VALUE, "cuFuncSetAttribute(%s): %ld bytes of dynamic shared memory, the device allows %ld",
+                      fn->name.c_str(), v, lim);
+    fn->dyn_smem = v;
+    return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
 {
     Fn *fn = (Fn *)f;
@@ -242,7 +255,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
         return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): grid/block outside CUDA's limits (block %ld threads)", k, (long)threads);
     if (fn->maxntid && threads > fn->maxntid)
         return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): %ld threads per block, the kernel's .maxntid is %ld", k, (long)threads, fn->maxntid);
-    if (shmem > 48 * 1024)
+    if (shmem > 48 * 1024 && (int)shmem > fn->dyn_smem)
         return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): %ld bytes of dynamic shared memory without the opt-in attribute", k, shmem);
     if (extra) return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): `extra` is not used by zr_gpu", k);
     int np = zs_kernel_nparams(fn->kid), given = 0;
@@ -346,6 +359,48 @@ cublasStatus_t CUBLASWINAPI cublasSetStream(cublasHandle_t, cudaStream_t) { retu
 cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
 const char *CUBLASWINAPI cublasGetStatusName(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : s == CUBLAS_STATUS_INVALID_VALUE ? "CUBLAS_STATUS_INVALID_VALUE" : "CUBLAS_STATUS_INTERNAL_ERROR"; }
 const char *CUBLASWINAPI cublasGetStatusString(cublasStatus_t s) { return s == CUBLAS_STATUS_INVALID_VALUE ? "an invalid value was used as an argument" : "stub"; }
+/* cublasGemmEx: the combinations zr_gpu uses (A, B of one type; C that type or fp32; COMPUTE_32F),
+** column-major, fp32 products and sums, C rounded once (round to nearest even) when 16-bit. */
+static float stub_ld(const void *p, long i, cudaDataType_t t)
+{
+    if (t == CUDA_R_32F) return ((const float *)p)[i];
+    uint16_t h = ((const uint16_t *)p)[i];
+    return t == CUDA_R_16BF ? zr_bf16_to_f32(h) : zr_fp16_to_f32(h);
+}
+static void stub_st(void *p, long i, cudaDataType_t t, float v)
+{
+    if (t == CUDA_R_32F) { ((float *)p)[i] = v; return; }
+    ((uint16_t *)p)[i] = t == CUDA_R_16BF ? zr_f32_to_bf16(v) : zr_f32_to_fp16(v);
+}
+cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const void *alpha, const void *A, cudaDataType_t at, int lda,
+                                         const void *B, cudaDataType_t bt, int ldb, const void *beta, void *C,
+                                         cudaDataType_t ct, int ldc, cublasComputeType_t comp, cublasGemmAlgo_t)
+{
+    int ra = ta == CUBLAS_OP_N ? m : k, rb = tb == CUBLAS_OP_N ? k : n;
+    bool types = at == bt && (at == CUDA_R_16BF || at == CUDA_R_16F || at == CUDA_R_32F) && (ct == at || ct == CUDA_R_32F);
+    if (m < 0 || n < 0 || k < 0 || lda < (ra > 1 ? ra : 1) || ldb < (rb > 1 ? rb : 1) || ldc < (m > 1 ? m : 1) ||
+        !types || comp != CUBLAS_COMPUTE_32F) {
+        fprintf(stderr, "zr_stub: cublasGemmEx: m %d n %d k %d lda %d ldb %d ldc %d types %d %d %d compute %d: invalid\n",
+                m, n, k, lda, ldb, ldc, (int)at, (int)bt, (int)ct, (int)comp);
+        S.refused++;
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    float al = *(const float *)alpha, be = *(const float *)beta;
+    S.gemm_ex++;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float acc = 0;
+            for (int p = 0; p < k; p++) {
+                float a = stub_ld(A, ta == CUBLAS_OP_N ? i + (long)p * lda : p + (long)i * lda, at);
+                float b = stub_ld(B, tb == CUBLAS_OP_N ? p + (long)j * ldb : j + (long)p * ldb, bt);
+                acc += a * b;
+            }
+            long o = i + (long)j * ldc;
+            stub_st(C, o, ct, al * acc + (be != 0 ? be * stub_ld(C, o, ct) : 0.0f));
+        }
+    return CUBLAS_STATUS_SUCCESS;
+}
 /* Column-major C = alpha op(A) op(B) + beta C, with cuBLAS's argument checks. */
 cublasStatus_t CUBLASWINAPI cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                         const float *alpha, const float *A, int lda, const float *B, int ldb,

@@ -9,8 +9,7 @@
 #define ZR_SIMT_IMPL
 #include "zr_simt.h"
 #include "kernels/zk_shapes.h"
-#undef ZK_IO
-#define ZK_IO 0
+
 #include "kernels/adamw.cu"
 #include "kernels/attention.cu"
 #include "kernels/attention_tc.cu"

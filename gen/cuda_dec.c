@@ -1,0 +1,76 @@
+/*
+** cuda_dec.c — what train-cuda computes in, decided here once from the plan and emitted into
+** cuda/kernels/zk_shapes.h (nvrtc.c's zg_cuda_shapes_h), so that neither the kernels nor the trainer
+** re-decide it at run time (docs/CUDA_TRAINER.md, 16-bit plans):
+**   ZK_IO               storage of the device activations: 1 (bf16) for bf16 plans, else 0 (fp32).
+**                       fp16 plans keep fp32 activations: a loss-scaled fp16 activation gradient can
+**                       overflow where the host trainer's fp32 one does not, which would change the
+**                       scaler's skip decisions; bf16 has fp32's exponent range.
+**   ZK_ATT_TC           1 where attention_tc.cu (tensor cores) replaces attention.cu: 16-bit
+**                       activations and a head size its tiling serves (the same test as the kernel's
+**                       ZK_ATC_ON, repeated here; the stand-in asserts that the two agree).
+**   ZK_ATT_TC_*_SMEM    its dynamic shared memory per kernel (bytes), which the launch asks for and
+**                       the driver must allow above 48 KiB.
+**   ZG_CUDA_ACTS_BYTES, ZG_CUDA_SCRATCH_BYTES   the bytes cuda_model.c's cz_acts_init carves for the
+**                       device activations (its layout, repeated here; it dies at start-up when its
+**                       carving differs), inside the plan's "acts" / "scratch" regions, which keep
+**                       the host layout that --check's host reference runs in.
+**   ZG_CHECK_RTOL, ZG_CHECK_LOSS_RTOL   --check's tolerances (per tensor: max|dev-host| <= 1e-6 +
+**                       RTOL max|host|; the loss sum within LOSS_RTOL relative), derived in
+**                       docs/CUDA_TRAINER.md (--check).
+*/
+#include "zg_cuda_dec.h"
+
+int zg_cuda_act_io(const ZgPlan *p)
+{
+    return p->zero->dtype == ZG_DTYPE_BF16 ? 1 : 0;
+}
+
+/* attention_tc.cu's tile arithmetic (ZK_ATC_*): head size padded to 16, 64-row tiles, 16-byte row
+** padding; bytes of each kernel's shared memory. */
+static void atc_smem(int64_t hs, int64_t *fwd, int64_t *dq, int64_t *dkv, int64_t *to, int64_t *ts)
+{
+    int64_t hp = (hs + 15) / 16 * 16;
+    int64_t t16 = 64 * (hp + 8) * 2, tp = 64 * (64 + 8) * 2;
+    *ts = 64 * (64 + 4) * 4;
+    *to = 64 * (hp + 4) * 4;
+    *fwd = 3 * t16 + *ts + tp + *to;
+    *dq = 4 * t16 + 2 * *ts + tp;
+    *dkv = 4 * t16 + 2 * *ts + 2 * tp + 2 * 64 * 4;
+}
+
+int zg_cuda_att_tc(const ZgPlan *p, int64_t smem[3])
+{
+    const ZgModel *m = p->model;
+    int64_t to, ts;
+    atc_smem(m->d_model / m->n_heads, &smem[0], &smem[1], &smem[2], &to, &ts);
+    return zg_cuda_act_io(p) != 0 && 2 * ts >= to && smem[2] <= 227 * 1024;
+}
+
+/* fp32 activations: today's bounds (rounding-level differences of fp32 sums in another order).
+** bf16 activations (unit roundoff u = 2^-8, each rounding at most u/2 relative): see the docs. */
+double zg_cuda_check_rtol(const ZgPlan *p)
+{
+    return zg_cuda_act_io(p) ? 12.0 / 256.0 : 1e-3;
+}
+
+double zg_cuda_check_loss_rtol(const ZgPlan *p)
+{
+    return zg_cuda_act_io(p) ? 1.0 / 256.0 : 1e-4;
+}
+
+/* cz_acts_init's carving: every array rounded up to 256 bytes; a layer's slice is layer_bytes(), an
+** upper bound of its arrays (each with 256 bytes of slack). */
+static int64_t al256(int64_t n) { return (n + 255) / 256 * 256; }
+
+int64_t zg_cuda_acts_bytes(const ZgPlan *p, int64_t *scratch)
+{
+    const ZgModel *m = p->model;
+    int64_t ab = zg_cuda_act_io(p) ? 2 : 4;
+    int64_t BT = p->zero->micro_batch * m->seq_len, BTC = BT * m->d_model, BTF = BT * m->d_ff;
+    int64_t lse = p->zero->micro_batch * m->n_heads * m->seq_len;
+    int64_t layer = 8 * (BTC * ab + 256) + 4 * (BT * 4 + 256) + (lse * 4 + 256) + 2 * (BTF * ab + 256) + 256;
+    *scratch = 3 * al256(BTC * ab) + al256(3 * BTC * ab) + al256(lse * 4) + 2 * al256(BTF * ab) +
+               al256(BT * ab) + 2 * al256(BT * 4);
+    return 2 * al256(BTC * ab) + al256(m->n_layers * layer) + 3 * al256(BT * 4) + al256(BT * m->vocab_size * ab);
+}

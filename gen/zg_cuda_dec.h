@@ -1,0 +1,19 @@
+/*
+** zg_cuda_dec.h — train-cuda's precision and attention decisions (cuda_dec.c), emitted into
+** cuda/kernels/zk_shapes.h.
+*/
+#ifndef ZG_CUDA_DEC_H
+#define ZG_CUDA_DEC_H
+#include "zg.h"
+#include "zg_plan.h"
+
+/* ZK_IO of the device activations: 0 fp32, 1 bf16. */
+int zg_cuda_act_io(const ZgPlan *p);
+/* 1 when attention_tc.cu serves the plan; smem: its forward, dq and dkv dynamic shared memory. */
+int zg_cuda_att_tc(const ZgPlan *p, int64_t smem[3]);
+/* Bytes of train-cuda's device activations in "acts"; *scratch: in "scratch". */
+int64_t zg_cuda_acts_bytes(const ZgPlan *p, int64_t *scratch);
+/* --check's per-tensor relative tolerance and the loss sum's. */
+double zg_cuda_check_rtol(const ZgPlan *p);
+double zg_cuda_check_loss_rtol(const ZgPlan *p);
+#endif
