@@ -109,6 +109,7 @@ void tr_grads_zero(void)
 {
     if (T.grads) memset(T.grads, 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE);
     if (T.grad32) memset(T.grad32, 0, (size_t)T.opt_numel * 4);
+    tr_grad_window_reset();
 }
 
 /* ---------------------------------------------------------------------- modules */
@@ -389,8 +390,9 @@ void tr_take_flat_part(const void *src, int64_t lo, int64_t hi, int add)
 }
 
 /* The hand-over of the reduced gradients into grad32, as lowered: a flat range of which this
-** rank's shard part is taken (stages 0-2), or this rank's reduce-scattered chunk (stage 3); NONE
-** when the reduction already landed in grad32 or there is no grad32. */
+** rank's shard part is taken (stages 0-2), or this rank's reduce-scattered chunk (stage 3; with
+** grad32 on NVMe an nvme_write: through the sub-group windows of tr_grad_take); NONE when the
+** reduction already landed in grad32 or there is no grad32. */
 static void wait_reduce(const ZrOpRow *op)
 {
     int k = op->arg;
@@ -401,6 +403,7 @@ static void wait_reduce(const ZrOpRow *op)
     if (op->xfer == ZR_XFER_NONE) return;
     const void *src = tr_region_at(op->src, op->src_off, op->src_dt);
     if (op->flat >= 0) tr_take_flat_part(src, op->flat, op->flat + op->count, op->accumulate);
+    else if (op->xfer == ZR_XFER_NVME_WRITE) tr_grad_take(op->dst_off, src, op->count, op->accumulate);
     else tr_w_into_f32(tr_region_at(op->dst, op->dst_off, ZR_DT_FP32), src, op->count, op->accumulate);
 }
 

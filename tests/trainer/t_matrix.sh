@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # t_matrix.sh — the equivalence matrix of the emitted trainer: ZeRO stages 0-3 x optimizer offload
 # none/cpu/nvme x parameter offload none/cpu/nvme (stage 3) x world sizes 1, 2, 3, 4, three steps
-# each on a tiny GPT-2 (global batch 12 whatever the world size, accumulation 2 or 3 micro-steps).
+# each on a tiny GPT-2 (global batch 12 whatever the world size, accumulation 2 or 3 micro-steps),
+# and a column of gradients on NVMe (stage 3, optimizer on NVMe) against gradients in memory.
 #   - for each (stage, world size), every offload choice gives bit-identical losses and gradient
 #     norms (the logged %.9g values of fp32 sums) and exported weights (cmp of the safetensors);
 #   - every run's losses are within 1e-5 relative of stage 0 on 1 rank, and its exported weights
@@ -142,6 +143,31 @@ if [ -n "${c:-}" ] && cmp -s "$tmp/r/$a/w.safetensors" "$tmp/r/$b/w.safetensors"
 else
   fail "initial weights bit-identical across stages and world sizes"
 fi
+
+# Gradients on NVMe against gradients in memory, with accumulation (gas 2): stage 3 with the optimizer
+# on NVMe puts grad32 in the swap file (plan.json placement.grad_shard "nvme"; the hand-over goes
+# through sub-group windows of opt_buf, 6 sub-groups over 4 buffers at ws 1 so windows are evicted
+# and read back); with the optimizer on the CPU or the device it stays in memory. Losses, gradient
+# norms and exported weights must be bit-identical, fp32 and bf16, on 1 and 2 ranks.
+grad_tier() {    # TAG -> where the plan of that run puts the gradient shard
+  bin/zgen "$tmp/r/$1/spec.yaml" -o "$tmp/gt" >/dev/null 2>&1 &&
+    "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["partition"]["placement"]["grad_shard"])' "$tmp/gt/plan.json"
+}
+for ws in 1 2; do
+  for prec in fp32 bf16; do
+    a=$(run 3 "$ws" nvme nvme $prec) && b=$(run 3 "$ws" cpu nvme $prec) && c=$(run 3 "$ws" none none $prec) || {
+      fail "gradients on NVMe vs in memory, ws $ws $prec" "a run failed"; continue; }
+    ta=$(grad_tier "$a"); tb=$(grad_tier "$b"); tc=$(grad_tier "$c")
+    if [ "$ta" != nvme ] || [ "$tb" = nvme ] || [ "$tc" = nvme ]; then
+      fail "gradients on NVMe vs in memory, ws $ws $prec" "gradient shard on $ta / $tb / $tc"
+    elif cmp -s "$tmp/r/$a/losses.txt" "$tmp/r/$b/losses.txt" && cmp -s "$tmp/r/$a/losses.txt" "$tmp/r/$c/losses.txt" &&
+         cmp -s "$tmp/r/$a/w.safetensors" "$tmp/r/$b/w.safetensors" && cmp -s "$tmp/r/$a/w.safetensors" "$tmp/r/$c/w.safetensors"; then
+      ok "gradients on NVMe vs in memory ($tb, $tc), stage 3 ws $ws gas $(gas_for "$ws") $prec: losses, norms, weights bit-identical"
+    else
+      fail "gradients on NVMe vs in memory, ws $ws $prec" "$a differs from $b or $c"
+    fi
+  done
+done
 
 # 16-bit working precision on 2 ranks: offload still never changes a bit; losses stay near fp32's
 for prec in bf16 fp16; do
