@@ -102,7 +102,10 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
         int a = o->arg;
         switch (o->kind) {
         case ZG_OP_PARAM_SWAP_IN:
-            ZT_CHECKM(o->slot >= 0 && o->slot < S && s.slot_group[o->slot] == -1, "%s op %d", what, i);
+            /* param_buf s is free once the gather that sent from it was waited (NVMe parameters
+            ** are read ahead there while the slot's group still computes) */
+            ZT_CHECKM(o->slot >= 0 && o->slot < S &&
+                      (s.slot_group[o->slot] == -1 || s.slot_waited[o->slot]), "%s op %d", what, i);
             break;
         case ZG_OP_GATHER:
             ZT_CHECKM(stage == 3 && o->slot >= 0 && o->slot < S, "%s op %d: slot", what, i);
