@@ -148,6 +148,13 @@ static void layout(ZgPlan *p)
             region(&lo, zg_fmt("opt_buf_%d", b), ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED,
                    (p->grad_nvme ? 4 : 3) * round_up(sg_max * 4, p->nvme_align), true);
     }
+    /* the NVMe engine's bounce buffers (queue_depth x block_size, for unaligned pieces): handed to
+    ** zr_nvme by the trainer, so the plan holds what the engine would otherwise allocate itself */
+    if (z->offload_optimizer.device == ZG_OFFLOAD_NVME || z->offload_param.device == ZG_OFFLOAD_NVME) {
+        int64_t bs = round_up(z->aio_block_size > 0 ? z->aio_block_size : 1 << 20, 4096);
+        int64_t qd = z->aio_queue_depth > 0 ? z->aio_queue_depth : 8;
+        region(&lo, "nvme_bounce", ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED, qd * bs, true);
+    }
     /* staging */
     if (z->dtype != ZG_DTYPE_FP32)
         region(&lo, "stage32", ZG_MEM_STAGING, ZG_TIER_DEVICE, 2 * p->max_use_numel * 4, false);

@@ -278,6 +278,8 @@ typedef enum { ZR_MEMCAT_LIST(ZG_E_MEM) ZG_NMEM } ZgMemCat;
 **   master_buf_<b>  ZG_SWAP_PARAMS: pinned staging for one sub-group's fp32 parameters (= master),
 **                read by SWAP_IN, updated by OPTIMIZER, written back by SWAP_OUT (buffer_count
 **                of offload_param, at most the number of sub-groups)
+**   nvme_bounce  NVMe in the plan: the I/O engine's bounce buffers for unaligned pieces, pinned,
+**                aio queue_depth x block_size (handed to zr_nvme_use_bounce)
 **   stage32      dtype != fp32: fp32 [params of one module | its gradients] (2 * max use_numel)
 **   grad_stage   fp32 dtype, stages 2/3: fp32 gradients of one module (max use_numel)
 **   tied_grad    stages 2/3, tied lm_head: fp32 wte gradient between lm_head and embed backward

@@ -323,6 +323,7 @@ static void grad_copy(int k)
 {
     const ZrBucketRow *br = &zg_buckets[k];
     char *buf = bucket_buf(k);
+    double t0 = tr_now();
     for (int t = br->first_tensor; t < br->first_tensor + br->n_tensors; t++) {
         if (zg_tensors[t].module != T.last_bwd_module) continue;
         const float *g = Gp[t];
@@ -340,6 +341,7 @@ static void grad_copy(int k)
             memset(dst + n * ZG_DTYPE_SIZE, 0, (size_t)(pt - n) * ZG_DTYPE_SIZE);
         }
     }
+    tr_span(ZR_TRACK_COMPUTE, "grad copy", t0);
 }
 
 /* The lowered row says what moves (gen/lower.c decided the stage's rules once): stages 0/1
@@ -401,10 +403,12 @@ static void wait_reduce(const ZrOpRow *op)
     T.reduce_req[k] = NULL;
     tr_span(ZR_TRACK_COMM, "reduce", t0);
     if (op->xfer == ZR_XFER_NONE) return;
+    t0 = tr_now();
     const void *src = tr_region_at(op->src, op->src_off, op->src_dt);
     if (op->flat >= 0) tr_take_flat_part(src, op->flat, op->flat + op->count, op->accumulate);
     else if (op->xfer == ZR_XFER_NVME_WRITE) tr_grad_take(op->dst_off, src, op->count, op->accumulate);
     else tr_w_into_f32(tr_region_at(op->dst, op->dst_off, ZR_DT_FP32), src, op->count, op->accumulate);
+    tr_span(ZR_TRACK_COMPUTE, "grad hand-over", t0);
 }
 
 /* ---------------------------------------------------------------------- the executor */

@@ -103,6 +103,14 @@ static void open_swap_file(void)
     ZR_CHECK(zr_nvme_open(&T.nvme, T.nvme_path, ZG_TIER_BYTES_NVME, &cfg));
 }
 
+/* The engine's bounce buffers live in the plan's pinned "nvme_bounce" (queue_depth x block_size). */
+static void give_bounce(void)
+{
+    int64_t bytes;
+    void *b = region("nvme_bounce", NULL, &bytes);
+    if (T.nvme && b) ZR_CHECK(zr_nvme_use_bounce(T.nvme, b, bytes));
+}
+
 /* ---------------------------------------------------------------------- derived offsets */
 static void derive(void)
 {
@@ -157,6 +165,7 @@ void tr_layout_init(void)
                                                zg_regions[i].bytes));
     char name[64];
     int64_t bytes;
+    give_bounce();
     T.params16 = region("params16", NULL, NULL);
     T.params_shard = region("params_shard", &T.params_shard_nvme, NULL);
     T.persist = region("persist", NULL, NULL);

@@ -142,11 +142,11 @@
 /* ---------------------------------------------------------------------- memory per rank */
 #define ZG_ARENA_ALIGN                  INT64_C(64)
 #define ZG_TIER_BYTES_DEVICE            INT64_C(31276544)  /* 29.83 MiB */
-#define ZG_TIER_BYTES_PINNED            INT64_C(35651584)  /* 34.00 MiB */
+#define ZG_TIER_BYTES_PINNED            INT64_C(44040192)  /* 42.00 MiB */
 #define ZG_TIER_BYTES_HOST              INT64_C(0)  /* 0 B */
 #define ZG_TIER_BYTES_NVME              INT64_C(8388608)  /* 8.00 MiB */
 #define ZG_PEAK_BYTES_DEVICE            INT64_C(31276544)
-#define ZG_PEAK_BYTES_PINNED            INT64_C(35651584)
+#define ZG_PEAK_BYTES_PINNED            INT64_C(44040192)
 #define ZG_PEAK_BYTES_HOST              INT64_C(0)
 #define ZG_PEAK_BYTES_NVME              INT64_C(8388608)
 #define ZG_ACTS_BYTES                   INT64_C(22059008)
@@ -159,7 +159,7 @@
 #define ZG_N_GATHERS                    5
 #define ZG_N_GATHER_SLOTS               2
 #define ZG_N_SUBGROUPS                  1
-#define ZG_N_REGIONS                    22
+#define ZG_N_REGIONS                    23
 #define ZG_N_MICRO_OPS                  99
 #define ZG_N_LAST_MICRO_OPS             99
 #define ZG_N_STEP_OPS                   4

@@ -43,11 +43,12 @@ enum {
     ZG_REGION_OPT_BUF_1             = 15, /* pinned, 8.00 MiB */
     ZG_REGION_OPT_BUF_2             = 16, /* pinned, 8.00 MiB */
     ZG_REGION_OPT_BUF_3             = 17, /* pinned, 8.00 MiB */
-    ZG_REGION_GRAD_STAGE            = 18, /* device, 774.50 KiB */
-    ZG_REGION_TIED_GRAD             = 19, /* device, 128.00 KiB */
-    ZG_REGION_ACTS                  = 20, /* device, 21.04 MiB */
-    ZG_REGION_SCRATCH               = 21, /* device, 4.50 MiB */
-    ZG_REGION_END_ = 22
+    ZG_REGION_NVME_BOUNCE           = 18, /* pinned, 8.00 MiB */
+    ZG_REGION_GRAD_STAGE            = 19, /* device, 774.50 KiB */
+    ZG_REGION_TIED_GRAD             = 20, /* device, 128.00 KiB */
+    ZG_REGION_ACTS                  = 21, /* device, 21.04 MiB */
+    ZG_REGION_SCRATCH               = 22, /* device, 4.50 MiB */
+    ZG_REGION_END_ = 23
 };
 
 /* Modules: index in zg_modules; block l is ZG_MODULE_BLOCK0 + l. */
