@@ -147,6 +147,8 @@ void tr_grad_take(int64_t off, const void *src, int64_t n, int add)
         tr_w_into_f32(gw_buf(sg_buffer(k)) + (s0 - sg->shard_offset),
                       (const char *)src + (s0 - off) * ZG_DTYPE_SIZE, s1 - s0, add);
     }
+    /* refill the disk queue: the engine moves only as far as queue_depth pieces between polls */
+    if (zr_nvme_poll(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
 }
 
 /* fp32, stage 3, parameters on NVMe, optimizer in memory: the NVMe shard is the master, and the
