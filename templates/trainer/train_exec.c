@@ -369,11 +369,14 @@ static void reduce(const ZrOpRow *op)
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add)
 {
 #if ZG_MIXED
+    /* widened a block at a time (the vector conversion), then the same adds element by element */
     const uint16_t *h = s;
-    for (int64_t i = 0; i < n; i++) {
-        float x;
-        tr_w_to_f32(&x, &h[i], 1);
-        d[i] = add ? d[i] + x : x;
+    float x[1024];
+    for (int64_t a = 0; a < n; a += 1024) {
+        int64_t m = n - a < 1024 ? n - a : 1024;
+        tr_w_to_f32(x, h + a, m);
+        if (!add) { memcpy(d + a, x, (size_t)m * 4); continue; }
+        for (int64_t i = 0; i < m; i++) d[a + i] += x[i];
     }
 #else
     const float *f = s;
