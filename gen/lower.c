@@ -179,6 +179,12 @@ static void lower_op(Lower *L, ZgOp *o)
             o->accumulate = true;
         }
         o->stream = copy_stream(p, o->src, o->dst);
+        /* gradients on NVMe: added into the sub-group window(s) the chunk falls in, which are
+        ** written through to grad32 in the swap file (read back first after the first micro-step) */
+        if (p->grad_nvme) {
+            o->xfer = ZG_XFER_NVME_WRITE;
+            o->stream = ZG_STREAM_HOST;
+        }
         break;
     }
     case ZG_OP_SWAP_IN:
@@ -241,7 +247,7 @@ static void lower_list(Lower *L, ZgOp *ops, int n)
 void zg_lower_build(ZgPlan *p)
 {
     Lower L = {.p = p, .stage = p->zero->stage, .ws = p->model->world_size, .w = p->zero->dtype};
-    L.direct = L.stage == 3 && p->zero->grad_accum == 1 && L.w == ZG_DTYPE_FP32;
+    L.direct = L.stage == 3 && p->zero->grad_accum == 1 && L.w == ZG_DTYPE_FP32 && !p->grad_nvme;
     lower_list(&L, p->sched.micro, p->sched.n_micro);
     lower_list(&L, p->sched.last, p->sched.n_last);
     lower_list(&L, p->sched.step, p->sched.n_step);

@@ -298,6 +298,7 @@ void zg_lua_push_plan(lua_State *L, const ZgPlan *p)
     SETI("sg_align", p->sg_align); SETI("nvme_align", p->nvme_align);
     SETI("max_use_numel", p->max_use_numel);
     SETB("act_ckpt", p->act_ckpt);
+    SETB("grad_nvme", p->grad_nvme);
     lua_createtable(L, 0, 4);
     push_ops(L, p->sched.micro, p->sched.n_micro); lua_setfield(L, -2, "micro");
     push_ops(L, p->sched.last, p->sched.n_last); lua_setfield(L, -2, "last");

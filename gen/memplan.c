@@ -141,7 +141,11 @@ static void layout(ZgPlan *p)
             region(&lo, zg_fmt("bucket_recv_%d", b), ZG_MEM_COMM_BUCKETS, ZG_TIER_DEVICE,
                    p->bucket_recv_numel * n16, false);
     }
-    if (z->stage >= 2 || opt_off)
+    /* gradients on NVMe: the shard sits in the swap file at the sub-groups' offsets (shard_offset
+    ** x 4, aligned like master/m/v), staged through the fourth part of opt_buf_<b> */
+    if (p->grad_nvme)
+        region(&lo, "grad32", ZG_MEM_GRAD, ZG_TIER_NVME, O * 4, false);
+    else if (z->stage >= 2 || opt_off)
         region(&lo, "grad32", ZG_MEM_GRAD, opt_off ? opt_host : ZG_TIER_DEVICE, O * 4, false);
     /* optimizer state */
     if (z->dtype != ZG_DTYPE_FP32 || opt_off)
@@ -151,7 +155,14 @@ static void layout(ZgPlan *p)
     if (p->sg_swap == ZG_SWAP_OPTIMIZER) {
         for (int b = 0; b < p->n_sg_buffers; b++)
             region(&lo, zg_fmt("opt_buf_%d", b), ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED,
-                   3 * round_up(sg_max * 4, p->nvme_align), true);
+                   (p->grad_nvme ? 4 : 3) * round_up(sg_max * 4, p->nvme_align), true);
+    }
+    /* the NVMe engine's bounce buffers (queue_depth x block_size, for unaligned pieces): handed to
+    ** zr_nvme by the trainer, so the plan holds what the engine would otherwise allocate itself */
+    if (z->offload_optimizer.device == ZG_OFFLOAD_NVME || z->offload_param.device == ZG_OFFLOAD_NVME) {
+        int64_t bs = round_up(z->aio_block_size > 0 ? z->aio_block_size : 1 << 20, 4096);
+        int64_t qd = z->aio_queue_depth > 0 ? z->aio_queue_depth : 8;
+        region(&lo, "nvme_bounce", ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED, qd * bs, true);
     }
     /* staging */
     if (z->dtype != ZG_DTYPE_FP32)
@@ -217,8 +228,8 @@ static void cost_ops(const ZgPlan *p, const ZgOp *ops, int n, int64_t times, ZgC
         case ZG_OP_WAIT_REDUCE:
             if (opt_off) d2h = p->buckets[a].padded_numel / ws * n16;
             break;
-        case ZG_OP_SWAP_IN:     /* master, m, v; or (ZG_SWAP_PARAMS) the fp32 parameters */
-            rd = (p->sg_swap == ZG_SWAP_PARAMS ? 1 : 3) * p->subgroups[a].numel * 4;
+        case ZG_OP_SWAP_IN:     /* master, m, v (+ gradients); or (ZG_SWAP_PARAMS) the fp32 params */
+            rd = (p->sg_swap == ZG_SWAP_PARAMS ? 1 : p->grad_nvme ? 4 : 3) * p->subgroups[a].numel * 4;
             break;
         case ZG_OP_SWAP_OUT:
             wr = (p->sg_swap == ZG_SWAP_PARAMS ? 1 : 3) * p->subgroups[a].numel * 4;
@@ -258,6 +269,13 @@ static void cost(ZgPlan *p)
     cost_ops(p, p->sched.micro, p->sched.n_micro, gas - 1, c);
     cost_ops(p, p->sched.last, p->sched.n_last, 1, c);
     cost_ops(p, p->sched.step, p->sched.n_step, 1, c);
+    /* gradients on NVMe, by sub-group windows: every micro-step writes the shard once and every
+    ** one after the first reads it back to add into; the norm pass reads it once more */
+    if (p->grad_nvme) {
+        int64_t g = p->shard.opt_numel * 4;
+        add_times(&c->nvme_write_bytes, g, gas);
+        add_times(&c->nvme_read_bytes, g, gas);
+    }
     double tokens = (double)z->micro_batch * (double)gas * (double)m->seq_len;
     double per_token = 6.0 * (double)p->n_params +
                        6.0 * (double)m->n_layers * (double)m->d_model * (double)m->seq_len;

@@ -42,6 +42,15 @@ static bool left_default(const ZgZero *z, unsigned bit, int64_t v, int64_t ds)
     return !(z->sizes_set & bit) && v == ds;
 }
 
+/* ZeRO-Infinity: with the optimizer on NVMe at stage 3 the owned fp32 gradient shard goes to NVMe
+** too (DeepSpeed's optimizer swapper writes gradient chunks beside each sub-group's state), so host
+** memory holds staging buffers, not 4 bytes per parameter. Stage 0 keeps the full "grads" on the
+** device anyway, so its shard stays in memory. */
+bool zg_grads_on_nvme(const ZgZero *z)
+{
+    return z->stage == 3 && z->offload_optimizer.device == ZG_OFFLOAD_NVME;
+}
+
 /* Stages 0-2: one flat buffer cut into ws equal partitions. Stage 3: per-tensor slices. */
 static void partition_params(ZgPlan *p)
 {
@@ -150,7 +159,7 @@ static void make_buckets(ZgPlan *p)
     /* Stage 3 receives its reduce-scattered chunk in a buffer of its own and adds it into grad32,
     ** except where nothing needs adding (one fp32 micro-step: straight into the zeroed grad32) or
     ** nothing moves (one rank: its chunk is the whole bucket buffer). */
-    bool direct = z->dtype == ZG_DTYPE_FP32 && z->grad_accum <= 1;
+    bool direct = z->dtype == ZG_DTYPE_FP32 && z->grad_accum <= 1 && !zg_grads_on_nvme(z);
     p->bucket_recv_numel = stage == 3 && ws > 1 && !direct ? p->bucket_buffer_numel / ws : 0;
 }
 
@@ -233,6 +242,7 @@ static void make_subgroups(ZgPlan *p)
     p->subgroups = zg_xcalloc((size_t)(p->n_subgroups ? p->n_subgroups : 1), sizeof *p->subgroups);
     /* fp32 has no separate master unless the optimizer is offloaded: with the parameters on NVMe
     ** the master IS the NVMe shard, swapped like the optimizer's state would be */
+    p->grad_nvme = zg_grads_on_nvme(z);
     p->sg_swap = opt_nvme ? ZG_SWAP_OPTIMIZER
                : z->stage == 3 && par_nvme && z->dtype == ZG_DTYPE_FP32 &&
                  z->offload_optimizer.device == ZG_OFFLOAD_NONE ? ZG_SWAP_PARAMS : ZG_SWAP_NONE;
@@ -283,7 +293,7 @@ static int64_t swap_bytes_per_elem(const ZgPlan *p)
     if (p->sg_swap == ZG_SWAP_PARAMS) return (int64_t)p->n_sg_buffers * 4;
     if (p->sg_swap != ZG_SWAP_OPTIMIZER) return 0;
     bool wb = z->stage == 3 && z->offload_param.device == ZG_OFFLOAD_NVME;
-    return (int64_t)p->n_sg_buffers * 12 + (wb ? zg_dtype_size(z->dtype) : 0);
+    return (int64_t)p->n_sg_buffers * (p->grad_nvme ? 16 : 12) + (wb ? zg_dtype_size(z->dtype) : 0);
 }
 
 static int64_t sg_largest(const ZgPlan *p)
@@ -589,11 +599,13 @@ static void swap_arithmetic(const ZgPlan *p)
     int rpn = ranks_per_node(m);
     int64_t swap = per * sg, rest = zg_mem_host_per_node(p) - swap * rpn;
     ZgLoc at = sg_set ? z->loc_sub_group_size : m->loc_host_memory;
-    int64_t each = p->sg_swap == ZG_SWAP_PARAMS ? 4 : 12, wb = per - each * p->n_sg_buffers;
+    int64_t each = p->sg_swap == ZG_SWAP_PARAMS ? 4 : p->grad_nvme ? 16 : 12;
+    int64_t wb = per - each * p->n_sg_buffers;
     zg_note(at, "swap buffers: (%d staging buffers (buffer_count) x %lld bytes (%s)%s) per element "
             "x a sub-group of %lld elements = %.2f GiB per rank; the rest of the plan needs %.2f GiB "
             "per node", p->n_sg_buffers, (long long)each,
-            p->sg_swap == ZG_SWAP_PARAMS ? "fp32 parameters" : "fp32 master, m, v",
+            p->sg_swap == ZG_SWAP_PARAMS ? "fp32 parameters"
+            : p->grad_nvme ? "fp32 master, m, v, gradients" : "fp32 master, m, v",
             wb ? zg_fmt(" + %lld bytes (16-bit write-back)", (long long)wb) : "", (long long)sg,
             gib(swap), gib(rest));
     int64_t room = (m->host_memory - rest) / rpn;

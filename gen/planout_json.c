@@ -212,6 +212,7 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jstr(j, "sg_swap", p->sg_swap == ZG_SWAP_OPTIMIZER ? "optimizer"
                        : p->sg_swap == ZG_SWAP_PARAMS ? "params" : "none");
     jint(j, "n_sg_buffers", p->n_sg_buffers);
+    jbool(j, "grad_nvme", p->grad_nvme);
     jint(j, "nvme_align", p->nvme_align);
     jopen(j, "placement", '{');
     jstr(j, "param_shard", region_tier(p, z->stage < 3 ? "params16" : "params_shard"));

@@ -60,7 +60,9 @@ static void op_line(const ZgPlan *p, FILE *f, int idx, const ZgOp *op, int last_
         break;
     case ZG_OP_WAIT_REDUCE:
         fprintf(f, "wait for bucket %d's reduction%s\n", a,
-                z->stage >= 2 || z->offload_optimizer.device != ZG_OFFLOAD_NONE
+                p->grad_nvme ? "; add this rank's part into its sub-groups' gradient windows "
+                               "(opt_buf_<b>), written through to grad32 on NVMe"
+                : z->stage >= 2 || z->offload_optimizer.device != ZG_OFFLOAD_NONE
                 ? "; add this rank's part into grad32" : "");
         break;
     case ZG_OP_SWAP_IN:
@@ -68,8 +70,8 @@ static void op_line(const ZgPlan *p, FILE *f, int idx, const ZgOp *op, int last_
             fprintf(f, "start reading sub-group %d's fp32 params (the master) from NVMe into "
                     "master_buf_%d\n", a, p->subgroups[a].buffer);
         else
-            fprintf(f, "start reading sub-group %d (master, m, v) from NVMe into opt_buf_%d\n", a,
-                    p->subgroups[a].buffer);
+            fprintf(f, "start reading sub-group %d (master, m, v%s) from NVMe into opt_buf_%d\n", a,
+                    p->grad_nvme ? ", gradients" : "", p->subgroups[a].buffer);
         break;
     case ZG_OP_OPTIMIZER:
         fprintf(f, "Adam on sub-group %d (%lld elements at shard offset %lld), then its params\n",
@@ -341,6 +343,12 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
                 (long long)(p->subgroups[i].shard_offset + p->subgroups[i].numel),
                 p->subgroups[i].nvme_offset_bytes >= 0 ? " (NVMe)" : "");
     if (p->n_subgroups > 16) fprintf(f, "  ... %d sub-groups in all\n", p->n_subgroups);
+    if (p->grad_nvme)
+        fprintf(f, "gradients on NVMe (stage 3, optimizer on NVMe): grad32 is in the swap file; each "
+                "opt_buf_<b> has a fourth part for one sub-group's gradients: the hand-over window of "
+                "WAIT_REDUCE in micro-steps (read back from NVMe after the first micro-step, written "
+                "through when the reduction moves to the next sub-group), read once in order by the "
+                "gradient-norm pass and once more by SWAP_IN with master, m, v\n");
 
     hr(f, "schedule (every rank runs exactly these lists)");
     fprintf(f, "columns: index, op, arg, slot, meaning; then \"->\" the lowered row (gen/lower.c): "

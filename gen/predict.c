@@ -211,6 +211,14 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
                                        part * (n16 + 8.0) / hw->mem_bw, e);
                 s->grad_done[a] = s->last_compute;
             }
+            /* gradients on NVMe: the chunk's fp32 sums are read back (after the first micro-step)
+            ** and written through */
+            if (p->grad_nvme) {
+                if (s->micro > 0) run1(s, ZG_RES_NVME_READ, ZG_NOPS + ZG_PX_NVME_READ, a,
+                                       part * 4.0 / hw->nvme_read_bw, e);
+                s->grad_done[a] = run1(s, ZG_RES_NVME_WRITE, o->kind, a, part * 4.0 / hw->nvme_write_bw,
+                                       s->grad_done[a]);
+            }
             break;
         }
         default:
@@ -233,6 +241,8 @@ static void optimizer_step(Sim *s, const ZgOp *ops, int n)
         if (ev_end(s, s->grad_done[k]) > ev_end(s, all)) all = s->grad_done[k];
     double shard = (double)p->shard.opt_numel;
     double norm_bw = opt_off ? hw->host_mem_bw : hw->mem_bw;
+    if (p->grad_nvme)               /* the norm reads the gradient shard back from NVMe */
+        all = run1(s, ZG_RES_NVME_READ, ZG_NOPS + ZG_PX_NVME_READ, 0, shard * 4.0 / hw->nvme_read_bw, all);
     int norm = run1(s, opt_res, ZG_NOPS + ZG_PX_NORM, 0,
                     shard * (z->stage >= 2 || opt_off ? 4.0 : n16) / norm_bw, all);
     int done = norm;
@@ -241,11 +251,12 @@ static void optimizer_step(Sim *s, const ZgOp *ops, int n)
         int a = o->arg, dep[3];
         double sg = a >= 0 && a < p->n_subgroups ? (double)p->subgroups[a].numel : 0;
         double sb = (p->sg_swap == ZG_SWAP_PARAMS ? 1.0 : 3.0) * sg * 4.0;
+        double sb_in = sb + (p->grad_nvme ? sg * 4.0 : 0);     /* + the sub-group's gradients */
         switch (o->kind) {
         case ZG_OP_SWAP_IN:
             dep[0] = a - p->n_sg_buffers >= 0 ? s->swap_out[a - p->n_sg_buffers] : -1;
             dep[1] = opt_off ? s->last[ZG_RES_CPU] : -1;     /* the driver issues it */
-            s->swap_in[a] = run(s, ZG_RES_NVME_READ, o->kind, a, sb / hw->nvme_read_bw, dep, 2);
+            s->swap_in[a] = run(s, ZG_RES_NVME_READ, o->kind, a, sb_in / hw->nvme_read_bw, dep, 2);
             break;
         case ZG_OP_OPTIMIZER: {
             dep[0] = norm;

@@ -139,6 +139,11 @@ static void micro_ops(const ZgPlan *p, OpList *l, bool reduce)
     int nslots = ni ? depth + 1 : 0;
     for (int j = 0; j < ni; j++) iv[j].slot = j % nslots;
     bool param_swap = z->offload_param.device != ZG_OFFLOAD_NONE;
+    /* Parameters on NVMe: the read of interval j + nslots goes into the same param_buf as interval
+    ** j's, which is free once j's gather is waited; issued there, the read overlaps j's compute
+    ** instead of being waited at once by the GATHER right after it. */
+    bool read_ahead = z->offload_param.device == ZG_OFFLOAD_NVME;
+    bool *swapped = zg_xcalloc((size_t)ni + 1, sizeof(bool));
 
     GradState g;
     g.done = 0;
@@ -150,10 +155,16 @@ static void micro_ops(const ZgPlan *p, OpList *l, bool reduce)
         int j = u[i].interval;
         if (j >= 0 && u[i].first) {
             for (; issued < ni && issued <= j + depth; issued++) {
-                if (param_swap) emit(l, ZG_OP_PARAM_SWAP_IN, iv[issued].group, iv[issued].slot);
+                if (param_swap && !swapped[issued])
+                    emit(l, ZG_OP_PARAM_SWAP_IN, iv[issued].group, iv[issued].slot);
+                swapped[issued] = true;
                 emit(l, ZG_OP_GATHER, iv[issued].group, iv[issued].slot);
             }
             emit(l, ZG_OP_WAIT_GATHER, iv[j].group, iv[j].slot);
+            if (read_ahead && j + nslots < ni && !swapped[j + nslots]) {
+                emit(l, ZG_OP_PARAM_SWAP_IN, iv[j + nslots].group, iv[j + nslots].slot);
+                swapped[j + nslots] = true;
+            }
         }
         const ZgModule *md = &p->modules[u[i].module];
         if (u[i].backward && p->act_ckpt && md->kind == ZG_MOD_BLOCK &&
@@ -179,6 +190,7 @@ static void micro_ops(const ZgPlan *p, OpList *l, bool reduce)
     for (int j = ni - 1; j >= 0; j--) pw->gathers[iv[j].group].slot = iv[j].slot;
     free(u);
     free(iv);
+    free(swapped);
     free(g.started);
     free(g.reduced);
     free(g.waited);

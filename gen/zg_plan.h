@@ -273,10 +273,13 @@ typedef enum { ZR_MEMCAT_LIST(ZG_E_MEM) ZG_NMEM } ZgMemCat;
 **                bucket_<b>, 16-bit
 **   grad32       owned fp32 gradient shard (stages 2/3, or any stage with the optimizer offloaded)
 **   master, adam_m, adam_v  fp32 owned optimizer shard (opt_numel), tier from offload_optimizer
-**   opt_buf_<b>  optimizer on NVMe: pinned staging for one sub-group's master|m|v (buffer_count)
+**   opt_buf_<b>  optimizer on NVMe: pinned staging for one sub-group's master|m|v (buffer_count);
+**                with grad_nvme master|m|v|g, g also the gradient hand-over window in micro-steps
 **   master_buf_<b>  ZG_SWAP_PARAMS: pinned staging for one sub-group's fp32 parameters (= master),
 **                read by SWAP_IN, updated by OPTIMIZER, written back by SWAP_OUT (buffer_count
 **                of offload_param, at most the number of sub-groups)
+**   nvme_bounce  NVMe in the plan: the I/O engine's bounce buffers for unaligned pieces, pinned,
+**                aio queue_depth x block_size (handed to zr_nvme_use_bounce)
 **   stage32      dtype != fp32: fp32 [params of one module | its gradients] (2 * max use_numel)
 **   grad_stage   fp32 dtype, stages 2/3: fp32 gradients of one module (max use_numel)
 **   tied_grad    stages 2/3, tied lm_head: fp32 wte gradient between lm_head and embed backward
@@ -361,6 +364,13 @@ typedef struct ZgPlan {
     int64_t sub_group_numel;                /* sub_group_size used; 0 before planning = config's */
     int64_t ds_default_bytes[ZG_NMEM];      /* per rank, all tiers, by category, with every
                                             ** sized_auto key at DeepSpeed's default */
+    bool grad_nvme;                         /* stage 3 with the optimizer on NVMe (ZeRO-Infinity):
+                                            ** "grad32" lives on NVMe, a fourth part of each
+                                            ** opt_buf_<b> stages one sub-group's gradients
+                                            ** (WAIT_REDUCE adds the reduced chunk into it and it is
+                                            ** written through, nvme_write; SWAP_IN reads it with
+                                            ** master, m, v), and REDUCE never lands in grad32
+                                            ** directly (docs/PLAN.md "Gradients on NVMe") */
 } ZgPlan;
 
 
@@ -371,6 +381,8 @@ bool zg_model_build(const ZgModel *m, ZgPlan *p);
 bool zg_plan_build(const ZgModel *m, const ZgZero *z, ZgPlan *p);
 /* plan.c: partition map, buckets, gathers, sub-groups (no schedule, no memory plan). */
 void zg_plan_partition(ZgPlan *p);
+/* plan.c: whether the owned fp32 gradient shard lives on NVMe (ZgPlan.grad_nvme). */
+bool zg_grads_on_nvme(const ZgZero *z);
 /* sched.c: p->sched from the partition map. */
 void zg_sched_build(ZgPlan *p);
 /* lower.c: completes every op row of p->sched (ZgOp.xfer ... part) from the partition map and

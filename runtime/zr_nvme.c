@@ -221,7 +221,7 @@ int zr_nvme_close(ZrNvme *f)
     }
     if (f->fd >= 0) close(f->fd);
     if ((f->flags & ZR_NVME_F_UNLINK) && f->path) unlink(f->path);
-    if (f->bounce)
+    if (f->bounce && !f->bounce_given)
         for (int i = 0; i < f->qd; i++) zr_nvme_free(f->bounce[i], (size_t)f->bs);
     free(f->bounce);
     free(f->pieces);
@@ -230,6 +230,17 @@ int zr_nvme_close(ZrNvme *f)
     free(f->path);
     free(f);
     return rc;
+}
+
+int zr_nvme_use_bounce(ZrNvme *f, void *mem, int64_t bytes)
+{
+    if (!f || !mem || (uintptr_t)mem % ZR_NVME_ALIGN || bytes < (int64_t)f->qd * f->bs) return -EINVAL;
+    if (f->bounce_given) return 0;
+    for (int i = 0; i < f->qd; i++)
+        if (f->bounce[i]) return -EBUSY;
+    for (int i = 0; i < f->qd; i++) f->bounce[i] = (char *)mem + (size_t)i * (size_t)f->bs;
+    f->bounce_given = 1;
+    return 0;
 }
 
 int zr_nvme_is_direct(const ZrNvme *f) { return f->direct; }

@@ -88,6 +88,12 @@ void zr_nvme_free(void *p, size_t bytes);
 int zr_nvme_register_buffers(ZrNvme *f, void *const *bufs, const size_t *bytes, int n);
 int zr_nvme_registered(const ZrNvme *f);
 
+/* Hands the engine queue_depth x block_size bytes of caller memory (ZR_NVME_ALIGN-aligned) for its
+** bounce buffers, so a planned arena holds them instead of allocations of its own (a trainer's plan
+** then counts them). Call before any I/O; returns -EINVAL when mem or bytes do not fit, -EBUSY when
+** a bounce buffer is already in use. */
+int zr_nvme_use_bounce(ZrNvme *f, void *mem, int64_t bytes);
+
 /* Queue a request and submit what the queue depth allows. Returns 0, -EBUSY if req is in flight,
 ** -EINVAL for a negative size or offset. bytes == 0 completes at once. */
 int zr_nvme_read_async(ZrNvme *f, void *buf, int64_t bytes, int64_t offset, ZrNvmeReq *req);

@@ -37,6 +37,7 @@ struct ZrNvme {
     char *path;
     ZrPiece *pieces;          /* qd slots */
     char **bounce;            /* qd bounce buffers of bs bytes, allocated on first use */
+    int bounce_given;         /* 1: bounce[] points into the caller's memory (zr_nvme_use_bounce) */
     int npieces;              /* slots in use */
     int nreqs;                /* requests queued or in flight */
     ZrNvmeReq *head, *tail;   /* requests with bytes not yet handed to pieces, FIFO */

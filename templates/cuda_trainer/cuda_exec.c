@@ -379,7 +379,7 @@ static void finish_bucket(int k)
     if (red_mode[k] == RED_DIRECT) return;       /* the D2H wrote grad32 itself */
     const char *src = red_mode[k] == RED_RECV ? (const char *)T.bucket_recv[bucket_bufi(k)]
                     : (const char *)T.bucket[bucket_bufi(k)] + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
-    tr_w_into_f32(T.grad32 + zg_tensors[br->first_tensor].shard_offset, src, chunk, 1);
+    tr_grad_take(zg_tensors[br->first_tensor].shard_offset, src, chunk, 1);
 #endif
 }
 
@@ -584,6 +584,7 @@ void cz_grads_zero(void)
         CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grads), 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE));
     }
     if (T.grad32) memset(T.grad32, 0, (size_t)T.opt_numel * 4);
+    tr_grad_window_reset();
     if (T.grad32 && CZ.dev_opt)
         CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grad32), 0, (size_t)T.opt_numel * 4));
 }

@@ -77,11 +77,13 @@ typedef struct Trainer {
     void *bucket[TR_MAX_BUFS];  /* stages 2/3 bucket buffers (W) */
     void *bucket_recv[TR_MAX_BUFS];  /* stage 3: this rank's reduce-scattered chunk (W), or NULL */
     int n_bucket_bufs;
-    float *grad32;              /* owned fp32 gradient shard, or NULL */
+    float *grad32;              /* owned fp32 gradient shard, or NULL (absent, or on NVMe) */
+    int64_t grad32_nvme;        /* byte offset of grad32 in the swap file (ZG_GRAD_NVME), -1 */
     float *master, *adam_m, *adam_v;   /* fp32 owned optimizer shard (NULL when on NVMe/absent) */
     int64_t master_nvme, adam_m_nvme, adam_v_nvme;  /* byte offsets in the swap file, -1 */
     void *opt_buf[TR_MAX_BUFS]; /* optimizer on NVMe: staging for master|m|v of one sub-group */
     int64_t opt_buf_part;       /* floats per part of an opt_buf */
+    int opt_parts;              /* parts of an opt_buf: master, m, v (, gradients with ZG_GRAD_NVME) */
     int n_opt_bufs;
     float *master_buf[TR_MAX_BUFS];  /* fp32 stage 3, params on NVMe, optimizer in memory: one
                                 ** sub-group's fp32 parameters (= master) between SWAP_IN and
@@ -114,8 +116,14 @@ typedef struct Trainer {
     TrReq gather_req[TR_MAX_SLOTS];          /* per gather slot */
     ZrCollReq *reduce_req[ZG_N_BUCKETS];
     ZrNvmeReq pswap_req[TR_MAX_SLOTS];
-    ZrNvmeReq opt_req[TR_MAX_BUFS][3];      /* master, m, v of the sub-group in opt_buf b
-                                            ** (master_buf b: part 0 only) */
+    ZrNvmeReq opt_req[TR_MAX_BUFS][4];      /* master, m, v (, gradients) of the sub-group in
+                                            ** opt_buf b (master_buf b: part 0 only) */
+    /* gradients on NVMe (train_optim.c): part 3 of opt_buf b holds sub-group gw_in[b]'s gradients
+    ** (-1: nothing valid); gw_cur is the sub-group the hand-over adds into now (-1: none);
+    ** gw_written[k]: this step's sums of sub-group k are in the swap file (else they are zero) */
+    int gw_in[TR_MAX_BUFS];
+    int gw_cur;
+    unsigned char gw_written[ZG_N_SUBGROUPS > 0 ? ZG_N_SUBGROUPS : 1];
     ZrNvmeReq wb_req;
     int last_bwd_module;
     ZrData data, val;
@@ -166,6 +174,11 @@ void tr_optim_step(void);               /* after the last micro-step: norm, scal
 float *tr_opt_state_at(int part, int64_t i);  /* in-memory master (0), m (1), v (2) element i */
 void tr_opt_shard_grads(float *dst);    /* this rank's owned gradient shard as fp32 */
 void tr_params_gather(void);            /* all-gather the working copy from the owned parts */
+/* The gradient hand-over into the owned fp32 shard: elements [off, off+n) (+)= the W elements of
+** src. grad32 in memory: straight in; on NVMe (ZG_GRAD_NVME): through the sub-group windows, each
+** written through when the hand-over moves on (read back first once this step has written it). */
+void tr_grad_take(int64_t off, const void *src, int64_t n, int add);
+void tr_grad_window_reset(void);        /* start of an optimizer step: every sub-group's sum is 0 */
 
 /* train_params.c */
 /* Chunked access to the optimizer state: part 0 master, 1 m, 2 v; [lo, lo+n) of the opt shard. */

@@ -111,6 +111,7 @@ void tr_grads_zero(void)
 {
     if (T.grads) memset(T.grads, 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE);
     if (T.grad32) memset(T.grad32, 0, (size_t)T.opt_numel * 4);
+    tr_grad_window_reset();
 }
 
 /* ---------------------------------------------------------------------- activation checkpointing */
@@ -277,6 +278,7 @@ static void grad_copy(int k)
 {
     const ZrBucketRow *br = &zg_buckets[k];
     char *buf = bucket_buf(k);
+    double t0 = tr_now();
     for (int t = br->first_tensor; t < br->first_tensor + br->n_tensors; t++) {
         if (zg_tensors[t].module != T.last_bwd_module) continue;
         const float *g = Gp[t];
@@ -294,6 +296,7 @@ static void grad_copy(int k)
             memset(dst + n * ZG_DTYPE_SIZE, 0, (size_t)(pt - n) * ZG_DTYPE_SIZE);
         }
     }
+    tr_span(ZR_TRACK_COMPUTE, "grad copy", t0);
 }
 
 /* The lowered row says what moves (gen/lower.c decided the stage's rules once): stages 0/1
@@ -321,11 +324,14 @@ static void reduce(const ZrOpRow *op)
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add)
 {
 #if ZG_MIXED
+    /* widened a block at a time (the vector conversion), then the same adds element by element */
     const uint16_t *h = s;
-    for (int64_t i = 0; i < n; i++) {
-        float x;
-        tr_w_to_f32(&x, &h[i], 1);
-        d[i] = add ? d[i] + x : x;
+    float x[1024];
+    for (int64_t a = 0; a < n; a += 1024) {
+        int64_t m = n - a < 1024 ? n - a : 1024;
+        tr_w_to_f32(x, h + a, m);
+        if (!add) { memcpy(d + a, x, (size_t)m * 4); continue; }
+        for (int64_t i = 0; i < m; i++) d[a + i] += x[i];
     }
 #else
     const float *f = s;
@@ -344,8 +350,9 @@ void tr_take_flat_part(const void *src, int64_t lo, int64_t hi, int add)
 }
 
 /* The hand-over of the reduced gradients into grad32, as lowered: a flat range of which this
-** rank's shard part is taken (stages 0-2), or this rank's reduce-scattered chunk (stage 3); NONE
-** when the reduction already landed in grad32 or there is no grad32. */
+** rank's shard part is taken (stages 0-2), or this rank's reduce-scattered chunk (stage 3; with
+** grad32 on NVMe an nvme_write: through the sub-group windows of tr_grad_take); NONE when the
+** reduction already landed in grad32 or there is no grad32. */
 static void wait_reduce(const ZrOpRow *op)
 {
     int k = op->arg;
@@ -354,9 +361,12 @@ static void wait_reduce(const ZrOpRow *op)
     T.reduce_req[k] = NULL;
     tr_span(ZR_TRACK_COMM, "reduce", t0);
     if (op->xfer == ZR_XFER_NONE) return;
+    t0 = tr_now();
     const void *src = tr_region_at(op->src, op->src_off, op->src_dt);
     if (op->flat >= 0) tr_take_flat_part(src, op->flat, op->flat + op->count, op->accumulate);
+    else if (op->xfer == ZR_XFER_NVME_WRITE) tr_grad_take(op->dst_off, src, op->count, op->accumulate);
     else tr_w_into_f32(tr_region_at(op->dst, op->dst_off, ZR_DT_FP32), src, op->count, op->accumulate);
+    tr_span(ZR_TRACK_COMPUTE, "grad hand-over", t0);
 }
 
 /* ---------------------------------------------------------------------- the executor */

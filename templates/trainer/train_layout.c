@@ -103,6 +103,14 @@ static void open_swap_file(void)
     ZR_CHECK(zr_nvme_open(&T.nvme, T.nvme_path, ZG_TIER_BYTES_NVME, &cfg));
 }
 
+/* The engine's bounce buffers live in the plan's pinned "nvme_bounce" (queue_depth x block_size). */
+static void give_bounce(void)
+{
+    int64_t bytes;
+    void *b = region("nvme_bounce", NULL, &bytes);
+    if (T.nvme && b) ZR_CHECK(zr_nvme_use_bounce(T.nvme, b, bytes));
+}
+
 /* ---------------------------------------------------------------------- derived offsets */
 static void derive(void)
 {
@@ -157,6 +165,7 @@ void tr_layout_init(void)
                                                zg_regions[i].bytes));
     char name[64];
     int64_t bytes;
+    give_bounce();
     T.params16 = region("params16", NULL, NULL);
     T.params_shard = region("params_shard", &T.params_shard_nvme, NULL);
     T.persist = region("persist", NULL, NULL);
@@ -176,7 +185,7 @@ void tr_layout_init(void)
         snprintf(name, sizeof name, "bucket_recv_%d", b);
         T.bucket_recv[b] = region(name, NULL, NULL);
     }
-    T.grad32 = region("grad32", NULL, NULL);
+    T.grad32 = region("grad32", &T.grad32_nvme, NULL);
     T.master = region("master", &T.master_nvme, NULL);
     T.adam_m = region("adam_m", &T.adam_m_nvme, NULL);
     T.adam_v = region("adam_v", &T.adam_v_nvme, NULL);
@@ -184,8 +193,10 @@ void tr_layout_init(void)
         snprintf(name, sizeof name, "opt_buf_%d", b);
         if (!(T.opt_buf[b] = region(name, NULL, &bytes))) break;
         T.n_opt_bufs = b + 1;
-        T.opt_buf_part = bytes / 12;
+        T.opt_parts = T.grad32_nvme >= 0 ? 4 : 3;      /* the plan's opt_buf: master|m|v(|g) */
+        T.opt_buf_part = bytes / (4 * T.opt_parts);
     }
+    tr_grad_window_reset();
     for (int b = 0; b < TR_MAX_BUFS; b++) {
         snprintf(name, sizeof name, "master_buf_%d", b);
         if (!(T.master_buf[b] = region(name, NULL, NULL))) break;
@@ -225,8 +236,10 @@ void tr_layout_init(void)
     if (ZG_STAGE == 3 && !T.params_shard && T.params_shard_nvme < 0)
         tr_die("plan lacks region params_shard");
     if (ZG_STAGE <= 1 && !T.grads) tr_die("plan lacks region grads");
-    if (ZG_STAGE >= 2 && (!T.grad32 || T.n_bucket_bufs == 0))
+    if (ZG_STAGE >= 2 && ((!T.grad32 && T.grad32_nvme < 0) || T.n_bucket_bufs == 0))
         tr_die("plan lacks regions grad32 / bucket_0");
+    if (T.grad32_nvme >= 0 && (T.opt_parts != 4 || ZG_N_SUBGROUPS == 0))
+        tr_die("plan puts grad32 on NVMe without opt_buf_<b> staging for its sub-groups");
     if (ZG_STAGE == 3 && ZG_WORLD_SIZE > 1 && (ZG_GRAD_ACCUM > 1 || ZG_MIXED) && !T.bucket_recv[0])
         tr_die("plan lacks region bucket_recv_0 (stage-3 reduce-scatter receive chunk)");
     if (ZG_MIXED && !T.stage32) tr_die("plan lacks region stage32");

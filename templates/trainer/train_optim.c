@@ -6,6 +6,11 @@
 ** staging buffer): the same zr_adam_step over the same elements in the same order, so the offload
 ** choice never changes a bit. Weight decay applies to tensors of two or more dimensions only, so a
 ** sub-group is cut into runs of whole tensor pieces.
+** Gradients on NVMe (ZG_GRAD_NVME, ZeRO-Infinity): the fourth part of each opt_buf is a window of
+** one sub-group's fp32 gradients. The micro-steps' hand-over (tr_grad_take) adds into the window of
+** the sub-group it reaches and writes it through when it moves on; the norm pass reads the
+** sub-groups back in shard order (the same elements in the same order as from memory, so the same
+** double sum), and SWAP_IN reads them with master, m, v. Host memory stays at the buffers.
 */
 #include <math.h>
 #include <string.h>
@@ -49,7 +54,7 @@ static int64_t nvme_off(int k, int part)
 
 static void wait_buf(int b)
 {
-    for (int part = 0; part < 3; part++) {
+    for (int part = 0; part < 4; part++) {
         if (T.opt_req[b][part].state != 1) continue;
         if (zr_nvme_wait(T.nvme, &T.opt_req[b][part]) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
     }
@@ -61,6 +66,89 @@ static int sg_buffer(int k)
     int n = T.n_master_bufs ? T.n_master_bufs : T.n_opt_bufs;
     if (b < 0 || b >= n) tr_die("sub-group %d names staging buffer %d, absent", k, b);
     return b;
+}
+
+/* ---------------------------------------------------------------------- gradients on NVMe */
+static float *gw_buf(int b) { return buf_part(b, 3); }
+
+static int64_t gw_off(int k) { return T.grad32_nvme + zg_subgroups[k].nvme_offset_bytes; }
+
+void tr_grad_window_reset(void)
+{
+    for (int b = 0; b < TR_MAX_BUFS; b++) T.gw_in[b] = -1;
+    T.gw_cur = -1;
+    memset(T.gw_written, 0, sizeof T.gw_written);
+}
+
+/* Start bringing sub-group k's gradients into its buffer once the buffer's earlier I/O is done:
+** zeros when this step has not written it yet (the in-memory shard starts the step at 0). */
+static void gw_fetch(int k)
+{
+    int b = sg_buffer(k);
+    wait_buf(b);
+    T.gw_in[b] = k;
+    if (!T.gw_written[k]) {
+        memset(gw_buf(b), 0, (size_t)zg_subgroups[k].numel * 4);
+        return;
+    }
+    ZR_CHECK(zr_nvme_read_async(T.nvme, gw_buf(b), zg_subgroups[k].numel * 4, gw_off(k),
+                                &T.opt_req[b][3]));
+}
+
+/* Sub-group k's current gradients, complete in its buffer. A buffer holds the latest sums of the
+** sub-group it names: a sub-group changes only while it is gw_cur, and leaving it writes it. */
+static float *gw_get(int k)
+{
+    int b = sg_buffer(k);
+    if (T.gw_in[b] != k) gw_fetch(k);
+    wait_buf(b);
+    return gw_buf(b);
+}
+
+/* Prefetch sub-group k when its buffer is not the one in use. */
+static void gw_ahead(int k, int busy)
+{
+    if (k < 0 || k >= ZG_N_SUBGROUPS || sg_buffer(k) == sg_buffer(busy)) return;
+    if (T.gw_in[sg_buffer(k)] != k) gw_fetch(k);
+}
+
+static void gw_flush(void)
+{
+    int k = T.gw_cur;
+    if (k < 0) return;
+    int b = sg_buffer(k);
+    ZR_CHECK(zr_nvme_write_async(T.nvme, gw_buf(b), zg_subgroups[k].numel * 4, gw_off(k),
+                                 &T.opt_req[b][3]));
+    T.gw_written[k] = 1;
+    T.gw_cur = -1;
+}
+
+/* The reduced chunks arrive in reduction order, i.e. from the end of the shard towards its start,
+** so the hand-over walks the sub-groups downwards and prefetches the one below. */
+void tr_grad_take(int64_t off, const void *src, int64_t n, int add)
+{
+    if (T.grad32) { tr_w_into_f32(T.grad32 + off, src, n, add); return; }
+    if (T.grad32_nvme < 0) tr_die("internal: a gradient hand-over without grad32");
+    if (n <= 0) return;
+    int64_t size = zg_subgroups[0].numel;
+    for (int k = (int)((off + n - 1) / size); k >= 0 && k >= (int)(off / size); k--) {
+        const ZrSubGroupRow *sg = &zg_subgroups[k];
+        int64_t s0 = off > sg->shard_offset ? off : sg->shard_offset;
+        int64_t s1 = off + n < sg->shard_offset + sg->numel ? off + n : sg->shard_offset + sg->numel;
+        if (s1 <= s0) continue;
+        if (T.gw_cur != k) {
+            double t0 = tr_now();
+            gw_flush();
+            gw_get(k);
+            T.gw_cur = k;
+            gw_ahead(k - 1, k);
+            tr_span(ZR_TRACK_IO, "grad window", t0);
+        }
+        tr_w_into_f32(gw_buf(sg_buffer(k)) + (s0 - sg->shard_offset),
+                      (const char *)src + (s0 - off) * ZG_DTYPE_SIZE, s1 - s0, add);
+    }
+    /* refill the disk queue: the engine moves only as far as queue_depth pieces between polls */
+    if (zr_nvme_poll(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
 }
 
 /* fp32, stage 3, parameters on NVMe, optimizer in memory: the NVMe shard is the master, and the
@@ -82,6 +170,7 @@ static void swap_in(int k)
     int b = sg_buffer(k);
     double t0 = tr_now();
     wait_buf(b);                              /* its previous sub-group's write-back */
+    if (T.grad32_nvme >= 0 && T.gw_in[b] != k) gw_fetch(k);   /* not still there from the norm */
     int64_t bytes = zg_subgroups[k].numel * 4;
     for (int part = 0; part < 3; part++)
         ZR_CHECK(zr_nvme_read_async(T.nvme, buf_part(b, part), bytes, nvme_off(k, part),
@@ -106,16 +195,34 @@ static void swap_out(int k)
 }
 
 /* ---------------------------------------------------------------------- Adam on one sub-group */
+/* Adam over [lo, hi) of one tensor piece in chunks, driving the disk queue between them so the
+** next sub-group's read and the previous one's write progress during Adam (zr_adam_step is
+** elementwise: any chunking gives the same bits). */
+#define ADAM_CHUNK (1 << 20)
+
+static void adam_piece(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g, ZrDtype gdt,
+                       char *p16, int64_t n)
+{
+    size_t gsz = gdt == ZR_DT_FP32 ? 4 : ZG_DTYPE_SIZE;
+    for (int64_t a = 0; a < n; a += ADAM_CHUNK) {
+        int64_t len = n - a < ADAM_CHUNK ? n - a : ADAM_CHUNK;
+        ZR_CHECK(zr_adam_step(c, p + a, m + a, v + a, (const char *)g + a * gsz, gdt,
+                              p16 ? p16 + a * ZG_DTYPE_SIZE : NULL, (ZrDtype)ZG_DTYPE, len));
+        if (T.nvme && zr_nvme_poll(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
+    }
+}
+
 static void optimizer(int k, double lr)
 {
     const ZrSubGroupRow *sg = &zg_subgroups[k];
     int64_t s0 = sg->shard_offset, s1 = sg->shard_offset + sg->numel;
-    float *p, *m, *v;
-    double t0 = tr_now();
+    float *p, *m, *v, *gnv = NULL;
+    double tw = tr_now();
     if (T.master_nvme >= 0) {
         int b = sg_buffer(k);
         wait_buf(b);
         p = buf_part(b, 0) - s0; m = buf_part(b, 1) - s0; v = buf_part(b, 2) - s0;
+        if (T.grad32_nvme >= 0) gnv = gw_buf(b) - s0;
     } else if (T.n_master_bufs) {
         /* fp32 with the parameters on NVMe and no separate master: the parameters are the master;
         ** the plan's SWAP_IN brought the sub-group into master_buf, its SWAP_OUT writes it back */
@@ -137,17 +244,19 @@ static void optimizer(int k, double lr)
             home = home_at(0);
         }
     }
+    if (T.nvme) tr_span(ZR_TRACK_IO, "swap-in wait", tw);   /* waiting is I/O, not Adam */
+    double t0 = tr_now();
     ZrAdamCfg c = {(float)lr, (float)ZG_BETA1, (float)ZG_BETA2, (float)ZG_EPS, 0.0f, ZG_ADAM_W_MODE,
                    ZG_BIAS_CORRECTION ? T.applied + 1 : INT64_MAX, T.grad_scale};
     for (int t = 0; t < ZG_N_TENSORS; t++) {
         int64_t lo = T.t[t].opt_lo > s0 ? T.t[t].opt_lo : s0;
         int64_t hi = T.t[t].opt_hi < s1 ? T.t[t].opt_hi : s1;
         if (hi <= lo) continue;
-        ZrDtype gdt;
-        const void *g = grad_at(lo, &gdt);
+        ZrDtype gdt = ZR_DT_FP32;
+        const void *g = gnv ? gnv + lo : grad_at(lo, &gdt);
         c.weight_decay = zg_tensors[t].decay ? (float)ZG_WEIGHT_DECAY : 0.0f;
-        void *p16 = ZG_MIXED && home ? home + lo * ZG_DTYPE_SIZE : NULL;
-        ZR_CHECK(zr_adam_step(&c, p + lo, m + lo, v + lo, g, gdt, p16, (ZrDtype)ZG_DTYPE, hi - lo));
+        char *p16 = ZG_MIXED && home ? home + lo * ZG_DTYPE_SIZE : NULL;
+        adam_piece(&c, p + lo, m + lo, v + lo, g, gdt, p16, hi - lo);
         if (!ZG_MIXED && home) memcpy(home + lo * 4, p + lo, (size_t)(hi - lo) * 4);
     }
     if (separate && ZG_STAGE == 3 && !T.params_shard)
@@ -204,9 +313,32 @@ static void allgather_params(void)
 }
 
 /* ---------------------------------------------------------------------- the step */
+/* The same sum with the gradients on NVMe: the sub-groups in shard order, each element in the order
+** the in-memory loop takes it (tensors ascend through the shard), so the same double sum. */
+static double owned_sumsq_nvme(void)
+{
+    double s = 0;
+    gw_flush();
+    for (int k = 0; k < ZG_N_SUBGROUPS; k++) {
+        const ZrSubGroupRow *sg = &zg_subgroups[k];
+        int64_t s0 = sg->shard_offset, s1 = s0 + sg->numel;
+        double tw = tr_now();
+        const float *g = gw_get(k) - s0;
+        gw_ahead(k + 1, k);
+        tr_span(ZR_TRACK_IO, "grad norm read", tw);
+        for (int t = 0; t < ZG_N_TENSORS; t++) {
+            int64_t lo = T.t[t].opt_lo > s0 ? T.t[t].opt_lo : s0;
+            int64_t hi = T.t[t].opt_hi < s1 ? T.t[t].opt_hi : s1;
+            for (int64_t i = lo; i < hi; i++) s += (double)g[i] * g[i];
+        }
+    }
+    return s;
+}
+
 /* Sum of squares of this rank's owned gradient (double accumulation, fixed order). */
 static double owned_sumsq(void)
 {
+    if (T.grad32_nvme >= 0) return owned_sumsq_nvme();
     double s = 0;
     for (int t = 0; t < ZG_N_TENSORS; t++) {
         int64_t lo = T.t[t].opt_lo, n = T.t[t].opt_hi - lo;
@@ -278,6 +410,12 @@ float *tr_opt_state_at(int part, int64_t i)
 
 void tr_opt_shard_grads(float *dst)
 {
+    if (T.grad32_nvme >= 0) {
+        gw_flush();
+        for (int k = 0; k < ZG_N_SUBGROUPS; k++)
+            memcpy(dst + zg_subgroups[k].shard_offset, gw_get(k), (size_t)zg_subgroups[k].numel * 4);
+        return;
+    }
     ZrDtype dt;
     const void *g = grad_at(0, &dt);
     if (dt == ZR_DT_FP32) memcpy(dst, g, (size_t)T.opt_numel * 4);

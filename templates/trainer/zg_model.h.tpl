@@ -150,6 +150,7 @@
 #define ZG_GATHER_SLOT_NUMEL            ${cfmt.i64(plan.gather_slot_numel)}
 #define ZG_MAX_USE_NUMEL                ${cfmt.i64(plan.max_use_numel)}
 #define ZG_ACT_CKPT                     ${cfmt.bool(plan.act_ckpt)}  /* "acts" holds the checkpointed layout; FORWARD rows with slot ZR_RECOMPUTE rebuild blocks */
+#define ZG_GRAD_NVME                    ${cfmt.bool(plan.grad_nvme)}  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
 #define ZG_SG_ALIGN                     ${cfmt.i64(plan.sg_align)}
 #define ZG_NVME_ALIGN                   ${cfmt.i64(plan.nvme_align)}
 

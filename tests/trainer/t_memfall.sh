@@ -20,7 +20,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 >/dev/null 2>&1
 WS=4
 
-# gen NAME STAGE "MODEL" -> $tmp/NAME/out built; prints the plan's arenas per rank (bytes)
+# gen NAME STAGE "MODEL" ["MORE ZERO KEYS"] -> $tmp/NAME/out built; prints the plan's arenas per rank (bytes)
 gen() {
   local d="$tmp/$1"
   mkdir -p "$d"
@@ -30,7 +30,7 @@ model: {$3}
 train: {seq_len: 64, world_size: $WS, seed: 5}
 deepspeed: ds.json
 EOS
-  echo "{\"train_batch_size\": $WS, \"gradient_accumulation_steps\": 1, \"zero_optimization\": {\"stage\": $2},
+  echo "{\"train_batch_size\": $WS, \"gradient_accumulation_steps\": 1, \"zero_optimization\": {\"stage\": $2${4:+, $4}},
    \"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": 1e-4}}}" >"$d/ds.json"
   bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log" >&2; return 1; }
   [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/gpt2_host*.o "$d/out/"
@@ -68,6 +68,23 @@ for s in 0 2 3; do
     fail "stage $s ws $WS: plan, build or run failed"; ok_all=0
   fi
 done
+# Stage 3 with parameters, gradients and optimizer on NVMe (issue 11): the host holds the plan's
+# staging buffers (opt_buf master|m|v|g per sub-group of 2^20 elements, param_buf, param_wb) and no
+# shard of states; measured against the plan like the rows above.
+NV="\"sub_group_size\": 1048576, \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"$tmp/nv\"},
+   \"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"$tmp/nv\"}"
+if pnv=$(gen s3nv 3 "$SMALL" "$NV") && mnv=$(rss s3nv); then
+  net=$(( mnv * 1024 - base * 1024 + base_plan ))
+  msg=$(awk -v p="$pnv" -v r="$mnv" -v n="$net" 'BEGIN {
+    printf "plan %.1f MiB, peak RSS %.1f MiB per rank (%.1f MiB net of the base), ratio %.3f", p / 1048576, r / 1024, n / 1048576, n / p }')
+  if awk -v p="$pnv" -v n="$net" 'BEGIN { exit !(n >= 0.9 * p && n <= 1.1 * p) }'; then
+    ok "stage 3 ws $WS, parameters, gradients and optimizer on NVMe: $msg"
+  else
+    fail "stage 3 ws $WS on NVMe within 10 % of the plan" "$msg"
+  fi
+else
+  fail "stage 3 ws $WS on NVMe: plan, build or run failed"
+fi
 if [ $ok_all -eq 1 ] && [ "${plan[3]}" -lt "${plan[2]}" ] && [ "${plan[2]}" -lt "${plan[0]}" ]; then
   ok "planned per rank: stage 3 < stage 2 < stage 0 (${plan[3]} < ${plan[2]} < ${plan[0]} bytes)"
 else

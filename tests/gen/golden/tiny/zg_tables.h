@@ -36,19 +36,22 @@ enum {
     ZG_REGION_PARAM_BUF_1           = 5,  /* device, 386.50 KiB */
     ZG_REGION_BUCKET_0              = 6,  /* device, 385.00 KiB */
     ZG_REGION_BUCKET_1              = 7,  /* device, 385.00 KiB */
-    ZG_REGION_GRAD32                = 8,  /* pinned, 1.61 MiB */
-    ZG_REGION_MASTER                = 9,  /* nvme, 2.00 MiB */
-    ZG_REGION_ADAM_M                = 10, /* nvme, 2.00 MiB */
-    ZG_REGION_ADAM_V                = 11, /* nvme, 2.00 MiB */
-    ZG_REGION_OPT_BUF_0             = 12, /* pinned, 6.00 MiB */
-    ZG_REGION_OPT_BUF_1             = 13, /* pinned, 6.00 MiB */
-    ZG_REGION_OPT_BUF_2             = 14, /* pinned, 6.00 MiB */
-    ZG_REGION_OPT_BUF_3             = 15, /* pinned, 6.00 MiB */
-    ZG_REGION_GRAD_STAGE            = 16, /* device, 774.50 KiB */
-    ZG_REGION_TIED_GRAD             = 17, /* device, 128.00 KiB */
-    ZG_REGION_ACTS                  = 18, /* device, 21.04 MiB */
-    ZG_REGION_SCRATCH               = 19, /* device, 4.50 MiB */
-    ZG_REGION_END_ = 20
+    ZG_REGION_BUCKET_RECV_0         = 8,  /* device, 192.50 KiB */
+    ZG_REGION_BUCKET_RECV_1         = 9,  /* device, 192.50 KiB */
+    ZG_REGION_GRAD32                = 10, /* nvme, 2.00 MiB */
+    ZG_REGION_MASTER                = 11, /* nvme, 2.00 MiB */
+    ZG_REGION_ADAM_M                = 12, /* nvme, 2.00 MiB */
+    ZG_REGION_ADAM_V                = 13, /* nvme, 2.00 MiB */
+    ZG_REGION_OPT_BUF_0             = 14, /* pinned, 8.00 MiB */
+    ZG_REGION_OPT_BUF_1             = 15, /* pinned, 8.00 MiB */
+    ZG_REGION_OPT_BUF_2             = 16, /* pinned, 8.00 MiB */
+    ZG_REGION_OPT_BUF_3             = 17, /* pinned, 8.00 MiB */
+    ZG_REGION_NVME_BOUNCE           = 18, /* pinned, 8.00 MiB */
+    ZG_REGION_GRAD_STAGE            = 19, /* device, 774.50 KiB */
+    ZG_REGION_TIED_GRAD             = 20, /* device, 128.00 KiB */
+    ZG_REGION_ACTS                  = 21, /* device, 21.04 MiB */
+    ZG_REGION_SCRATCH               = 22, /* device, 4.50 MiB */
+    ZG_REGION_END_ = 23
 };
 
 /* Modules: index in zg_modules; block l is ZG_MODULE_BLOCK0 + l. */
