@@ -157,6 +157,28 @@ def cmd_grad(a):
     print(f"wrote {a.out}: loss {loss.item():.9g}")
 
 
+def adamw_step(torch, P, m, v, t, lr, beta1, beta2, eps, wd, clip):
+    """One optimizer step with DeepSpeed's semantics on the gradients in P (torch_llama uses it too):
+    the global norm in float64, clipping by clip = (norm + 1e-6) / clip_grad when above 1, then
+    AdamW with decoupled weight decay on matrices, applied first (adam_w_mode). Returns the norm."""
+    with torch.no_grad():
+        norm = math.sqrt(sum(float((p.grad.double() ** 2).sum()) for p in P.values()))
+        if clip > 0 and (norm + 1e-6) / clip > 1:
+            coef = clip / (norm + 1e-6)
+            for p in P.values():
+                p.grad.mul_(coef)
+        bc1, bc2 = 1 - beta1 ** t, 1 - beta2 ** t
+        for n, p in P.items():
+            g = p.grad
+            if wd and p.dim() >= 2:
+                p.mul_(1 - lr * wd)
+            m[n].mul_(beta1).add_(g, alpha=1 - beta1)
+            v[n].mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            denom = v[n].sqrt() / math.sqrt(bc2) + eps
+            p.addcdiv_(m[n], denom, value=-lr / bc1)
+    return norm
+
+
 def cmd_train(a):
     torch = setup_torch()
     P = load_params(torch, a.weights)
@@ -171,23 +193,8 @@ def cmd_train(a):
             p.grad = None
         loss = forward(torch, P, torch.tensor(x), torch.tensor(y), a.NH, L)
         loss.backward()
-        with torch.no_grad():
-            norm = math.sqrt(sum(float((p.grad.double() ** 2).sum()) for p in P.values()))
-            # DeepSpeed: clip = (norm + 1e-6) / clip_grad; grads are divided by clip when > 1.
-            if a.clip > 0 and (norm + 1e-6) / a.clip > 1:
-                coef = a.clip / (norm + 1e-6)
-                for p in P.values():
-                    p.grad.mul_(coef)
-            t = step + 1
-            bc1, bc2 = 1 - a.beta1 ** t, 1 - a.beta2 ** t
-            for n, p in P.items():
-                g = p.grad
-                if a.wd and p.dim() >= 2:  # decoupled decay, applied first (adam_w_mode)
-                    p.mul_(1 - a.lr * a.wd)
-                m[n].mul_(a.beta1).add_(g, alpha=1 - a.beta1)
-                v[n].mul_(a.beta2).addcmul_(g, g, value=1 - a.beta2)
-                denom = v[n].sqrt() / math.sqrt(bc2) + a.eps
-                p.addcdiv_(m[n], denom, value=-a.lr / bc1)
+        t = step + 1
+        norm = adamw_step(torch, P, m, v, t, a.lr, a.beta1, a.beta2, a.eps, a.wd, a.clip)
         print(json.dumps({"step": t, "loss": loss.item(), "grad_norm": norm, "lr": a.lr}),
               file=log, flush=True)
     if a.export:

@@ -169,23 +169,8 @@ def cmd_train(a):
             p.grad = None
         loss = forward(P, torch.tensor(x), torch.tensor(y), mo)
         loss.backward()
-        with torch.no_grad():
-            norm = math.sqrt(sum(float((p.grad ** 2).sum()) for p in P.values()))
-            # DeepSpeed: clip = (norm + 1e-6) / clip_grad; grads are divided by clip when > 1.
-            if a.clip > 0 and (norm + 1e-6) / a.clip > 1:
-                coef = a.clip / (norm + 1e-6)
-                for p in P.values():
-                    p.grad.mul_(coef)
-            t = step + 1
-            bc1, bc2 = 1 - a.beta1 ** t, 1 - a.beta2 ** t
-            for n, p in P.items():
-                g = p.grad
-                if a.wd and p.dim() >= 2:  # decoupled decay, applied first (adam_w_mode)
-                    p.mul_(1 - a.lr * a.wd)
-                m[n].mul_(a.beta1).add_(g, alpha=1 - a.beta1)
-                v[n].mul_(a.beta2).addcmul_(g, g, value=1 - a.beta2)
-                denom = v[n].sqrt() / math.sqrt(bc2) + a.eps_adam
-                p.addcdiv_(m[n], denom, value=-a.lr / bc1)
+        t = step + 1
+        norm = torch_gpt2.adamw_step(torch, P, m, v, t, a.lr, a.beta1, a.beta2, a.eps_adam, a.wd, a.clip)
         print(json.dumps({"step": t, "loss": loss.item(), "grad_norm": norm, "lr": a.lr}),
               file=log, flush=True)
 
