@@ -3,9 +3,10 @@
 #   make test     install what is missing, build everything, run tests/run.sh
 #                 (ends with "N passed, N failed, N skipped")
 #   make demo     install what is missing, generate specs/tiny, build it, train on 2 ranks
-#   make demo-llama   the same with specs/llama-tiny (arch llama)
 #                 (ZeRO-3, NVMe + CPU offload)
+#   make demo-llama   the same with specs/llama-tiny (arch llama)
 #   make bench    run the benchmarks; figures go to bench/out/results.jsonl
+#   make bundle   gpu/bundle.tar.gz: the GPU checks for a lent GPU machine (docs/GPU_BUNDLE.md)
 #   make golden   refresh golden outputs under tests/gen/golden
 # Strict warnings as Lua's makefile; -Werror always (CI and developers alike).
 
