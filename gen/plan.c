@@ -9,8 +9,10 @@
 ** does not fit in int64 is refused with the number and the bound (zg.h "bounds"), before the
 ** (slow) rendering and before the fit alternatives are tried.
 */
+#include <stdlib.h>
 #include <string.h>
 #include "zg.h"
+#include "zg_predict.h"
 
 #define SLOT_ALIGN 32           /* elements: tensors in slots / persist start 64-byte aligned */
 
@@ -618,6 +620,11 @@ static void swap_arithmetic(const ZgPlan *p)
                 "hardware.host_memory %.2f GiB", gib(rest), gib(m->host_memory));
 }
 
+/* Fit advice: the first ADVICE_MAX changes that fit, in alternatives()'s order, each with the
+** cost model's step time on ADVICE_HW (the default profile of --predict). */
+#define ADVICE_MAX 3
+#define ADVICE_HW "h100-sxm"
+
 static void refuse(const ZgPlan *p)
 {
     const ZgModel *m = p->model;
@@ -641,8 +648,12 @@ static void refuse(const ZgPlan *p)
     }
     Alt *alts = zg_xcalloc(MAX_ALTS, sizeof *alts);
     cur_ckpt = p->act_ckpt;
-    int n = alternatives(p, m, p->zero, alts);
-    for (int i = 0; i < n; i++) {
+    int n = alternatives(p, m, p->zero, alts), shown = 0;
+    /* each change that fits is priced by the cost model, so the user can weigh the first one (the
+    ** least disruptive) against the faster ones below it; a prediction, labelled as such */
+    ZgHw hw;
+    bool priced = zg_hw_builtin(ADVICE_HW, &hw);
+    for (int i = 0; i < n && shown < ADVICE_MAX; i++) {
         ZgPlan q;
         memset(&q, 0, sizeof q);
         q.act_ckpt = alts[i].ckpt;
@@ -650,17 +661,29 @@ static void refuse(const ZgPlan *p)
         build_nocheck(&alts[i].m, &alts[i].z, &q);
         if (table_rows(&q) > ZG_MAX_TABLE_ROWS || cost_saturated(&q.cost) || !fits(&q)) continue;
         int64_t qdev = q.mem.tier_bytes[ZG_TIER_DEVICE];
+        char *cost = zg_xstrdup("");
+        if (priced) {
+            ZgPrediction pr;
+            memset(&pr, 0, sizeof pr);
+            zg_predict(&q, &hw, &pr);
+            free(cost);
+            cost = zg_fmt("; predicted step %.3g s, %.0f tokens/s on %s", pr.step_s, pr.tokens_per_s,
+                          hw.name);
+            free(pr.ev);
+        }
         if (dev_bad)
-            zg_note(at, "%s (saves %.2f GiB of device memory per rank; needs %.2f GiB)", alts[i].what,
-                    gib(dev - qdev), gib(qdev));
+            zg_note(at, "%s (saves %.2f GiB of device memory per rank; needs %.2f GiB%s)", alts[i].what,
+                    gib(dev - qdev), gib(qdev), cost);
         else if (q.sized_auto & ZG_SET_SUB_GROUP)
-            zg_note(at, "%s (host memory per node: %.2f GiB; sub_group_size %lld)", alts[i].what,
-                    gib(zg_mem_host_per_node(&q)), (long long)q.sub_group_numel);
+            zg_note(at, "%s (host memory per node: %.2f GiB; sub_group_size %lld%s)", alts[i].what,
+                    gib(zg_mem_host_per_node(&q)), (long long)q.sub_group_numel, cost);
         else
-            zg_note(at, "%s (host memory per node: %.2f GiB)", alts[i].what,
-                    gib(zg_mem_host_per_node(&q)));
-        return;
+            zg_note(at, "%s (host memory per node: %.2f GiB%s)", alts[i].what,
+                    gib(zg_mem_host_per_node(&q)), cost);
+        free(cost);
+        shown++;
     }
+    if (shown) return;
     int64_t acts = p->mem.acts_bytes + p->mem.scratch_bytes;
     if (dev_bad && acts >= m->device_memory)
         zg_note(at, "no change of stage or offload fits: the activations of one micro-batch alone "
