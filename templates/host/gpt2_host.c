@@ -141,16 +141,14 @@ void zk_final_norm_forward(const ZkDims *d, const float *lnf_w, const float *lnf
 }
 
 ZK_VECTOR_BEGIN
-float zk_head_forward(const ZkDims *d, const float *wte, const int *targets, const ZkActs *a,
-                      int *count)
+/* Fused softmax + cross-entropy over BT rows of V logits: loss = log(sum exp(z - max)) - (z_t - max);
+** each row becomes its probabilities, which is all backward needs. Rows with target -1 count for
+** nothing. Every arch's head calls it, so their losses come from one loop. */
+float zk_softmax_xent(int BT, int V, float *logits, const int *targets, float *losses, int *count)
 {
-    int BT = d->B * d->T, V = d->V;
-    zk_sgemm(0, 1, BT, V, d->C, 1.0f, a->lnf, d->C, wte, d->C, 0.0f, a->logits, V);
-    /* Fused softmax + cross-entropy: loss = log(sum exp(z - max)) - (z_t - max); the row becomes
-    ** the probabilities, which is all backward needs. */
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < BT; r++) {
-        float *z = a->logits + (size_t)r * V;
+        float *z = logits + (size_t)r * V;
         float mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
         for (int i = 0; i < V; i++) mx = z[i] > mx ? z[i] : mx;
@@ -162,7 +160,7 @@ float zk_head_forward(const ZkDims *d, const float *wte, const int *targets, con
             z[i] = zk_exp(z[i] - mx);
             sum += z[i];
         }
-        a->losses[r] = t >= 0 ? logf(sum) - zt : 0.0f;
+        losses[r] = t >= 0 ? logf(sum) - zt : 0.0f;
         float inv = 1.0f / sum;
 #pragma omp simd
         for (int i = 0; i < V; i++) z[i] *= inv;
@@ -171,13 +169,21 @@ float zk_head_forward(const ZkDims *d, const float *wte, const int *targets, con
     int n = 0;
     for (int r = 0; r < BT; r++)
         if (targets[r] >= 0) {
-            total += a->losses[r];
+            total += losses[r];
             n++;
         }
     if (count) *count = n;
     return n ? (float)(total / n) : 0.0f;
 }
 ZK_VECTOR_END
+
+float zk_head_forward(const ZkDims *d, const float *wte, const int *targets, const ZkActs *a,
+                      int *count)
+{
+    int BT = d->B * d->T, V = d->V;
+    zk_sgemm(0, 1, BT, V, d->C, 1.0f, a->lnf, d->C, wte, d->C, 0.0f, a->logits, V);
+    return zk_softmax_xent(BT, V, a->logits, targets, a->losses, count);
+}
 
 /* ---------------------------------------------------------------------- backward */
 void zk_head_backward(const ZkDims *d, const float *wte, float *dwte, const int *targets,

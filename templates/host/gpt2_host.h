@@ -126,6 +126,9 @@ void zk_embed_forward(const ZkDims *d, const int *tokens, const float *wte, cons
 void zk_block_forward(const ZkDims *d, int l, const ZkBlockParams *p, const ZkActs *a);
 /* lnf = LayerNorm(residual3 of block L-1 (encoded if L == 0)). */
 void zk_final_norm_forward(const ZkDims *d, const float *lnf_w, const float *lnf_b, const ZkActs *a);
+/* Softmax + cross-entropy of BT rows of V logits in place (each row becomes its probabilities,
+** losses[r] its token's loss, 0 where targets[r] < 0); returns the mean over counted targets. */
+float zk_softmax_xent(int BT, int V, float *logits, const int *targets, float *losses, int *count);
 /* logits = lnf @ wte^T (tied head), softmax cross-entropy against targets (B,T); a target < 0 is
 ** ignored. Leaves the probabilities in a->logits and per-token losses in a->losses. Returns the
 ** mean loss over the micro-batch's counted targets (0 if none); *count (may be NULL) gets that count. */

@@ -316,36 +316,12 @@ void zl_final_norm_forward(const ZlDims *d, const float *norm_w, const ZlActs *a
     zl_rmsnorm_forward(d->B * d->T, d->C, d->eps, block_input(d, a, d->L), norm_w, a->lnf, a->lnf_rstd);
 }
 
-ZK_VECTOR_BEGIN
 float zl_head_forward(const ZlDims *d, const float *w, const int *targets, const ZlActs *a, int *count)
 {
     int BT = d->B * d->T, V = d->V;
     lin_fwd(BT, d->C, V, a->lnf, w, 0.0f, a->logits);
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++) {
-        float *z = a->logits + (size_t)r * V, mx = -INFINITY, sum = 0.0f;
-#pragma omp simd reduction(max : mx)
-        for (int i = 0; i < V; i++) mx = z[i] > mx ? z[i] : mx;
-        int t = targets[r];
-        float zt = t >= 0 ? z[t] - mx : 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int i = 0; i < V; i++) {
-            z[i] = zk_exp(z[i] - mx);
-            sum += z[i];
-        }
-        a->losses[r] = t >= 0 ? logf(sum) - zt : 0.0f;
-        float inv = 1.0f / sum;
-#pragma omp simd
-        for (int i = 0; i < V; i++) z[i] *= inv;
-    }
-    double total = 0.0;
-    int n = 0;
-    for (int r = 0; r < BT; r++)
-        if (targets[r] >= 0) total += a->losses[r], n++;
-    if (count) *count = n;
-    return n ? (float)(total / n) : 0.0f;
+    return zk_softmax_xent(BT, V, a->logits, targets, a->losses, count);
 }
-ZK_VECTOR_END
 
 void zl_head_backward(const ZlDims *d, const float *w, float *dw, const int *targets, const ZlActs *a,
                       float dloss)
