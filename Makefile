@@ -99,9 +99,9 @@ bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h $(TCU_HOS
 	@mkdir -p $(@D) build/tests/cuda/$*
 	@for f in $(TCU_HOST_SRC); do \
 	  echo "$(CC) -c $$f"; $(CC) $(CFLAGS) -fopenmp -c $$f -o build/tests/cuda/$*/$$(basename $$f .c).o || exit 1; done
-	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-math-errno -fopenmp -Itests -Itemplates/cuda \
+	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-math-errno -fopenmp $(SAN_CXX) -Itests -Itemplates/cuda \
 	  -Itemplates/host -Iruntime $(TCU_RACE) -c -o build/tests/cuda/$*/$*.o $<
-	$(CXX) -fopenmp -o $@ build/tests/cuda/$*/$*.o $(patsubst %.c,build/tests/cuda/$*/%.o,$(notdir $(TCU_HOST_SRC))) \
+	$(CXX) -fopenmp $(SAN_CXX) -o $@ build/tests/cuda/$*/$*.o $(patsubst %.c,build/tests/cuda/$*/%.o,$(notdir $(TCU_HOST_SRC))) \
 	  build/libzrt.a -lopenblas -lm
 # The llama kernel tests (t_k_llama_*) compare with the llama host kernels as well (templates/host/llama/).
 TCU_LLAMA := $(patsubst tests/%.cpp,bin/tests/%,$(wildcard tests/cuda/t_k_llama_*.cpp))
@@ -169,6 +169,8 @@ clean:
 #                     and runs each for FUZZ_SECONDS (default 60); crashes land in bin/fuzz/crashes/.
 SAN ?= 0
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# the C++ kernel tests link C objects built with CFLAGS, so they take the same instrumentation
+SAN_CXX := $(if $(filter 1,$(SAN)),$(SAN_FLAGS))
 FLAVOR := $(if $(filter 1,$(SAN)),san,plain) $(CC)
 ifeq ($(SAN),1)
 CFLAGS   += $(SAN_FLAGS)
