@@ -207,6 +207,11 @@ int zr_nvme_open(ZrNvme **out, const char *path, int64_t size_bytes, const ZrNvm
     }
     f->ring_ok = 1;
     f->fixed_file = io_uring_register_files(&f->ring, &f->fd, 1) == 0;
+    if ((rc = zr_nvme_sum_setup(f)) < 0) {
+        fprintf(stderr, "zr_nvme: no memory for the checksum table of swap file %s\n", path);
+        zr_nvme_close(f);
+        return rc;
+    }
     *out = f;
     return 0;
 }
@@ -227,6 +232,9 @@ int zr_nvme_close(ZrNvme *f)
     free(f->pieces);
     free(f->reg_base);
     free(f->reg_len);
+    free(f->sum_crc);
+    free(f->sum_len);
+    free(f->sum_seen);
     free(f->path);
     free(f);
     return rc;
