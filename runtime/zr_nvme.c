@@ -164,6 +164,8 @@ int zr_nvme_open(ZrNvme **out, const char *path, int64_t size_bytes, const ZrNvm
     if (!f) return -ENOMEM;
     f->fd = -1;
     f->flags = cfg->flags;
+    if (getenv("ZR_NVME_NOSUM") && *getenv("ZR_NVME_NOSUM") && strcmp(getenv("ZR_NVME_NOSUM"), "0"))
+        f->flags |= ZR_NVME_F_NOSUM;      /* the user's switch: checksums off for every handle */
     f->bs = round_up(cfg->block_size ? cfg->block_size : ZR_NVME_BLOCK_DEFAULT, ZR_NVME_ALIGN);
     f->qd = cfg->queue_depth ? cfg->queue_depth : ZR_NVME_QD_DEFAULT;
     f->size = round_up(size_bytes, ZR_NVME_ALIGN);

@@ -157,7 +157,9 @@ int zr_nvme_check_dir(const char *dir, char *msg, size_t msg_size);
 ** request, what it holds (the caller's describe function) and what to do. Not checked: ranges not
 ** written by this handle (a fresh file, a kept file before its first write), the stripes a read or a
 ** write covers only in part (at most two per request: so a chunk read back exactly as it was written
-** is checked whole), and what a failed write touched. ZR_NVME_F_NOSUM turns it off. */
+** is checked whole), and what a failed write touched. ZR_NVME_F_NOSUM turns it off for a handle, the
+** environment variable ZR_NVME_NOSUM=1 for every handle the process opens (bench/b_nvme_sum.c
+** measures the cost). */
 #define ZR_NVME_SUM_MAX_STRIPES (1 << 20)
 
 /* Names what the file holds at [offset, offset + bytes) into out ("optimizer state adam_m of
