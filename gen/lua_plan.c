@@ -188,9 +188,17 @@ static void push_mem(lua_State *L, const ZgMemPlan *m)
         push_enum(L, zg_lua_memcat_name((int)r->cat), (int)r->cat); lua_setfield(L, -2, "cat");
         push_enum(L, zg_lua_tier_name((int)r->tier), (int)r->tier); lua_setfield(L, -2, "tier");
         SETI("offset_bytes", r->offset_bytes); SETI("bytes", r->bytes);
+        SETI("file", r->file);
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "regions");
+    lua_createtable(L, m->n_nvme_files, 0);            /* the swap files: {path, bytes} */
+    for (int i = 0; i < m->n_nvme_files; i++) {
+        lua_createtable(L, 0, 2);
+        SETS("path", m->nvme_file_path[i]); SETI("bytes", m->nvme_file_bytes[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "nvme_files");
     push_tier_ints(L, m->tier_bytes); lua_setfield(L, -2, "tier_bytes");
     push_tier_ints(L, m->peak_bytes); lua_setfield(L, -2, "peak_bytes");
     lua_createtable(L, 0, ZG_NTIERS);

@@ -53,6 +53,8 @@ typedef struct Layout {
     ZgPlan *p;
     int cap;
     int64_t cursor[ZG_NTIERS];
+    int file;                   /* swap file of the NVMe regions placed next */
+    int64_t nvme_cursor[2];     /* per swap file */
 } Layout;
 
 static void region(Layout *lo, const char *name, ZgMemCat cat, ZgTier tier, int64_t bytes, bool io)
@@ -66,9 +68,11 @@ static void region(Layout *lo, const char *name, ZgMemCat cat, ZgTier tier, int6
         lo->cap = lo->cap ? 2 * lo->cap : 32;
         mp->regions = zg_xrealloc(mp->regions, (size_t)lo->cap * sizeof *mp->regions);
     }
-    int64_t off = round_up(lo->cursor[tier], align);
-    mp->regions[mp->n_regions++] = (ZgRegion){name, cat, tier, off, bytes};
-    lo->cursor[tier] = off + bytes;
+    int file = tier == ZG_TIER_NVME ? lo->file : 0;
+    int64_t *cur = tier == ZG_TIER_NVME ? &lo->nvme_cursor[file] : &lo->cursor[tier];
+    int64_t off = round_up(*cur, align);
+    mp->regions[mp->n_regions++] = (ZgRegion){name, cat, tier, off, bytes, file};
+    *cur = off + bytes;
     mp->cat_bytes[tier][cat] += bytes;
 }
 
@@ -82,6 +86,30 @@ static ZgTier offload_tier(const ZgOffloadCfg *o)
     zg_unreachable();
 }
 
+/* Two nvme_path values name the same directory when they differ only in trailing slashes. */
+static bool same_dir(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    while (na > 1 && a[na - 1] == '/') na--;
+    while (nb > 1 && b[nb - 1] == '/') nb--;
+    return na == nb && !strncmp(a, b, na);
+}
+
+/* The swap files: one per distinct nvme_path, offload_param's first (so users who put parameters
+** and optimizer states on different drives get both drives' bandwidth, as with DeepSpeed). Returns
+** the file of the optimizer-side regions (grad32, master, adam_m, adam_v); params_shard is file 0. */
+static int nvme_files(ZgMemPlan *mp, const ZgZero *z)
+{
+    bool pn = z->stage == 3 && z->offload_param.device == ZG_OFFLOAD_NVME;   /* params_shard there */
+    const char *pp = pn ? z->offload_param.nvme_path : NULL;
+    const char *op = z->offload_optimizer.device == ZG_OFFLOAD_NVME ? z->offload_optimizer.nvme_path : NULL;
+    if (pn) mp->nvme_file_path[mp->n_nvme_files++] = pp ? pp : "";
+    if (z->offload_optimizer.device != ZG_OFFLOAD_NVME) return 0;
+    if (mp->n_nvme_files && same_dir(mp->nvme_file_path[0], op ? op : "")) return 0;
+    mp->nvme_file_path[mp->n_nvme_files++] = op ? op : "";
+    return mp->n_nvme_files - 1;
+}
+
 static void layout(ZgPlan *p)
 {
     const ZgZero *z = p->zero;
@@ -90,6 +118,7 @@ static void layout(ZgPlan *p)
     memset(mp, 0, sizeof *mp);
     mp->arena_align = ARENA_ALIGN;
     Layout lo = {.p = p};
+    int opt_file = nvme_files(mp, z);
     int64_t n16 = zg_dtype_size(z->dtype), S = p->shard.part_numel, O = p->shard.opt_numel;
     ZgTier opt_tier = offload_tier(&z->offload_optimizer);
     bool opt_off = z->offload_optimizer.device != ZG_OFFLOAD_NONE;
@@ -141,6 +170,7 @@ static void layout(ZgPlan *p)
             region(&lo, zg_fmt("bucket_recv_%d", b), ZG_MEM_COMM_BUCKETS, ZG_TIER_DEVICE,
                    p->bucket_recv_numel * n16, false);
     }
+    lo.file = opt_file;           /* from here on, NVMe regions are the optimizer side's */
     /* gradients on NVMe: the shard sits in the swap file at the sub-groups' offsets (shard_offset
     ** x 4, aligned like master/m/v), staged through the fourth part of opt_buf_<b> */
     if (p->grad_nvme)
@@ -162,7 +192,8 @@ static void layout(ZgPlan *p)
     if (z->offload_optimizer.device == ZG_OFFLOAD_NVME || z->offload_param.device == ZG_OFFLOAD_NVME) {
         int64_t bs = round_up(z->aio_block_size > 0 ? z->aio_block_size : 1 << 20, 4096);
         int64_t qd = z->aio_queue_depth > 0 ? z->aio_queue_depth : 8;
-        region(&lo, "nvme_bounce", ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED, qd * bs, true);
+        int files = mp->n_nvme_files > 1 ? mp->n_nvme_files : 1;      /* one engine per swap file */
+        region(&lo, "nvme_bounce", ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED, files * qd * bs, true);
     }
     /* staging */
     if (z->dtype != ZG_DTYPE_FP32)
@@ -179,6 +210,8 @@ static void layout(ZgPlan *p)
     region(&lo, "acts", ZG_MEM_ACTIVATIONS, ZG_TIER_DEVICE, mp->acts_bytes, false);
     region(&lo, "scratch", ZG_MEM_ACTIVATIONS, ZG_TIER_DEVICE, mp->scratch_bytes, false);
 
+    for (int i = 0; i < 2; i++) lo.cursor[ZG_TIER_NVME] += round_up(lo.nvme_cursor[i], p->nvme_align);
+    for (int i = 0; i < mp->n_nvme_files; i++) mp->nvme_file_bytes[i] = round_up(lo.nvme_cursor[i], p->nvme_align);
     for (int t = 0; t < ZG_NTIERS; t++) {
         int64_t a = t == ZG_TIER_NVME ? p->nvme_align : ARENA_ALIGN;
         mp->tier_bytes[t] = round_up(lo.cursor[t], a);

@@ -316,6 +316,21 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
               zg_tier_name(r->tier), (long long)r->offset_bytes, (long long)r->bytes);
     }
     jclose(j, ']');
+    jopen(j, "nvme_files", '[');         /* the swap files per rank, one per distinct nvme_path */
+    for (int i = 0; i < p->mem.n_nvme_files; i++) {
+        jopen(j, NULL, '{');
+        jstr(j, "path", p->mem.nvme_file_path[i]);
+        jint(j, "bytes", p->mem.nvme_file_bytes[i]);
+        jopen(j, "regions", '[');
+        for (int r = 0; r < p->mem.n_regions; r++)
+            if (p->mem.regions[r].tier == ZG_TIER_NVME && p->mem.regions[r].file == i) {
+                jsep(j);
+                jstr_raw(j, p->mem.regions[r].name);
+            }
+        jclose(j, ']');
+        jclose(j, '}');
+    }
+    jclose(j, ']');
     jopen(j, "tiers", '{');
     for (int t = 0; t < ZG_NTIERS; t++) {
         jopen(j, zg_tier_name((ZgTier)t), '{');

@@ -172,6 +172,18 @@ static void memory_txt(const ZgPlan *p, FILE *f)
                             gib(cb), (long long)cb);
         }
     }
+    for (int i = 0; i < p->mem.n_nvme_files; i++) {
+        fprintf(f, "swap file %d: %s/zgen_%s_%srank<r>.swp, %lld bytes (", i, p->mem.nvme_file_path[i],
+                m->name, p->mem.n_nvme_files > 1 ? (i ? "optim_" : "param_") : "",
+                (long long)p->mem.nvme_file_bytes[i]);
+        const char *sep = "";
+        for (int r = 0; r < p->mem.n_regions; r++)
+            if (p->mem.regions[r].tier == ZG_TIER_NVME && p->mem.regions[r].file == i) {
+                fprintf(f, "%s%s", sep, p->mem.regions[r].name);
+                sep = ", ";
+            }
+        fprintf(f, ")\n");
+    }
     fprintf(f, "host per node (%d ranks): %.3f GiB\n",
             m->gpus_per_node < m->world_size ? m->gpus_per_node : m->world_size,
             gib(zg_mem_host_per_node(p)));
@@ -193,8 +205,9 @@ static void memory_txt(const ZgPlan *p, FILE *f)
         for (int i = 0; i < p->mem.n_regions; i++) {
             const ZgRegion *r = &p->mem.regions[i];
             if ((int)r->tier != t) continue;
-            fprintf(f, "  %-7s %16lld %16lld  %-14s %s\n", zg_tier_name(r->tier),
-                    (long long)r->offset_bytes, (long long)r->bytes, zg_memcat_name(r->cat), r->name);
+            fprintf(f, "  %-7s %16lld %16lld  %-14s %s%s\n", zg_tier_name(r->tier),
+                    (long long)r->offset_bytes, (long long)r->bytes, zg_memcat_name(r->cat), r->name,
+                    p->mem.n_nvme_files > 1 && r->tier == ZG_TIER_NVME ? zg_fmt(" (swap file %d)", r->file) : "");
         }
 }
 

@@ -279,7 +279,7 @@ typedef enum { ZR_MEMCAT_LIST(ZG_E_MEM) ZG_NMEM } ZgMemCat;
 **                read by SWAP_IN, updated by OPTIMIZER, written back by SWAP_OUT (buffer_count
 **                of offload_param, at most the number of sub-groups)
 **   nvme_bounce  NVMe in the plan: the I/O engine's bounce buffers for unaligned pieces, pinned,
-**                aio queue_depth x block_size (handed to zr_nvme_use_bounce)
+**                aio queue_depth x block_size per swap file (handed to zr_nvme_use_bounce)
 **   stage32      dtype != fp32: fp32 [params of one module | its gradients] (2 * max use_numel)
 **   grad_stage   fp32 dtype, stages 2/3: fp32 gradients of one module (max use_numel)
 **   tied_grad    stages 2/3, tied lm_head: fp32 wte gradient between lm_head and embed backward
@@ -290,6 +290,7 @@ typedef struct ZgRegion {
     ZgTier tier;
     int64_t offset_bytes;       /* in the tier's single arena (or swap file for NVME) */
     int64_t bytes;
+    int file;                   /* NVME: the swap file it lives in (ZgMemPlan.nvme_file_path); else 0 */
 } ZgRegion;
 
 typedef struct ZgMemPlan {
@@ -300,6 +301,14 @@ typedef struct ZgMemPlan {
                                                 ** and every region lives for the whole run, so
                                                 ** this equals tier_bytes */
     int64_t arena_align;                        /* every region offset is a multiple */
+    int n_nvme_files;                           /* swap files per rank: one per distinct nvme_path
+                                                ** (0, 1, or 2 when offload_param and
+                                                ** offload_optimizer name different directories:
+                                                ** file 0 under offload_param's, holding
+                                                ** params_shard; file 1 under offload_optimizer's,
+                                                ** holding grad32, master, adam_m, adam_v) */
+    const char *nvme_file_path[2];              /* the directory of each */
+    int64_t nvme_file_bytes[2];                 /* the size of each; tier_bytes[NVME] is the sum */
     int64_t acts_bytes, scratch_bytes;          /* the activation formula (docs/PLAN.md);
                                                 ** acts_bytes is the checkpointed one with
                                                 ** ZgPlan.act_ckpt */

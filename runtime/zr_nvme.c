@@ -164,6 +164,8 @@ int zr_nvme_open(ZrNvme **out, const char *path, int64_t size_bytes, const ZrNvm
     if (!f) return -ENOMEM;
     f->fd = -1;
     f->flags = cfg->flags;
+    if (getenv("ZR_NVME_NOSUM") && *getenv("ZR_NVME_NOSUM") && strcmp(getenv("ZR_NVME_NOSUM"), "0"))
+        f->flags |= ZR_NVME_F_NOSUM;      /* the user's switch: checksums off for every handle */
     f->bs = round_up(cfg->block_size ? cfg->block_size : ZR_NVME_BLOCK_DEFAULT, ZR_NVME_ALIGN);
     f->qd = cfg->queue_depth ? cfg->queue_depth : ZR_NVME_QD_DEFAULT;
     f->size = round_up(size_bytes, ZR_NVME_ALIGN);
@@ -207,6 +209,11 @@ int zr_nvme_open(ZrNvme **out, const char *path, int64_t size_bytes, const ZrNvm
     }
     f->ring_ok = 1;
     f->fixed_file = io_uring_register_files(&f->ring, &f->fd, 1) == 0;
+    if ((rc = zr_nvme_sum_setup(f)) < 0) {
+        fprintf(stderr, "zr_nvme: no memory for the checksum table of swap file %s\n", path);
+        zr_nvme_close(f);
+        return rc;
+    }
     *out = f;
     return 0;
 }
@@ -227,6 +234,9 @@ int zr_nvme_close(ZrNvme *f)
     free(f->pieces);
     free(f->reg_base);
     free(f->reg_len);
+    free(f->sum_crc);
+    free(f->sum_len);
+    free(f->sum_seen);
     free(f->path);
     free(f);
     return rc;

@@ -18,6 +18,10 @@
 ** size, reason) is kept and returned by zr_nvme_strerror(). Short transfers are resubmitted for the
 ** remainder, -EAGAIN is retried; other errors (ENOSPC, EIO, EFBIG, ...) end the request.
 **
+** Checksums: every handle keeps a CRC32C of what it wrote in this run, per stripe of the file (see
+** zr_nvme_sum_*), and checks reads against it; a mismatch fails the read with -EBADMSG and a text
+** that names the file, the range, what it holds (zr_nvme_set_describe) and what to do.
+**
 ** Threads: one handle is driven by one thread at a time. Requests may complete in any order; two
 ** requests in flight that write the same bytes, or read bytes another writes, are the caller's race
 ** (unaligned writes that merely share a sector are ordered by the engine).
@@ -35,7 +39,8 @@
 enum {
     ZR_NVME_F_BUFFERED = 1,   /* do not try O_DIRECT */
     ZR_NVME_F_KEEP     = 2,   /* keep an existing file's data (default: truncate, then size) */
-    ZR_NVME_F_UNLINK   = 4    /* remove the file at zr_nvme_close */
+    ZR_NVME_F_UNLINK   = 4,   /* remove the file at zr_nvme_close */
+    ZR_NVME_F_NOSUM    = 8    /* no checksums (zr_nvme_sum_*): for benchmarks that measure their cost */
 };
 
 typedef struct ZrNvmeCfg {
@@ -59,6 +64,7 @@ typedef struct ZrNvmeReq {
     int state;                /* 0 idle, 1 queued/in flight, 2 complete, 3 complete and waited */
     int inflight;             /* pieces in flight */
     int err;                  /* 0 or the first negative errno */
+    uint32_t sum_id;          /* checksums: this request's serial, 0 when it computes none */
 } ZrNvmeReq;
 
 /* Opens (creating) path as a swap file of size_bytes (rounded up to ZR_NVME_ALIGN) with a ring of
@@ -124,7 +130,9 @@ int zr_nvme_sync(ZrNvme *f);
 ** over the process's completions, only reads with :r, only writes with :w) before the engine sees
 ** them: eio gives -EIO (the request fails, naming file, offset and size), short halves the bytes
 ** moved (the engine resubmits the rest), eagain gives -EAGAIN (retried up to 1000 times per piece,
-** then the request fails with EAGAIN). NULL or "" turns it off; counts restart at each call.
+** then the request fails with EAGAIN), flip (counts writes only) inverts, in the file, the first
+** byte the completed write put there, as a bad device or another process would: the checksums
+** then fail the read that brings it back. NULL or "" turns it off; counts restart at each call.
 ** zr_nvme_open reads the environment variable ZR_NVME_FAULT with the same syntax once per process.
 ** Returns 0 or -EINVAL for a bad spec (injection then off). */
 int zr_nvme_fault_set(const char *spec);
@@ -136,5 +144,41 @@ int zr_nvme_fault_set(const char *spec);
 ** reason and what to do in msg. zr_nvme_open runs it on the swap file's directory, so the trainer
 ** refuses a bad nvme_path at start-up, before any step. */
 int zr_nvme_check_dir(const char *dir, char *msg, size_t msg_size);
+
+/* {===== swap-file checksums: a block altered on disk between its write and its read is detected.
+** The file is cut into stripes of zr_nvme_sum_stripe() bytes (4096 x a power of two: the smallest
+** that keeps the table at ZR_NVME_SUM_MAX_STRIPES entries or fewer; so the table, 12 bytes a stripe,
+** is sized once at open from the file's size and nothing is allocated per I/O). A completed write
+** records, for every stripe it starts at or before, the CRC32C of the bytes it wrote from the
+** stripe's start (the whole stripe, or up to the write's end); a write that starts inside a stripe
+** only forgets that stripe's record (what the rest of the stripe holds is not known). A read checks
+** every recorded stripe whose recorded bytes it covers whole, as its pieces complete; a mismatch
+** ends the request with -EBADMSG and a text naming the file, the stripe's offset and size, the
+** request, what it holds (the caller's describe function) and what to do. Not checked: ranges not
+** written by this handle (a fresh file, a kept file before its first write), the stripes a read or a
+** write covers only in part (at most two per request: so a chunk read back exactly as it was written
+** is checked whole), and what a failed write touched. ZR_NVME_F_NOSUM turns it off for a handle, the
+** environment variable ZR_NVME_NOSUM=1 for every handle the process opens (bench/b_nvme_sum.c
+** measures the cost). */
+#define ZR_NVME_SUM_MAX_STRIPES (1 << 20)
+
+/* Names what the file holds at [offset, offset + bytes) into out ("optimizer state adam_m of
+** sub-group 3"), for the mismatch text. */
+typedef void (*ZrNvmeDescribe)(void *ctx, const ZrNvme *f, int64_t offset, int64_t bytes, char *out,
+                               size_t n);
+void zr_nvme_set_describe(ZrNvme *f, ZrNvmeDescribe fn, void *ctx);
+int64_t zr_nvme_sum_stripe(const ZrNvme *f);     /* bytes; 0 when checksums are off */
+
+typedef struct ZrNvmeSumStats {
+    int64_t written;          /* bytes recorded by completed writes */
+    int64_t read;             /* bytes read */
+    int64_t checked;          /* of them, bytes compared with a record */
+    int64_t mismatches;       /* stripes that failed their check */
+} ZrNvmeSumStats;
+void zr_nvme_sum_stats(const ZrNvme *f, ZrNvmeSumStats *out);
+/* The CRC32C (initial value 0, no final xor: the register's raw value) recorded for the stripe that
+** starts at offset, and its recorded length; -ENOENT when none. For tests. */
+int zr_nvme_sum_get(const ZrNvme *f, int64_t offset, uint32_t *crc, int64_t *bytes);
+/* }===== */
 
 #endif

@@ -45,8 +45,21 @@ struct ZrNvme {
     char **reg_base;
     size_t *reg_len;
     int unsubmitted;          /* SQEs prepared since the last submit */
-    char err[512];            /* text of the latest error */
+    char err[1024];           /* text of the latest error */
+    /* checksums (zr_nvme_sum_*): per stripe of sum_stripe bytes, the raw CRC32C of the bytes
+    ** [stripe start, + sum_len) as last written, sum_len 0 when nothing is recorded; sum_seen the
+    ** serial of the last read request that checked it (so the completion sweep skips it) */
+    int64_t sum_stripe;       /* 0: checksums off */
+    int64_t sum_n;            /* stripes */
+    uint32_t *sum_crc, *sum_len, *sum_seen;
+    uint32_t sum_serial;
+    ZrNvmeSumStats sum_stats;
+    ZrNvmeDescribe describe;
+    void *describe_ctx;
 };
+
+/* zr_nvme_io.c: sets up the checksum table for f->size (zr_nvme_open): 0 or -ENOMEM. */
+int zr_nvme_sum_setup(ZrNvme *f);
 
 /* Reads ZR_NVME_FAULT once per process (zr_nvme_open calls it): 0, or -EINVAL for a bad value. */
 int zr_nvme_fault_env(void);

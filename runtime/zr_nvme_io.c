@@ -4,13 +4,18 @@
 ** completions in three ways (as liburing's io_uring-cp does): an error (-EAGAIN retried, the rest end
 ** the request with a text naming file, offset and size), a short transfer (resubmitted for the
 ** remainder), or done. Unaligned pieces go through a per-slot bounce buffer; see zr_nvme.h.
+** Also the swap-file checksums (zr_nvme_sum_*): computed as pieces complete, so the CRC work is
+** spread over the I/O instead of stalling the caller at the end of a request, and a completion
+** sweep for the stripes that straddle two pieces.
 */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "zr_ckpt.h"          /* zr_crc32c */
 #include "zr_nvme_int.h"
 
 #define A ZR_NVME_ALIGN
@@ -77,9 +82,107 @@ static void unqueue(ZrNvme *f, ZrNvmeReq *r)
     r->next = NULL;
 }
 
+/* {===== checksums (zr_nvme.h, zr_nvme_sum_*). The raw CRC32C register (initial value 0, no final
+** xor) is what is kept: zr_crc32c takes and returns finished values, so ~0 in and ~ out undo them. */
+static uint32_t crc_raw(const char *p, int64_t n) { return ~zr_crc32c(~0u, p, (size_t)n); }
+
+static void sum_mismatch(ZrNvme *f, ZrNvmeReq *r, int64_t s, uint32_t got)
+{
+    int64_t ss = s * f->sum_stripe, len = f->sum_len[s];
+    char what[256] = "";
+    f->sum_stats.mismatches++;
+    if (r->err) return;
+    r->err = -EBADMSG;
+    if (f->describe) {
+        what[0] = ';'; what[1] = ' ';
+        f->describe(f->describe_ctx, f, ss, len, what + 2, sizeof what - 2);
+        if (!what[2]) what[0] = 0;
+    }
+    snprintf(f->err, sizeof f->err,
+             "zr_nvme: swap file %s: the %lld bytes at offset %lld (read of %lld bytes at offset %lld%s) "
+             "do not match the CRC32C recorded when this run wrote them (written %08x, read %08x): "
+             "the data changed on disk between the write and this read\n---> HINT: check the device "
+             "and its file system (dmesg, smartctl -a; another process writing the file); the state "
+             "in memory is not trusted any more: resume from the last checkpoint (--resume)",
+             f->path, (long long)len, (long long)ss, (long long)r->bytes, (long long)r->offset, what,
+             f->sum_crc[s], got);
+}
+
+/* Stripes of r's file range [a, b) whose recorded (write: to be recorded) bytes lie inside [a, b),
+** mem holding the bytes of [a, b): a write records them, a read checks them. */
+static void sum_range(ZrNvme *f, ZrNvmeReq *r, const char *mem, int64_t a, int64_t b, int sweep)
+{
+    const int64_t G = f->sum_stripe, end = r->offset + r->bytes;
+    for (int64_t s = (a + G - 1) / G; s * G < b && s < f->sum_n; s++) {
+        int64_t ss = s * G;
+        if (r->write) {
+            int64_t len = min64(ss + G, end) - ss;
+            if (ss + len > b || (sweep && f->sum_len[s])) continue;
+            f->sum_crc[s] = crc_raw(mem + (ss - a), len);
+            f->sum_len[s] = (uint32_t)len;
+            f->sum_stats.written += len;
+        } else {
+            int64_t len = f->sum_len[s];
+            if (!len || ss + len > b || f->sum_seen[s] == r->sum_id) continue;
+            uint32_t got = crc_raw(mem + (ss - a), len);
+            f->sum_seen[s] = r->sum_id;
+            f->sum_stats.checked += len;
+            if (got != f->sum_crc[s]) sum_mismatch(f, r, s, got);
+        }
+    }
+}
+
+/* At enqueue: a write forgets every stripe it touches (the disk is in flux until it completes); a
+** read computes checksums only if some stripe it covers whole has a record. */
+static void sum_enqueue(ZrNvme *f, ZrNvmeReq *r)
+{
+    const int64_t G = f->sum_stripe, end = r->offset + r->bytes;
+    int any = r->write;
+    if (!G) return;
+    for (int64_t s = r->offset / G; s * G < end && s < f->sum_n; s++) {
+        if (r->write) f->sum_len[s] = 0;
+        else if (f->sum_len[s] && s * G >= r->offset && s * G + f->sum_len[s] <= end) any = 1;
+    }
+    if (any) {
+        if (++f->sum_serial == 0) f->sum_serial = 1;
+        r->sum_id = f->sum_serial;
+    }
+}
+
+int zr_nvme_sum_setup(ZrNvme *f)
+{
+    int64_t G = ZR_NVME_ALIGN;
+    if ((f->flags & ZR_NVME_F_NOSUM) || f->size <= 0) return 0;
+    while ((f->size + G - 1) / G > ZR_NVME_SUM_MAX_STRIPES) G *= 2;
+    f->sum_n = (f->size + G - 1) / G;
+    f->sum_crc = calloc((size_t)f->sum_n, sizeof *f->sum_crc);
+    f->sum_len = calloc((size_t)f->sum_n, sizeof *f->sum_len);
+    f->sum_seen = calloc((size_t)f->sum_n, sizeof *f->sum_seen);
+    if (!f->sum_crc || !f->sum_len || !f->sum_seen) return -ENOMEM;
+    f->sum_stripe = G;
+    return 0;
+}
+
+void zr_nvme_set_describe(ZrNvme *f, ZrNvmeDescribe fn, void *ctx) { f->describe = fn; f->describe_ctx = ctx; }
+int64_t zr_nvme_sum_stripe(const ZrNvme *f) { return f->sum_stripe; }
+void zr_nvme_sum_stats(const ZrNvme *f, ZrNvmeSumStats *out) { *out = f->sum_stats; }
+
+int zr_nvme_sum_get(const ZrNvme *f, int64_t offset, uint32_t *crc, int64_t *bytes)
+{
+    int64_t G = f->sum_stripe;
+    if (!G || offset < 0 || offset % G || offset / G >= f->sum_n || !f->sum_len[offset / G]) return -ENOENT;
+    *crc = f->sum_crc[offset / G];
+    *bytes = f->sum_len[offset / G];
+    return 0;
+}
+/* }===== */
+
 static void complete_if_done(ZrNvme *f, ZrNvmeReq *r)
 {
     if (r->inflight == 0 && r->issued == r->bytes && r->state == 1) {
+        if (!r->err && r->sum_id)         /* the stripes that straddle two pieces */
+            sum_range(f, r, r->buf, r->offset, r->offset + r->bytes, 1);
+        if (!r->err && !r->write && f->sum_stripe) f->sum_stats.read += r->bytes;
         r->state = 2;
         f->nreqs--;
         if (r->err) {
@@ -169,8 +272,14 @@ static void retire(ZrNvme *f, ZrPiece *p, int err)
     p->req = NULL;
     f->npieces--;
     r->inflight--;
-    if (err) fail(f, r, at, len, err);
-    else { r->done += p->ulen; complete_if_done(f, r); }
+    if (err) { fail(f, r, at, len, err); return; }
+    r->done += p->ulen;
+    if (r->sum_id && !r->err) {
+        int64_t a = p->bounce ? p->uoff : p->off;
+        sum_range(f, r, p->bounce ? p->umem : p->mem, a, a + p->ulen, 0);
+        if (r->err && r->issued < r->bytes) { unqueue(f, r); r->issued = r->bytes; }
+    }
+    complete_if_done(f, r);
 }
 
 static int finished(ZrNvme *f, ZrPiece *p)
@@ -226,7 +335,7 @@ static int on_cqe(ZrNvme *f, ZrPiece *p, int res)
 /* {===== fault injection (zr_nvme_fault_set): compiled in always, off unless asked for.
 ** A rule changes the result of completions number at .. at+count-1 (1-based, counted per rule over
 ** the process's completions of its kind: reads, writes or both) before the engine sees them. */
-enum { FK_EIO, FK_SHORT, FK_EAGAIN };
+enum { FK_EIO, FK_SHORT, FK_EAGAIN, FK_FLIP };
 typedef struct Fault { int kind, rw; long long at, count; atomic_llong seen; } Fault;
 #define MAX_FAULTS 4
 static Fault faults[MAX_FAULTS];
@@ -247,6 +356,7 @@ int zr_nvme_fault_set(const char *spec)
         if (k == 3 && !strncmp(s, "eio", 3)) r->kind = FK_EIO;
         else if (k == 5 && !strncmp(s, "short", 5)) r->kind = FK_SHORT;
         else if (k == 6 && !strncmp(s, "eagain", 6)) r->kind = FK_EAGAIN;
+        else if (k == 4 && !strncmp(s, "flip", 4)) r->kind = FK_FLIP;
         else return -EINVAL;
         r->at = strtoll(s + k + 1, &end, 10);
         r->count = 1;
@@ -263,6 +373,8 @@ int zr_nvme_fault_set(const char *spec)
             end += 2;
         }
         if (*end && *end != ',') return -EINVAL;
+        if (r->kind == FK_FLIP && r->rw == 0) return -EINVAL;    /* it alters what a write put there */
+        if (r->kind == FK_FLIP) r->rw = 1;
         s = *end ? end + 1 : end;
         n++;
     }
@@ -286,8 +398,24 @@ int zr_nvme_fault_env(void)
         return 0;
     }
     fprintf(stderr, "zr_nvme: bad ZR_NVME_FAULT '%s' (expected KIND@N[xCOUNT][:r|:w],... with KIND eio, "
-            "short or eagain)\n", e);
+            "short, eagain or flip)\n", e);
     return -EINVAL;
+}
+
+/* flip: inverts the first of the caller's bytes that the write completion put in the file, through
+** a sector-sized read-modify-write on the same descriptor (aligned, so O_DIRECT takes it). */
+static void flip_byte(const ZrNvme *f, const ZrPiece *p, int res)
+{
+    static _Alignas(A) unsigned char sec[A];
+    int64_t at = p->off + p->done;
+    if (p->bounce && at < p->uoff) at = p->uoff;
+    if (res <= 0 || at >= p->off + p->done + res || (p->bounce && at >= p->uoff + p->ulen)) return;
+    int64_t base = floor_a(at);
+    ssize_t n = pread(f->fd, sec, A, base);
+    if (n <= at - base) return;
+    sec[at - base] ^= 0xff;
+    if (pwrite(f->fd, sec, (size_t)n, base) != n)
+        fprintf(stderr, "zr_nvme: fault injection: flipping byte %lld of %s failed\n", (long long)at, f->path);
 }
 
 /* The completion result the engine sees: res, or the fault a rule puts in its place. A short
@@ -302,6 +430,7 @@ static int fault_res(const ZrNvme *f, const ZrPiece *p, int res)
         if (k < r->at || k >= r->at + r->count) continue;
         if (r->kind == FK_EIO) return -EIO;
         if (r->kind == FK_EAGAIN) return -EAGAIN;
+        if (r->kind == FK_FLIP) { flip_byte(f, p, res); continue; }
         if (f->direct && res / 2 >= A) return (int)floor_a(res / 2);  /* O_DIRECT stops on a sector */
         if (!f->direct && res > 1) return res / 2;
     }
@@ -362,6 +491,7 @@ static int enqueue(ZrNvme *f, char *buf, int64_t bytes, int64_t offset, ZrNvmeRe
     r->write = write;
     r->state = bytes ? 1 : 2;
     if (!bytes) return 0;
+    sum_enqueue(f, r);
     if (f->tail) f->tail->next = r;
     else f->head = r;
     f->tail = r;

@@ -129,7 +129,7 @@ static void param_swap_in(int g, int s)
     if (!cz_is_dev(T.param_buf[s])) {
         if (T.params_shard) tr_die("plan puts param_buf_%d in host memory with the shard in memory", s);
         CZ_CHECK(zr_gpu_event_sync(CZ.ev_pswap[s]));   /* its last H2D out of the staging is done */
-        ZR_CHECK(zr_nvme_read_async(T.nvme, T.param_buf[s], n * ZG_DTYPE_SIZE,
+        ZR_CHECK(zr_nvme_read_async(T.nvme_param, T.param_buf[s], n * ZG_DTYPE_SIZE,
                                     T.params_shard_nvme + off * ZG_DTYPE_SIZE, &T.pswap_req[s]));
         return;
     }
@@ -149,8 +149,8 @@ static void gather(int g, int s)
     int staged = T.param_buf[s] && !cz_is_dev(T.param_buf[s]);
     CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_release[s]));     /* compute is done with the slot */
     if (staged) {
-        if (T.pswap_req[s].state == 1 && zr_nvme_wait(T.nvme, &T.pswap_req[s]) < 0)
-            tr_die("%s", zr_nvme_strerror(T.nvme));
+        if (T.pswap_req[s].state == 1 && zr_nvme_wait(T.nvme_param, &T.pswap_req[s]) < 0)
+            tr_die("%s", zr_nvme_strerror(T.nvme_param));
         CZ_CHECK(zr_gpu_wait(CZ.h2d, CZ.ev_release[s]));
         for (int t = gr->first_tensor; t < gr->first_tensor + gr->n_tensors; t++) {
             if (zg_tensors[t].persistent) continue;

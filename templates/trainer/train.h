@@ -61,8 +61,11 @@ typedef struct Trainer {
 
     /* memory: one arena per tier; NVMe tier = one swap file per rank */
     ZrArena *arena[ZR_NTIERS];
-    ZrNvme *nvme;
+    ZrNvme *nvme;               /* the swap file of the optimizer side (master, m, v, grad32) */
     char nvme_path[1024];
+    ZrNvme *nvme_param;         /* the swap file of params_shard: T.nvme unless offload_param's
+                                ** nvme_path differs from offload_optimizer's (ZG_NVME_FILES 2) */
+    char nvme_param_path[1024];
 
     /* regions (NULL when the plan has none); element type W = ZG_DTYPE unless fp32 said */
     void *params16;             /* stages 0-2: all parameters, flat (W) */
@@ -163,6 +166,7 @@ void tr_module_tensors(int m, int *first, int *n);
 /* (+)= this rank's part of the reduced flat range [lo, hi) of src into grad32 (stages 0-2) */
 void tr_take_flat_part(const void *src, int64_t lo, int64_t hi, int add);
 void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off);   /* blocking swap-file I/O */
+void tr_nvme_rw_param(int write, void *buf, int64_t bytes, int64_t off);   /* same, params_shard's file */
 
 /* train_exec.c */
 void tr_exec_micro(int micro, int last);  /* one micro-step (loads its batch, runs its op list) */

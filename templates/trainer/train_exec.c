@@ -210,7 +210,7 @@ static void param_swap_in(int g, int s)
     if (T.params_shard) {
         memcpy(T.param_buf[s], tr_w_at(T.params_shard, off), (size_t)n * ZG_DTYPE_SIZE);
     } else {
-        ZR_CHECK(zr_nvme_read_async(T.nvme, T.param_buf[s], n * ZG_DTYPE_SIZE,
+        ZR_CHECK(zr_nvme_read_async(T.nvme_param, T.param_buf[s], n * ZG_DTYPE_SIZE,
                                     T.params_shard_nvme + off * ZG_DTYPE_SIZE, &T.pswap_req[s]));
     }
 }
@@ -224,7 +224,7 @@ static void gather(int g, int s)
     if (T.param_buf[s]) {         /* parameters offloaded: PARAM_SWAP_IN brought the span in */
         if (!T.params_shard && T.pswap_req[s].state == 1) {
             double t0 = tr_now();
-            if (zr_nvme_wait(T.nvme, &T.pswap_req[s]) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
+            if (zr_nvme_wait(T.nvme_param, &T.pswap_req[s]) < 0) tr_die("%s", zr_nvme_strerror(T.nvme_param));
             tr_span(ZR_TRACK_IO, "param swap-in wait", t0);
         }
         src = T.param_buf[s];

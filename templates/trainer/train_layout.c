@@ -1,13 +1,15 @@
 /*
 ** train_layout.c — the plan's memory made real: one arena per tier (sized by the plan, so the
 ** device-tier bytes in use are the plan's figure to the byte), every region turned into a pointer
-** at its planned offset, the NVMe tier as one swap file per rank, and the per-tensor offsets that
+** at its planned offset, the NVMe tier as one swap file per rank and nvme_path (the plan says which
+** file each NVMe region lives in), and the per-tensor offsets that
 ** follow from the partition map (gen/zg_plan.h states the rules; they are applied here once, at
 ** start-up, never while training).
 */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -75,12 +77,14 @@ static void *region(const char *name, int64_t *nvme_off, int64_t *bytes)
     return p;
 }
 
-void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off)
+static void nvme_rw(ZrNvme *f, int write, void *buf, int64_t bytes, int64_t off)
 {
-    if (!T.nvme) tr_die("internal: NVMe I/O without a swap file");
-    int rc = write ? zr_nvme_write(T.nvme, buf, bytes, off) : zr_nvme_read(T.nvme, buf, bytes, off);
-    if (rc < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
+    if (!f) tr_die("internal: NVMe I/O without a swap file");
+    int rc = write ? zr_nvme_write(f, buf, bytes, off) : zr_nvme_read(f, buf, bytes, off);
+    if (rc < 0) tr_die("%s", zr_nvme_strerror(f));
 }
+void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off) { nvme_rw(T.nvme, write, buf, bytes, off); }
+void tr_nvme_rw_param(int write, void *buf, int64_t bytes, int64_t off) { nvme_rw(T.nvme_param, write, buf, bytes, off); }
 
 /* mkdir -p: the nvme_path of a DeepSpeed config names a directory that may not exist yet. */
 static void make_dirs(const char *dir)
@@ -92,23 +96,90 @@ static void make_dirs(const char *dir)
     mkdir(p, 0755);
 }
 
-static void open_swap_file(void)
+/* What a swap file holds at a byte offset, for the checksum-mismatch text (zr_nvme_set_describe):
+** the region, and for the optimizer side the sub-group (its window in the region). */
+static void describe_swap(void *ctx, const ZrNvme *f, int64_t off, int64_t bytes, char *out, size_t n)
 {
-    const char *dir = getenv("ZG_NVME_DIR");
-    if (!dir || !*dir) dir = ZG_OFFLOAD_OPTIMIZER == ZG_OFFLOAD_NVME ? ZG_OPT_NVME_PATH : ZG_PARAM_NVME_PATH;
-    if (!dir || !*dir) dir = ".";
-    make_dirs(dir);
-    snprintf(T.nvme_path, sizeof T.nvme_path, "%s/zgen_%s_rank%d.swp", dir, ZG_NAME, T.rank);
-    ZrNvmeCfg cfg = {ZG_AIO_BLOCK_SIZE, ZG_AIO_QUEUE_DEPTH, ZR_NVME_F_UNLINK};
-    ZR_CHECK(zr_nvme_open(&T.nvme, T.nvme_path, ZG_TIER_BYTES_NVME, &cfg));
+    int file = (int)(intptr_t)ctx;
+    (void)f; (void)bytes;
+    for (int i = 0; i < ZG_N_REGIONS; i++) {
+        const ZrRegionRow *r = &zg_regions[i];
+        if (r->tier != ZR_TIER_NVME || zg_region_file[i] != file || off < r->offset_bytes ||
+            off >= r->offset_bytes + r->bytes)
+            continue;
+        int64_t rel = off - r->offset_bytes;
+        int par = strcmp(r->name, "params_shard") == 0;
+        for (int k = 0; k < ZG_N_SUBGROUPS; k++) {
+            const ZrSubGroupRow *sg = &zg_subgroups[k];
+            int64_t lo = par && T.n_master_bufs == 0 ? sg->shard_offset * ZG_DTYPE_SIZE
+                                                     : sg->nvme_offset_bytes;
+            int64_t hi = lo + sg->numel * (par && T.n_master_bufs == 0 ? ZG_DTYPE_SIZE : 4);
+            if (lo < 0 || rel < lo || rel >= hi) continue;
+            snprintf(out, n, "%s of sub-group %d (region %s, rank %d)",
+                     par ? (T.n_master_bufs ? "fp32 parameters (the master)" : "16-bit parameters")
+                     : !strcmp(r->name, "grad32") ? "fp32 gradients"
+                     : !strcmp(r->name, "master") ? "optimizer state: fp32 master"
+                     : !strcmp(r->name, "adam_m") ? "optimizer state: Adam m" : "optimizer state: Adam v",
+                     k, r->name, T.rank);
+            return;
+        }
+        snprintf(out, n, "region %s, byte %lld of it (rank %d)", r->name, (long long)rel, T.rank);
+        return;
+    }
 }
 
-/* The engine's bounce buffers live in the plan's pinned "nvme_bounce" (queue_depth x block_size). */
+/* One swap file: under ZG_NVME_DIR when set (every file), else under the nvme_path the plan gives it. */
+static ZrNvme *open_swap_file(int file, char *path, size_t cap)
+{
+    const char *dir = getenv("ZG_NVME_DIR");
+    if (!dir || !*dir) dir = file ? ZG_NVME_FILE_DIR_1 : ZG_NVME_FILE_DIR_0;
+    if (!dir || !*dir) dir = ".";
+    make_dirs(dir);
+    snprintf(path, cap, "%s/zgen_%s_%srank%d.swp", dir, ZG_NAME,
+             ZG_NVME_FILES < 2 ? "" : file ? "optim_" : "param_", T.rank);
+    ZrNvmeCfg cfg = {ZG_AIO_BLOCK_SIZE, ZG_AIO_QUEUE_DEPTH, ZR_NVME_F_UNLINK};
+    ZrNvme *f = NULL;
+    ZR_CHECK(zr_nvme_open(&f, path, file ? ZG_NVME_FILE_BYTES_1 : ZG_NVME_FILE_BYTES_0, &cfg));
+    zr_nvme_set_describe(f, describe_swap, (void *)(intptr_t)file);
+    return f;
+}
+
+static int region_file(const char *name)
+{
+    for (int i = 0; i < ZG_N_REGIONS; i++)
+        if (zg_regions[i].name && strcmp(zg_regions[i].name, name) == 0) return zg_region_file[i];
+    return 0;
+}
+
+/* The plan's swap files: T.nvme holds the optimizer side, T.nvme_param params_shard (the same
+** handle with one file). */
+static void open_swap_files(void)
+{
+    ZrNvme *f[2] = {NULL, NULL};
+    char path[2][1024];
+    for (int i = 0; i < ZG_NVME_FILES && i < 2; i++)
+        f[i] = open_swap_file(i, path[i], sizeof path[i]);
+    int po = region_file("params_shard"), oo = region_file("adam_m");
+    if (!f[po] || !f[oo]) tr_die("internal: the plan's swap files (%d) do not hold its NVMe regions", ZG_NVME_FILES);
+    T.nvme = f[oo];
+    T.nvme_param = f[po];
+    snprintf(T.nvme_path, sizeof T.nvme_path, "%s", path[oo]);
+    snprintf(T.nvme_param_path, sizeof T.nvme_param_path, "%s", path[po]);
+}
+
+/* The engines' bounce buffers live in the plan's pinned "nvme_bounce" (queue_depth x block_size for
+** each swap file). */
 static void give_bounce(void)
 {
     int64_t bytes;
-    void *b = region("nvme_bounce", NULL, &bytes);
-    if (T.nvme && b) ZR_CHECK(zr_nvme_use_bounce(T.nvme, b, bytes));
+    char *b = region("nvme_bounce", NULL, &bytes);
+    if (!b || !T.nvme) return;
+    if (T.nvme_param == T.nvme) {
+        ZR_CHECK(zr_nvme_use_bounce(T.nvme, b, bytes));
+        return;
+    }
+    ZR_CHECK(zr_nvme_use_bounce(T.nvme_param, b, bytes / 2));
+    ZR_CHECK(zr_nvme_use_bounce(T.nvme, b + bytes / 2, bytes / 2));
 }
 
 /* ---------------------------------------------------------------------- derived offsets */
@@ -157,7 +228,7 @@ void tr_layout_init(void)
         if (tier_bytes[tier] > 0)
             ZR_CHECK(zr_arena_create(&T.arena[tier], (ZrTier)tier, tier_bytes[tier], zg_regions,
                                      ZG_N_REGIONS));
-    if (tier_bytes[ZR_TIER_NVME] > 0) open_swap_file();
+    if (tier_bytes[ZR_TIER_NVME] > 0) open_swap_files();
 
     for (int i = 0; i < ZG_N_REGIONS; i++)
         if (zg_regions[i].tier != ZR_TIER_NVME && zg_regions[i].bytes > 0)
@@ -253,6 +324,7 @@ void tr_layout_init(void)
 
 void tr_layout_free(void)
 {
+    if (T.nvme_param && T.nvme_param != T.nvme) ZR_CHECK(zr_nvme_close(T.nvme_param));
     if (T.nvme) ZR_CHECK(zr_nvme_close(T.nvme));
     for (int tier = 0; tier < ZR_NTIERS; tier++) {
         if (!T.arena[tier]) continue;

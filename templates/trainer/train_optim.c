@@ -209,6 +209,7 @@ static void adam_piece(const ZrAdamCfg *c, float *p, float *m, float *v, const v
         ZR_CHECK(zr_adam_step(c, p + a, m + a, v + a, (const char *)g + a * gsz, gdt,
                               p16 ? p16 + a * ZG_DTYPE_SIZE : NULL, (ZrDtype)ZG_DTYPE, len));
         if (T.nvme && zr_nvme_poll(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
+        if (T.nvme_param != T.nvme && zr_nvme_poll(T.nvme_param) < 0) tr_die("%s", zr_nvme_strerror(T.nvme_param));
     }
 }
 
@@ -237,8 +238,8 @@ static void optimizer(int k, double lr)
     char *home = NULL;
     if (separate) {
         if (ZG_STAGE == 3 && !T.params_shard) {
-            if (T.wb_req.state == 1 && zr_nvme_wait(T.nvme, &T.wb_req) < 0)
-                tr_die("%s", zr_nvme_strerror(T.nvme));
+            if (T.wb_req.state == 1 && zr_nvme_wait(T.nvme_param, &T.wb_req) < 0)
+                tr_die("%s", zr_nvme_strerror(T.nvme_param));
             home = (char *)T.param_wb - s0 * ZG_DTYPE_SIZE;
         } else {
             home = home_at(0);
@@ -260,7 +261,7 @@ static void optimizer(int k, double lr)
         if (!ZG_MIXED && home) memcpy(home + lo * 4, p + lo, (size_t)(hi - lo) * 4);
     }
     if (separate && ZG_STAGE == 3 && !T.params_shard)
-        ZR_CHECK(zr_nvme_write_async(T.nvme, T.param_wb, sg->numel * ZG_DTYPE_SIZE,
+        ZR_CHECK(zr_nvme_write_async(T.nvme_param, T.param_wb, sg->numel * ZG_DTYPE_SIZE,
                                      T.params_shard_nvme + s0 * ZG_DTYPE_SIZE, &T.wb_req));
     tr_span(ZR_TRACK_COMPUTE, "adam", t0);
 }
@@ -276,8 +277,8 @@ static void regather_persistent(void)
         if (zg_tensors[t].persistent) numel = zg_tensors[t].persist_offset + zg_tensors[t].numel;
     if (numel == 0) return;
     /* shard on NVMe: the sub-groups' write-backs must land before their slices are read */
-    if (!T.params_shard && T.wb_req.state == 1 && zr_nvme_wait(T.nvme, &T.wb_req) < 0)
-        tr_die("%s", zr_nvme_strerror(T.nvme));
+    if (!T.params_shard && T.wb_req.state == 1 && zr_nvme_wait(T.nvme_param, &T.wb_req) < 0)
+        tr_die("%s", zr_nvme_strerror(T.nvme_param));
     for (int b = 0; b < T.n_master_bufs; b++) wait_buf(b);
     memset(T.persist, 0, (size_t)numel * ZG_DTYPE_SIZE);
     for (int t = 0; t < ZG_N_TENSORS; t++) {
@@ -290,7 +291,7 @@ static void regather_persistent(void)
         if (T.params_shard) {
             src = tr_w_at(T.params_shard, r->shard_offset);
         } else {                              /* shard on NVMe: read the slice in place */
-            tr_nvme_rw(0, tr_w_at(T.persist, r->persist_offset + lo), n * ZG_DTYPE_SIZE,
+            tr_nvme_rw_param(0, tr_w_at(T.persist, r->persist_offset + lo), n * ZG_DTYPE_SIZE,
                        T.params_shard_nvme + r->shard_offset * ZG_DTYPE_SIZE);
             continue;
         }
@@ -396,6 +397,8 @@ void tr_optim_step(void)
     if (T.nvme) {
         t0 = tr_now();
         if (zr_nvme_wait_all(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
+        if (T.nvme_param != T.nvme && zr_nvme_wait_all(T.nvme_param) < 0)
+            tr_die("%s", zr_nvme_strerror(T.nvme_param));
         tr_span(ZR_TRACK_IO, "swap-out wait", t0);
     }
     T.applied++;

@@ -42,7 +42,7 @@ void tr_state_load(TrFill *fill, void *ctx)
             /* the working copy: rounded (or copied) from the master */
             if (ZG_STAGE == 3 && !T.params_shard) {
                 tr_f32_to_w(wbuf, buf, n);
-                tr_nvme_rw(1, wbuf, n * ZG_DTYPE_SIZE, T.params_shard_nvme + lo * ZG_DTYPE_SIZE);
+                tr_nvme_rw_param(1, wbuf, n * ZG_DTYPE_SIZE, T.params_shard_nvme + lo * ZG_DTYPE_SIZE);
             } else {
                 void *home = ZG_STAGE == 3 ? tr_w_at(T.params_shard, lo)
                                            : tr_w_at(T.params16, T.opt_flat0 + lo);

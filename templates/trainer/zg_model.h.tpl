@@ -153,6 +153,12 @@
 #define ZG_GRAD_NVME                    ${cfmt.bool(plan.grad_nvme)}  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
 #define ZG_SG_ALIGN                     ${cfmt.i64(plan.sg_align)}
 #define ZG_NVME_ALIGN                   ${cfmt.i64(plan.nvme_align)}
+#define ZG_NVME_FILES                   ${#plan.mem.nvme_files}  /* swap files per rank: one per distinct nvme_path (param's first) */
+@@ for i = 0, 1 do
+@@   local nf = plan.mem.nvme_files[i + 1] or {path = "", bytes = 0}
+#define ${cfmt.pad("ZG_NVME_FILE_DIR_" .. i, 32)}${cfmt.str(nf.path)}
+#define ${cfmt.pad("ZG_NVME_FILE_BYTES_" .. i, 32)}${cfmt.i64(nf.bytes)}
+@@ end
 
 /* ---------------------------------------------------------------------- memory per rank */
 #define ZG_ARENA_ALIGN                  ${cfmt.i64(plan.mem.arena_align)}

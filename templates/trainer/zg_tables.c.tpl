@@ -79,6 +79,16 @@ const ZrRegionRow zg_regions[${R:size()}] = {
 ${R:render("    ", "no regions")}
 };
 
+/* The swap file of each region (NVMe tier: ZG_NVME_FILE_DIR_<file>; 0 for the other tiers). */
+const int zg_region_file[${#plan.mem.regions > 0 and #plan.mem.regions or 1}] = {
+@@ for _, r in ipairs(plan.mem.regions) do
+    ${r.file},  /* ${r.name} */
+@@ end
+@@ if #plan.mem.regions == 0 then
+    0,
+@@ end
+};
+
 /* Arena bytes per tier per rank, and the peak over a step. */
 const int64_t zg_tier_bytes[ZR_NTIERS] = {
 @@ for _, t in ipairs(tiers) do

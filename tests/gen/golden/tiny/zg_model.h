@@ -137,6 +137,11 @@
 #define ZG_GRAD_NVME                    1  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
 #define ZG_SG_ALIGN                     INT64_C(524288)
 #define ZG_NVME_ALIGN                   INT64_C(1048576)
+#define ZG_NVME_FILES                   1  /* swap files per rank: one per distinct nvme_path (param's first) */
+#define ZG_NVME_FILE_DIR_0              "out/nvme"
+#define ZG_NVME_FILE_BYTES_0            INT64_C(8388608)
+#define ZG_NVME_FILE_DIR_1              ""
+#define ZG_NVME_FILE_BYTES_1            INT64_C(0)
 
 /* ---------------------------------------------------------------------- memory per rank */
 #define ZG_ARENA_ALIGN                  INT64_C(64)

@@ -138,6 +138,33 @@ const ZrRegionRow zg_regions[23] = {
     {"scratch",       ZR_MEM_ACTIVATIONS,  ZR_TIER_DEVICE, 26557952, 4718592},   /* device: backward scratch, 4.50 MiB */
 };
 
+/* The swap file of each region (NVMe tier: ZG_NVME_FILE_DIR_<file>; 0 for the other tiers). */
+const int zg_region_file[23] = {
+    0,  /* params_shard */
+    0,  /* persist */
+    0,  /* gather_slot_0 */
+    0,  /* gather_slot_1 */
+    0,  /* param_buf_0 */
+    0,  /* param_buf_1 */
+    0,  /* bucket_0 */
+    0,  /* bucket_1 */
+    0,  /* bucket_recv_0 */
+    0,  /* bucket_recv_1 */
+    0,  /* grad32 */
+    0,  /* master */
+    0,  /* adam_m */
+    0,  /* adam_v */
+    0,  /* opt_buf_0 */
+    0,  /* opt_buf_1 */
+    0,  /* opt_buf_2 */
+    0,  /* opt_buf_3 */
+    0,  /* nvme_bounce */
+    0,  /* grad_stage */
+    0,  /* tied_grad */
+    0,  /* acts */
+    0,  /* scratch */
+};
+
 /* Arena bytes per tier per rank, and the peak over a step. */
 const int64_t zg_tier_bytes[ZR_NTIERS] = {
     31276544,       /* device: 29.83 MiB */

@@ -17,6 +17,7 @@ extern const ZrBucketRow   zg_buckets[];        /* ZG_N_BUCKETS, reduction order
 extern const ZrGatherRow   zg_gathers[];        /* ZG_N_GATHERS (stage 3) */
 extern const ZrSubGroupRow zg_subgroups[];      /* ZG_N_SUBGROUPS of this rank's optimizer shard */
 extern const ZrRegionRow   zg_regions[];        /* ZG_N_REGIONS, every buffer of every tier */
+extern const int           zg_region_file[];    /* ZG_N_REGIONS: swap file of each NVMe region */
 extern const ZrOpRow       zg_micro_ops[];      /* ZG_N_MICRO_OPS: micro-steps 0 .. accum-2 */
 extern const ZrOpRow       zg_last_micro_ops[]; /* ZG_N_LAST_MICRO_OPS: the last micro-step */
 extern const ZrOpRow       zg_step_ops[];       /* ZG_N_STEP_OPS: the optimizer step */
