@@ -67,6 +67,8 @@ static void partition_params(ZgPlan *p)
         s->padded_numel = round_up(p->n_params, (int64_t)s->align * ws);
         s->part_numel = s->padded_numel / ws;
         s->opt_numel = z->stage == 0 ? s->padded_numel : s->part_numel;
+        s->opt_replicated = z->stage == 0;
+        s->opt_flat_stride = z->stage == 0 ? 0 : s->part_numel;
         return;
     }
     s->align = 1;

@@ -97,6 +97,11 @@ typedef struct ZgShardMap {
     int64_t opt_numel;          /* elements each rank's optimizer updates (stage 0: padded_numel) */
     int64_t *shard_offset;      /* stage 3: per tensor, offset of its slice in each rank's shard */
     int64_t persist_numel;      /* stage 3: sum of numel of persistent tensors */
+    /* Facts the emitted trainer reads instead of the stage (zg_model.h "partition facts"). */
+    bool opt_replicated;        /* every rank's optimizer updates every element (stage 0) */
+    int64_t opt_flat_stride;    /* rank r's optimizer shard starts at flat element r * this: part_numel
+                                ** for a partitioned flat buffer (stages 1-2); 0 when replicated or
+                                ** when the shard is per-tensor slices (stage 3: tensor part_numel) */
 } ZgShardMap;
 
 /* A contiguous run of gradients reduced together. Buckets are listed in reduction order, which is
