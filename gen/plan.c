@@ -433,7 +433,7 @@ static bool within_bounds(const ZgPlan *p)
 static bool fits(const ZgPlan *p)
 {
     const ZgModel *m = p->model;
-    if (m->device_memory > 0 && p->mem.tier_bytes[ZG_TIER_DEVICE] > m->device_memory) return false;
+    if (m->device_memory > 0 && zg_mem_device_need(p) > m->device_memory) return false;
     if (m->host_memory > 0 && zg_mem_host_per_node(p) > m->host_memory) return false;
     return true;
 }
@@ -631,12 +631,18 @@ static void refuse(const ZgPlan *p)
 {
     const ZgModel *m = p->model;
     int64_t dev = p->mem.tier_bytes[ZG_TIER_DEVICE], host = zg_mem_host_per_node(p);
-    bool dev_bad = m->device_memory > 0 && dev > m->device_memory;
+    int64_t room = p->mem.device_headroom;
+    bool dev_bad = m->device_memory > 0 && zg_mem_device_need(p) > m->device_memory;
     ZgLoc at = dev_bad ? m->loc_device_memory : m->loc_host_memory;
     if (dev_bad) {
-        zg_error(at, "the plan needs %.2f GiB of device memory per rank; hardware.device_memory is "
-                 "%.2f GiB", gib(dev), gib(m->device_memory));
+        zg_error(at, "the plan needs %.2f GiB of device memory per rank and %.2f GiB of device headroom "
+                 "(%s); hardware.device_memory is %.2f GiB", gib(dev), gib(room), zg_mem_headroom_parts(p),
+                 gib(m->device_memory));
         zg_note(at, "largest on the device: %s", largest_cats(p->mem.cat_bytes[ZG_TIER_DEVICE]));
+        if (dev <= m->device_memory && m->device_headroom <= 0)
+            zg_note(at, "the plan alone fits; the headroom is zgen's estimate of what a CUDA rank holds "
+                    "beside it (docs/PLAN.md \"Device headroom\"): hardware.device_headroom sets a "
+                    "measured figure instead");
     } else {
         int64_t cats[ZG_NMEM];
         int rpn = m->gpus_per_node > 0 ? m->gpus_per_node : 1;
@@ -674,8 +680,9 @@ static void refuse(const ZgPlan *p)
             free(pr.ev);
         }
         if (dev_bad)
-            zg_note(at, "%s (saves %.2f GiB of device memory per rank; needs %.2f GiB%s)", alts[i].what,
-                    gib(dev - qdev), gib(qdev), cost);
+            zg_note(at, "%s (saves %.2f GiB of device memory per rank; needs %.2f GiB + %.2f GiB "
+                    "headroom%s)", alts[i].what, gib(dev - qdev), gib(qdev), gib(q.mem.device_headroom),
+                    cost);
         else if (q.sized_auto & ZG_SET_SUB_GROUP)
             zg_note(at, "%s (host memory per node: %.2f GiB; sub_group_size %lld%s)", alts[i].what,
                     gib(zg_mem_host_per_node(&q)), (long long)q.sub_group_numel, cost);
@@ -687,11 +694,11 @@ static void refuse(const ZgPlan *p)
     }
     if (shown) return;
     int64_t acts = p->mem.acts_bytes + p->mem.scratch_bytes;
-    if (dev_bad && acts >= m->device_memory)
+    if (dev_bad && acts + room >= m->device_memory)
         zg_note(at, "no change of stage or offload fits: the activations of one micro-batch alone "
-                "take %.2f GiB (micro batch %lld, seq_len %lld%s): lower train.seq_len or the "
-                "micro batch", gib(acts), (long long)p->zero->micro_batch, (long long)m->seq_len,
-                p->act_ckpt ? ", with activation checkpointing" : "");
+                "take %.2f GiB (micro batch %lld, seq_len %lld%s) beside %.2f GiB of device headroom: "
+                "lower train.seq_len or the micro batch", gib(acts), (long long)p->zero->micro_batch,
+                (long long)m->seq_len, p->act_ckpt ? ", with activation checkpointing" : "", gib(room));
     else
         zg_note(at, "no single change of a sizing key, micro batch, activation checkpointing, stage, "
                 "offload or world size (up to %dx) fits", 64);

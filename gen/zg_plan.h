@@ -308,6 +308,12 @@ typedef struct ZgMemPlan {
     int64_t acts_bytes, scratch_bytes;          /* the activation formula (docs/PLAN.md);
                                                 ** acts_bytes is the checkpointed one with
                                                 ** ZgPlan.act_ckpt */
+    /* Device memory a CUDA rank needs beside the device arena (memplan.c device_headroom; docs/
+    ** PLAN.md "Device headroom"): the fit check keeps it free of hardware.device_memory. */
+    int64_t headroom_context;                   /* the CUDA context */
+    int64_t headroom_cublas;                    /* cuBLAS workspaces */
+    int64_t headroom_nccl;                      /* NCCL's connection buffers */
+    int64_t device_headroom;                    /* kept free: the three, or hardware.device_headroom */
 } ZgMemPlan;
 
 /* Bytes moved per rank per optimizer step and FLOPs (cost readable before launch; planout). */
@@ -403,6 +409,11 @@ int64_t zg_acts_ckpt_bytes(const ZgModel *m, int64_t micro_batch);
 int64_t zg_scratch_bytes(const ZgModel *m, int64_t micro_batch);
 /* memplan.c: host bytes per node (pinned + host per rank times ranks per node). */
 int64_t zg_mem_host_per_node(const ZgPlan *p);
+/* Device bytes per rank the plan needs: the device arena plus the device headroom. */
+int64_t zg_mem_device_need(const ZgPlan *p);
+/* The headroom's parts as text ("CUDA context 512 MiB, cuBLAS workspace 32 MiB, NCCL 640 MiB", or
+** "set by hardware.device_headroom"); zg_fmt'd. */
+char *zg_mem_headroom_parts(const ZgPlan *p);
 /* planout*.c */
 bool zg_plan_write_json(const ZgPlan *p, FILE *f);
 bool zg_plan_write_txt(const ZgPlan *p, FILE *f);
