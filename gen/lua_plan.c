@@ -297,6 +297,7 @@ void zg_lua_push_plan(lua_State *L, const ZgPlan *p)
     SETI("ws", p->shard.ws); SETI("align", p->shard.align); SETI("flat_numel", p->shard.flat_numel);
     SETI("padded_numel", p->shard.padded_numel); SETI("part_numel", p->shard.part_numel);
     SETI("opt_numel", p->shard.opt_numel); SETI("persist_numel", p->shard.persist_numel);
+    SETB("opt_replicated", p->shard.opt_replicated); SETI("opt_flat_stride", p->shard.opt_flat_stride);
     lua_setfield(L, -2, "shard");
     push_rows(L, p, p->n_buckets, push_bucket); lua_setfield(L, -2, "buckets");
     SETI("n_bucket_buffers", p->n_bucket_buffers); SETI("bucket_buffer_numel", p->bucket_buffer_numel);

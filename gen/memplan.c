@@ -3,7 +3,8 @@
 ** its tier's single arena (device, pinned host, pageable host) or swap file (nvme), so the trainer
 ** allocates once per tier and the plan's figures are what the run uses, to the byte. Also the
 ** activation formula (shared with the host kernels) and the per-step cost (bytes per link, FLOPs).
-** Region list and meaning: zg_plan.h (ZgRegion); docs/PLAN.md.
+** Region list and meaning: zg_plan.h (ZgRegion); docs/PLAN.md. Also the device headroom: what a
+** CUDA rank holds on its GPU beside the arena, which the fit check keeps free.
 */
 #include <string.h>
 #include "zg.h"
@@ -323,8 +324,56 @@ static void cost(ZgPlan *p)
     c->flops = per_token * tokens;
 }
 
+/* ---------------------------------------------------------------------- device headroom */
+/* What a CUDA rank allocates on its GPU outside the plan's arena, per rank, as zgen budgets it
+** (docs/PLAN.md "Device headroom" gives the sources):
+**   - the CUDA context: driver state, the loaded kernel images, stacks; a few hundred MiB on a
+**     Hopper GPU with lazy loading (the default since CUDA 12.2), budgeted at 512 MiB;
+**   - cuBLAS: one workspace per handle and stream that runs GEMMs, 32 MiB each (NVIDIA's
+**     recommended size on Hopper; 4 MiB before it). train-cuda has one handle, and every FORWARD
+**     and BACKWARD row runs on the compute stream (gen/lower.c), so one workspace;
+**   - NCCL: per channel, one set of receive buffers per connection: Simple NCCL_BUFFSIZE 4 MiB +
+**     LL128 4.6875 MiB + LL 0.5 MiB = 9.19 MiB, allocated in 2 MiB granules = 10 MiB; up to 32
+**     channels over NVLink; a ring plus a chain within a node is 2 connections, a ring plus a tree
+**     across nodes (parent and two children) 4. One rank opens no connection.
+** hardware.device_headroom replaces the sum (a measured figure, or smaller NCCL buffers). */
+#define MIB ((int64_t)1 << 20)
+#define HEADROOM_CONTEXT (512 * MIB)
+#define CUBLAS_WORKSPACE (32 * MIB)
+#define GEMM_STREAMS 1
+#define NCCL_CHANNELS 32
+#define NCCL_CONN_BYTES (10 * MIB)
+
+static void device_headroom(ZgPlan *p)
+{
+    const ZgModel *m = p->model;
+    ZgMemPlan *mp = &p->mem;
+    int rpn = m->gpus_per_node > 0 ? m->gpus_per_node : 1;
+    int conns = m->world_size <= 1 ? 0 : m->world_size > rpn ? 4 : 2;
+    mp->headroom_context = HEADROOM_CONTEXT;
+    mp->headroom_cublas = GEMM_STREAMS * CUBLAS_WORKSPACE;
+    mp->headroom_nccl = (int64_t)NCCL_CHANNELS * conns * NCCL_CONN_BYTES;
+    mp->device_headroom = m->device_headroom > 0 ? m->device_headroom
+                          : mp->headroom_context + mp->headroom_cublas + mp->headroom_nccl;
+}
+
+int64_t zg_mem_device_need(const ZgPlan *p)
+{
+    return p->mem.tier_bytes[ZG_TIER_DEVICE] + p->mem.device_headroom;
+}
+
+char *zg_mem_headroom_parts(const ZgPlan *p)
+{
+    const ZgMemPlan *mp = &p->mem;
+    if (p->model->device_headroom > 0) return zg_fmt("set by hardware.device_headroom");
+    return zg_fmt("CUDA context %lld MiB, cuBLAS workspace %lld MiB, NCCL %lld MiB",
+                  (long long)(mp->headroom_context / MIB), (long long)(mp->headroom_cublas / MIB),
+                  (long long)(mp->headroom_nccl / MIB));
+}
+
 void zg_memplan_build(ZgPlan *p)
 {
     layout(p);
+    device_headroom(p);
     cost(p);
 }

@@ -2,8 +2,8 @@
 ** plan.c — the partition map (REFERENCE.md part 1 §2-3): who owns which elements of which tensor,
 ** the gradient buckets, the stage-3 gather groups and the optimizer sub-groups; and zg_plan_build,
 ** which runs the whole middle (partition -> schedule -> memory plan) and refuses a plan that does
-** not fit the declared hardware, saying which config change would fit (computed by planning that
-** change too, not guessed).
+** not fit the declared hardware (fit.c says which config change would fit, computed by planning
+** that change too, not guessed).
 ** Bounded on any input: the sub-group count is formed in int64 and checked before anything is
 ** allocated for it, a plan with more table rows than ZG_MAX_TABLE_ROWS or a per-step figure that
 ** does not fit in int64 is refused with the number and the bound (zg.h "bounds"), before the
@@ -11,8 +11,7 @@
 */
 #include <stdlib.h>
 #include <string.h>
-#include "zg.h"
-#include "zg_predict.h"
+#include "plan_int.h"
 
 #define SLOT_ALIGN 32           /* elements: tensors in slots / persist start 64-byte aligned */
 
@@ -27,19 +26,13 @@ static int64_t lcm64(int64_t a, int64_t b)
     return a / x * b;
 }
 
-/* DeepSpeed's defaults of the sizing keys the planner chooses itself when the config leaves them. */
-#define DS_REDUCE_BUCKET 500000000
-#define DS_PREFETCH 50000000
-#define DS_MAX_LIVE 1000000000
-#define DS_SUB_GROUP 1000000000
-
 /* Fewest elements an automatic sub-group holds: a shard is cut into at most this many sub-groups
 ** (each is a table row and three step ops), and NVMe reads stay large. */
 #define AUTO_SG_MAX_GROUPS 1024
 
 /* A sizing key is the planner's to choose when the config did not set it and it holds DeepSpeed's
 ** default (a test or a caller that writes the field directly is honoured like a config). */
-static bool left_default(const ZgZero *z, unsigned bit, int64_t v, int64_t ds)
+bool zg_plan_left_default(const ZgZero *z, unsigned bit, int64_t v, int64_t ds)
 {
     return !(z->sizes_set & bit) && v == ds;
 }
@@ -67,6 +60,8 @@ static void partition_params(ZgPlan *p)
         s->padded_numel = round_up(p->n_params, (int64_t)s->align * ws);
         s->part_numel = s->padded_numel / ws;
         s->opt_numel = z->stage == 0 ? s->padded_numel : s->part_numel;
+        s->opt_replicated = z->stage == 0;
+        s->opt_flat_stride = z->stage == 0 ? 0 : s->part_numel;
         return;
     }
     s->align = 1;
@@ -100,7 +95,7 @@ static void make_buckets(ZgPlan *p)
     ** than most models), one bucket would hold every gradient. The planner buckets one layer's
     ** gradients instead (the largest block's; a larger tensor is a bucket of its own), which is
     ** what the schedule can overlap: a bucket is reduced while the next layer's backward runs. */
-    if (stage >= 2 && left_default(z, ZG_SET_REDUCE_BUCKET, z->reduce_bucket_size, DS_REDUCE_BUCKET)) {
+    if (stage >= 2 && zg_plan_left_default(z, ZG_SET_REDUCE_BUCKET, z->reduce_bucket_size, DS_REDUCE_BUCKET)) {
         int64_t layer = 0;
         for (int mi = 0; mi < p->n_modules; mi++) {
             const ZgModule *md = &p->modules[mi];
@@ -213,8 +208,8 @@ static void make_gathers(ZgPlan *p)
     ** constants, not from the model: small groups get many slots of the largest group. The
     ** planner prefetches one group ahead: two slots, the group in use and the next. */
     const ZgZero *z = p->zero;
-    bool pf_auto = left_default(z, ZG_SET_PREFETCH, z->prefetch_bucket_size, DS_PREFETCH);
-    bool live_auto = left_default(z, ZG_SET_MAX_LIVE, z->max_live_parameters, DS_MAX_LIVE);
+    bool pf_auto = zg_plan_left_default(z, ZG_SET_PREFETCH, z->prefetch_bucket_size, DS_PREFETCH);
+    bool live_auto = zg_plan_left_default(z, ZG_SET_MAX_LIVE, z->max_live_parameters, DS_MAX_LIVE);
     if (pf_auto && live_auto && p->gather_slot_numel > 0) {
         p->prefetch_numel = p->gather_slot_numel;
         p->max_live_numel = 2 * p->gather_slot_numel;
@@ -274,14 +269,14 @@ void zg_plan_partition(ZgPlan *p)
         t->gather_offset = t->persist_offset = -1;
         t->bucket_offset = 0;
     }
-    p->sized_auto &= ZG_SET_SUB_GROUP;     /* chosen by build_nocheck, kept across a rebuild */
+    p->sized_auto &= ZG_SET_SUB_GROUP;     /* chosen by zg_plan_build_nocheck, kept across a rebuild */
     partition_params(p);
     make_buckets(p);
     make_gathers(p);
     make_subgroups(p);
 }
 
-static int ranks_per_node(const ZgModel *m)
+int zg_plan_ranks_per_node(const ZgModel *m)
 {
     int rpn = m->gpus_per_node > 0 ? m->gpus_per_node : 1;
     return rpn > m->world_size ? m->world_size : rpn;
@@ -289,7 +284,7 @@ static int ranks_per_node(const ZgModel *m)
 
 /* Pinned bytes per sub-group element of the staging buffers that scale with sub_group_size
 ** (memplan.c: opt_buf_<b> master|m|v, param_wb 16-bit; or master_buf_<b> fp32). */
-static int64_t swap_bytes_per_elem(const ZgPlan *p)
+int64_t zg_plan_swap_bytes_per_elem(const ZgPlan *p)
 {
     const ZgZero *z = p->zero;
     if (p->sg_swap == ZG_SWAP_PARAMS) return (int64_t)p->n_sg_buffers * 4;
@@ -298,7 +293,7 @@ static int64_t swap_bytes_per_elem(const ZgPlan *p)
     return (int64_t)p->n_sg_buffers * (p->grad_nvme ? 16 : 12) + (wb ? zg_dtype_size(z->dtype) : 0);
 }
 
-static int64_t sg_largest(const ZgPlan *p)
+int64_t zg_plan_sg_largest(const ZgPlan *p)
 {
     int64_t mx = 0;
     for (int i = 0; i < p->n_subgroups; i++)
@@ -315,10 +310,10 @@ static bool fit_sub_groups(ZgPlan *p)
 {
     const ZgZero *z = p->zero;
     const ZgModel *m = p->model;
-    int64_t per = swap_bytes_per_elem(p), sg = sg_largest(p);
+    int64_t per = zg_plan_swap_bytes_per_elem(p), sg = zg_plan_sg_largest(p);
     if (m->host_memory <= 0 || per == 0 || sg == 0 || p->n_subgroups == 0) return false;
-    if (!left_default(z, ZG_SET_SUB_GROUP, z->sub_group_size, DS_SUB_GROUP)) return false;
-    int rpn = ranks_per_node(m);
+    if (!zg_plan_left_default(z, ZG_SET_SUB_GROUP, z->sub_group_size, DS_SUB_GROUP)) return false;
+    int rpn = zg_plan_ranks_per_node(m);
     int64_t swap = per * sg;
     int64_t fixed = zg_mem_host_per_node(p) / rpn - swap;
     int64_t budget = (m->host_memory / rpn - fixed) / 2;
@@ -332,7 +327,7 @@ static bool fit_sub_groups(ZgPlan *p)
     return true;
 }
 
-static void build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
+void zg_plan_build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
 {
     p->act_ckpt = p->act_ckpt || m->activation_checkpointing;
     p->zero = z;
@@ -361,27 +356,25 @@ static void ds_defaults_figures(const ZgModel *m, const ZgZero *z, ZgPlan *p)
     memset(&q, 0, sizeof q);
     q.act_ckpt = p->act_ckpt;
     if (!zg_model_build(m, &q)) return;
-    build_nocheck(m, dz, &q);
+    zg_plan_build_nocheck(m, dz, &q);
     for (int c = 0; c < ZG_NMEM; c++)
         for (int t = 0; t < ZG_NTIERS; t++)
             if (t != ZG_TIER_NVME) p->ds_default_bytes[c] += q.mem.cat_bytes[t][c];
 }
-
-static double gib(int64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
 
 /* Rows a sub-group adds at most: its own, and SWAP_IN, OPTIMIZER, SWAP_OUT in the step list. */
 #define SG_ROWS 4
 
 /* Rows of every table the trainer is emitted with (zg_tables.c). Sub-groups that were not built
 ** (too many) count SG_ROWS each, since their ops are missing from the schedule. */
-static int64_t table_rows(const ZgPlan *p)
+int64_t zg_plan_table_rows(const ZgPlan *p)
 {
     int64_t sg = p->n_subgroups == sg_wanted ? sg_wanted : SG_ROWS * sg_wanted;
     return (int64_t)p->n_tensors + p->n_modules + p->n_buckets + p->n_gathers + sg +
            p->mem.n_regions + p->sched.n_micro + p->sched.n_last + p->sched.n_step;
 }
 
-static bool cost_saturated(const ZgCost *c)
+bool zg_plan_cost_saturated(const ZgCost *c)
 {
     return c->net_bytes == INT64_MAX || c->h2d_bytes == INT64_MAX || c->d2h_bytes == INT64_MAX ||
            c->nvme_read_bytes == INT64_MAX || c->nvme_write_bytes == INT64_MAX;
@@ -392,7 +385,7 @@ static bool within_bounds(const ZgPlan *p)
 {
     const ZgModel *m = p->model;
     const ZgZero *z = p->zero;
-    int64_t rows = table_rows(p);
+    int64_t rows = zg_plan_table_rows(p);
     if (rows > ZG_MAX_TABLE_ROWS) {
         int64_t sg_rows = p->n_subgroups == sg_wanted ? sg_wanted : SG_ROWS * sg_wanted;
         int64_t other = rows - sg_rows, budget = (ZG_MAX_TABLE_ROWS - other) / SG_ROWS;
@@ -417,7 +410,7 @@ static bool within_bounds(const ZgPlan *p)
         }
         return false;
     }
-    if (cost_saturated(&p->cost)) {
+    if (zg_plan_cost_saturated(&p->cost)) {
         ZgLoc at = z->loc_gas;
         zg_error(at, "the bytes moved per optimizer step do not fit in 64 bits (%lld micro-steps of "
                  "gradient_accumulation_steps)", (long long)z->grad_accum);
@@ -428,281 +421,14 @@ static bool within_bounds(const ZgPlan *p)
     return true;
 }
 
-static bool fits(const ZgPlan *p)
-{
-    const ZgModel *m = p->model;
-    if (m->device_memory > 0 && p->mem.tier_bytes[ZG_TIER_DEVICE] > m->device_memory) return false;
-    if (m->host_memory > 0 && zg_mem_host_per_node(p) > m->host_memory) return false;
-    return true;
-}
-
-/* One alternative: a description and the change applied to copies of m and z. */
-typedef struct Alt {
-    const char *what;
-    ZgModel m;
-    ZgZero z;
-    bool ckpt;                  /* plan it with activation checkpointing */
-} Alt;
-
-#define MAX_ALTS 32
-
-static bool cur_ckpt;            /* the refused plan's act_ckpt, inherited by every alternative */
-
-static Alt *alt(Alt *out, int *n, const ZgModel *m, const ZgZero *z, const char *what)
-{
-    Alt *a = &out[(*n)++];
-    a->m = *m;
-    a->z = *z;
-    a->what = what;
-    a->ckpt = cur_ckpt;
-    return a;
-}
-
-/* The sizing keys the config set, each planned as the planner would size it (left out). */
-static void knob_alternatives(const ZgPlan *p, const ZgModel *m, const ZgZero *z, Alt *out, int *n)
-{
-    Alt *a;
-    bool opt_nvme = z->offload_optimizer.device == ZG_OFFLOAD_NVME;
-    if (p->sg_swap != ZG_SWAP_NONE && !left_default(z, ZG_SET_SUB_GROUP, z->sub_group_size, DS_SUB_GROUP)) {
-        a = alt(out, n, m, z, "remove zero_optimization.sub_group_size (zgen then sizes sub-groups to "
-                "hardware.host_memory)");
-        a->z.sizes_set &= ~(unsigned)ZG_SET_SUB_GROUP;
-        a->z.sub_group_size = DS_SUB_GROUP;
-    }
-    if (opt_nvme && z->offload_optimizer.buffer_count > 4) {
-        a = alt(out, n, m, z, "set zero_optimization.offload_optimizer.buffer_count: 4 (the fewest "
-                "zgen's optimizer pipeline needs)");
-        a->z.offload_optimizer.buffer_count = 4;
-    }
-    if (p->sg_swap == ZG_SWAP_PARAMS && p->n_sg_buffers > 2) {
-        a = alt(out, n, m, z, "set zero_optimization.offload_param.buffer_count: 2 (one sub-group "
-                "read while the other is updated)");
-        a->z.offload_param.buffer_count = 2;
-    }
-    if (z->stage >= 2 && !left_default(z, ZG_SET_REDUCE_BUCKET, z->reduce_bucket_size, DS_REDUCE_BUCKET)) {
-        a = alt(out, n, m, z, "remove zero_optimization.reduce_bucket_size (zgen then buckets one "
-                "layer's gradients)");
-        a->z.sizes_set &= ~(unsigned)ZG_SET_REDUCE_BUCKET;
-        a->z.reduce_bucket_size = DS_REDUCE_BUCKET;
-    }
-    if (z->stage == 3 && (!left_default(z, ZG_SET_PREFETCH, z->prefetch_bucket_size, DS_PREFETCH) ||
-                          !left_default(z, ZG_SET_MAX_LIVE, z->max_live_parameters, DS_MAX_LIVE))) {
-        a = alt(out, n, m, z, "remove zero_optimization.stage3_prefetch_bucket_size and "
-                "stage3_max_live_parameters (zgen then plans two gather slots: the group in use "
-                "and the next)");
-        a->z.sizes_set &= ~(unsigned)(ZG_SET_PREFETCH | ZG_SET_MAX_LIVE);
-        a->z.prefetch_bucket_size = DS_PREFETCH;
-        a->z.max_live_parameters = DS_MAX_LIVE;
-    }
-}
-
-/* The changes tried, in order: what the user can change on the hardware they declared first (the
-** sizing keys they set, the micro batch, activation checkpointing), then where the states live
-** (offload targets, stage), and more ranks last. */
-static int alternatives(const ZgPlan *p, const ZgModel *m, const ZgZero *z, Alt *out)
-{
-    int n = 0;
-    Alt *a;
-
-    knob_alternatives(p, m, z, out, &n);
-    /* smaller micro batches (gradient accumulation scaled to keep train_batch_size) */
-    for (int64_t mb = z->micro_batch / 2; mb >= 1 && n < MAX_ALTS - 16; mb /= 2) {
-        if (z->micro_batch % mb) continue;
-        a = alt(out, &n, m, z, NULL);
-        a->z.micro_batch = mb;
-        a->z.grad_accum = z->grad_accum * (z->micro_batch / mb);
-        a->what = zg_fmt("set train_micro_batch_size_per_gpu: %lld and gradient_accumulation_steps: "
-                         "%lld (same train_batch_size)", (long long)mb, (long long)a->z.grad_accum);
-    }
-    /* activations dominate large shapes: keep only each block's input, for one more forward */
-    if (!cur_ckpt) {
-        a = alt(out, &n, m, z, "set train.activation_checkpointing: true (in the spec; backward "
-                "recomputes each block's forward)");
-        a->ckpt = true;
-    }
-    if (z->offload_optimizer.device == ZG_OFFLOAD_NONE) {      /* stage 0 cannot offload */
-        a = alt(out, &n, m, z, z->stage ? "set zero_optimization.offload_optimizer.device: cpu"
-                : "set zero_optimization.stage: 1 and offload_optimizer.device: cpu");
-        a->z.offload_optimizer.device = ZG_OFFLOAD_CPU;
-        a->z.stage = z->stage ? z->stage : 1;
-    }
-    for (int st = z->stage + 1; st <= 3; st++) {
-        a = alt(out, &n, m, z, st == 1 ? "set zero_optimization.stage: 1" :
-                st == 2 ? "set zero_optimization.stage: 2" : "set zero_optimization.stage: 3");
-        a->z.stage = st;
-    }
-    if (z->stage == 3 && z->offload_param.device == ZG_OFFLOAD_NONE) {
-        a = alt(out, &n, m, z, "set zero_optimization.offload_param.device: cpu");
-        a->z.offload_param.device = ZG_OFFLOAD_CPU;
-    }
-    if (z->stage < 3) {
-        a = alt(out, &n, m, z, "set zero_optimization.stage: 3 and offload_optimizer.device: cpu");
-        a->z.stage = 3;
-        a->z.offload_optimizer.device = ZG_OFFLOAD_CPU;
-    }
-    if (z->offload_param.device == ZG_OFFLOAD_NONE || z->offload_optimizer.device == ZG_OFFLOAD_NONE) {
-        a = alt(out, &n, m, z, "set zero_optimization.stage: 3 with offload_optimizer.device: cpu and "
-                "offload_param.device: cpu");
-        a->z.stage = 3;
-        a->z.offload_optimizer.device = ZG_OFFLOAD_CPU;
-        a->z.offload_param.device = ZG_OFFLOAD_CPU;
-    }
-    /* host-bound: the optimizer back on the device, or on NVMe (stage 3 only, as DeepSpeed) */
-    if (z->offload_optimizer.device == ZG_OFFLOAD_CPU) {
-        a = alt(out, &n, m, z, "set zero_optimization.offload_optimizer.device: none");
-        a->z.offload_optimizer.device = ZG_OFFLOAD_NONE;
-    }
-    if (z->offload_optimizer.device != ZG_OFFLOAD_NVME) {
-        a = alt(out, &n, m, z, z->stage == 3
-                ? "set zero_optimization.offload_optimizer.device: nvme (with nvme_path)"
-                : "set zero_optimization.stage: 3 and offload_optimizer.device: nvme (with nvme_path)");
-        a->z.stage = 3;
-        a->z.offload_optimizer.device = ZG_OFFLOAD_NVME;
-    }
-    /* more ranks (same micro batch and accumulation: the global batch grows) */
-    for (int k = 1; k <= 6 && n < MAX_ALTS && z->stage > 0; k++) {
-        int64_t ws = (int64_t)m->world_size << k;
-        if (ws > (1 << 20)) break;
-        a = alt(out, &n, m, z, NULL);
-        zg_model_set_world_size(&a->m, (int)ws);
-        a->z.train_batch_size = z->micro_batch * z->grad_accum * ws;
-        a->what = zg_fmt("use --world-size %lld (train_batch_size becomes %lld)", (long long)ws,
-                         (long long)a->z.train_batch_size);
-    }
-    return n;
-}
-
-/* The three largest categories of a tier, as "name X GiB, ...". */
-static char *largest_cats(const int64_t *bytes)
-{
-    bool used[ZG_NMEM] = {0};
-    char *s = zg_xstrdup("");
-    for (int k = 0; k < 3; k++) {
-        int best = -1;
-        for (int c = 0; c < ZG_NMEM; c++)
-            if (!used[c] && bytes[c] > 0 && (best < 0 || bytes[c] > bytes[best])) best = c;
-        if (best < 0) break;
-        used[best] = true;
-        s = zg_fmt("%s%s%s %.2f GiB", s, k ? ", " : "", zg_memcat_name((ZgMemCat)best), gib(bytes[best]));
-    }
-    return s;
-}
-
-/* A host-bound plan whose sub-group staging the config sized: the arithmetic, and the largest
-** sub_group_size that fits with the rest of the plan unchanged. */
-static void swap_arithmetic(const ZgPlan *p)
-{
-    const ZgModel *m = p->model;
-    const ZgZero *z = p->zero;
-    int64_t per = swap_bytes_per_elem(p), sg = sg_largest(p);
-    if (per == 0 || sg == 0) return;
-    bool sg_set = !left_default(z, ZG_SET_SUB_GROUP, z->sub_group_size, DS_SUB_GROUP);
-    if (!sg_set && !(z->sizes_set & (ZG_SET_OPT_BUF_COUNT | ZG_SET_PARAM_BUF_COUNT))) return;
-    int rpn = ranks_per_node(m);
-    int64_t swap = per * sg, rest = zg_mem_host_per_node(p) - swap * rpn;
-    ZgLoc at = sg_set ? z->loc_sub_group_size : m->loc_host_memory;
-    int64_t each = p->sg_swap == ZG_SWAP_PARAMS ? 4 : p->grad_nvme ? 16 : 12;
-    int64_t wb = per - each * p->n_sg_buffers;
-    zg_note(at, "swap buffers: (%d staging buffers (buffer_count) x %lld bytes (%s)%s) per element "
-            "x a sub-group of %lld elements = %.2f GiB per rank; the rest of the plan needs %.2f GiB "
-            "per node", p->n_sg_buffers, (long long)each,
-            p->sg_swap == ZG_SWAP_PARAMS ? "fp32 parameters"
-            : p->grad_nvme ? "fp32 master, m, v, gradients" : "fp32 master, m, v",
-            wb ? zg_fmt(" + %lld bytes (16-bit write-back)", (long long)wb) : "", (long long)sg,
-            gib(swap), gib(rest));
-    int64_t room = (m->host_memory - rest) / rpn;
-    int64_t fit = room > 0 ? room / per / p->sg_align * p->sg_align : 0;
-    if (fit > 0)
-        zg_note(at, "the largest sub_group_size that fits hardware.host_memory %.2f GiB is %lld",
-                gib(m->host_memory), (long long)fit);
-    else
-        zg_note(at, "no sub_group_size fits: the rest of the plan alone needs %.2f GiB of "
-                "hardware.host_memory %.2f GiB", gib(rest), gib(m->host_memory));
-}
-
-/* Fit advice: the first ADVICE_MAX changes that fit, in alternatives()'s order, each with the
-** cost model's step time on ADVICE_HW (the default profile of --predict). */
-#define ADVICE_MAX 3
-#define ADVICE_HW "h100-sxm"
-
-static void refuse(const ZgPlan *p)
-{
-    const ZgModel *m = p->model;
-    int64_t dev = p->mem.tier_bytes[ZG_TIER_DEVICE], host = zg_mem_host_per_node(p);
-    bool dev_bad = m->device_memory > 0 && dev > m->device_memory;
-    ZgLoc at = dev_bad ? m->loc_device_memory : m->loc_host_memory;
-    if (dev_bad) {
-        zg_error(at, "the plan needs %.2f GiB of device memory per rank; hardware.device_memory is "
-                 "%.2f GiB", gib(dev), gib(m->device_memory));
-        zg_note(at, "largest on the device: %s", largest_cats(p->mem.cat_bytes[ZG_TIER_DEVICE]));
-    } else {
-        int64_t cats[ZG_NMEM];
-        int rpn = m->gpus_per_node > 0 ? m->gpus_per_node : 1;
-        if (rpn > m->world_size) rpn = m->world_size;
-        for (int c = 0; c < ZG_NMEM; c++)
-            cats[c] = (p->mem.cat_bytes[ZG_TIER_PINNED][c] + p->mem.cat_bytes[ZG_TIER_HOST][c]) * rpn;
-        zg_error(at, "the plan needs %.2f GiB of host memory per node (%d ranks); "
-                 "hardware.host_memory is %.2f GiB", gib(host), rpn, gib(m->host_memory));
-        zg_note(at, "largest on the host: %s", largest_cats(cats));
-        swap_arithmetic(p);
-    }
-    Alt *alts = zg_xcalloc(MAX_ALTS, sizeof *alts);
-    cur_ckpt = p->act_ckpt;
-    int n = alternatives(p, m, p->zero, alts), shown = 0;
-    /* each change that fits is priced by the cost model, so the user can weigh the first one (the
-    ** least disruptive) against the faster ones below it; a prediction, labelled as such */
-    ZgHw hw;
-    bool priced = zg_hw_builtin(ADVICE_HW, &hw);
-    for (int i = 0; i < n && shown < ADVICE_MAX; i++) {
-        ZgPlan q;
-        memset(&q, 0, sizeof q);
-        q.act_ckpt = alts[i].ckpt;
-        if (!zg_model_build(&alts[i].m, &q)) continue;
-        build_nocheck(&alts[i].m, &alts[i].z, &q);
-        if (table_rows(&q) > ZG_MAX_TABLE_ROWS || cost_saturated(&q.cost) || !fits(&q)) continue;
-        int64_t qdev = q.mem.tier_bytes[ZG_TIER_DEVICE];
-        char *cost = zg_xstrdup("");
-        if (priced) {
-            ZgPrediction pr;
-            memset(&pr, 0, sizeof pr);
-            zg_predict(&q, &hw, &pr);
-            free(cost);
-            cost = zg_fmt("; predicted step %.3g s, %.0f tokens/s on %s", pr.step_s, pr.tokens_per_s,
-                          hw.name);
-            free(pr.ev);
-        }
-        if (dev_bad)
-            zg_note(at, "%s (saves %.2f GiB of device memory per rank; needs %.2f GiB%s)", alts[i].what,
-                    gib(dev - qdev), gib(qdev), cost);
-        else if (q.sized_auto & ZG_SET_SUB_GROUP)
-            zg_note(at, "%s (host memory per node: %.2f GiB; sub_group_size %lld%s)", alts[i].what,
-                    gib(zg_mem_host_per_node(&q)), (long long)q.sub_group_numel, cost);
-        else
-            zg_note(at, "%s (host memory per node: %.2f GiB%s)", alts[i].what,
-                    gib(zg_mem_host_per_node(&q)), cost);
-        free(cost);
-        shown++;
-    }
-    if (shown) return;
-    int64_t acts = p->mem.acts_bytes + p->mem.scratch_bytes;
-    if (dev_bad && acts >= m->device_memory)
-        zg_note(at, "no change of stage or offload fits: the activations of one micro-batch alone "
-                "take %.2f GiB (micro batch %lld, seq_len %lld%s): lower train.seq_len or the "
-                "micro batch", gib(acts), (long long)p->zero->micro_batch, (long long)m->seq_len,
-                p->act_ckpt ? ", with activation checkpointing" : "");
-    else
-        zg_note(at, "no single change of a sizing key, micro batch, activation checkpointing, stage, "
-                "offload or world size (up to %dx) fits", 64);
-}
-
 bool zg_plan_build(const ZgModel *m, const ZgZero *z, ZgPlan *p)
 {
     if (!p->tensors && !zg_model_build(m, p)) return false;
-    build_nocheck(m, z, p);
+    zg_plan_build_nocheck(m, z, p);
     if (!within_bounds(p)) return false;
     ds_defaults_figures(m, z, p);
-    if (!fits(p)) {
-        refuse(p);
+    if (!zg_fit_ok(p)) {
+        zg_fit_refuse(p);
         return false;
     }
     return true;

@@ -349,6 +349,16 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jint(j, "acts_bytes", p->mem.acts_bytes);
     jint(j, "scratch_bytes", p->mem.scratch_bytes);
     jint(j, "host_bytes_per_node", zg_mem_host_per_node(p));
+    /* device memory a CUDA rank needs beside the arena (memplan.c); the parts are zgen's estimate,
+    ** device_headroom_bytes their sum or hardware.device_headroom */
+    jint(j, "device_headroom_bytes", p->mem.device_headroom);
+    jopen(j, "device_headroom_parts", '{');
+    jint(j, "cuda_context_bytes", p->mem.headroom_context);
+    jint(j, "cublas_workspace_bytes", p->mem.headroom_cublas);
+    jint(j, "nccl_bytes", p->mem.headroom_nccl);
+    jclose(j, '}');
+    jbool(j, "device_headroom_declared", p->model->device_headroom > 0);
+    jint(j, "device_need_bytes", zg_mem_device_need(p));
     jclose(j, '}');
     jopen(j, "cost_per_step_per_rank", '{');
     jint(j, "net_bytes", p->cost.net_bytes);

@@ -187,7 +187,10 @@ static void memory_txt(const ZgPlan *p, FILE *f)
     fprintf(f, "host per node (%d ranks): %.3f GiB\n",
             m->gpus_per_node < m->world_size ? m->gpus_per_node : m->world_size,
             gib(zg_mem_host_per_node(p)));
-    if (m->device_memory) fprintf(f, "declared device memory: %.3f GiB\n", gib(m->device_memory));
+    fprintf(f, "device headroom: %lld MiB (%s), kept free beside the device arena for a CUDA run\n",
+            (long long)(p->mem.device_headroom >> 20), zg_mem_headroom_parts(p));
+    if (m->device_memory) fprintf(f, "declared device memory: %.3f GiB (the plan needs %.3f GiB with the headroom)\n",
+                                  gib(m->device_memory), gib(zg_mem_device_need(p)));
     if (m->host_memory) fprintf(f, "declared host memory per node: %.3f GiB\n", gib(m->host_memory));
     fprintf(f, "activations: acts %lld bytes + scratch %lld bytes (fp32, micro batch %lld)\n",
             (long long)p->mem.acts_bytes, (long long)p->mem.scratch_bytes,

@@ -25,6 +25,7 @@ static const char *const spec_keys[] = {
     "train.seq_len", "train.world_size", "train.seed", "train.micro_batch_size",
     "train.batch_size", "train.grad_accum", "train.lr", "train.activation_checkpointing",
     "hardware.device_memory", "hardware.host_memory", "hardware.gpus_per_node",
+    "hardware.device_headroom",
 };
 #define N_SPEC_KEYS ((int)(sizeof spec_keys / sizeof spec_keys[0]))
 
@@ -292,6 +293,8 @@ static void load_hardware(const ZgNode *sec, ZgModel *m, Seen *seen)
         int64_t x;
         if (!strcmp(k, "device_memory")) load_size(v, "hardware.device_memory", &m->device_memory, &m->loc_device_memory);
         else if (!strcmp(k, "host_memory")) load_size(v, "hardware.host_memory", &m->host_memory, &m->loc_host_memory);
+        else if (!strcmp(k, "device_headroom"))
+            load_size(v, "hardware.device_headroom", &m->device_headroom, &m->loc_device_headroom);
         else if (!strcmp(k, "gpus_per_node")) {
             seen->gpn_loc = v->loc;
             if (zg_node_int(v, "hardware.gpus_per_node", 1, 1024, &x)) m->gpus_per_node = (int)x, seen->gpn = true, m->gpus_per_node_given = true;

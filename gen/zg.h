@@ -113,6 +113,9 @@ typedef struct ZgModel {
     double train_lr;            /* train.lr */
     ZgLoc loc_deepspeed;        /* the spec's `deepspeed:` value */
     bool gpus_per_node_given;   /* hardware.gpus_per_node was in the spec */
+    int64_t device_headroom;    /* hardware.device_headroom: bytes per rank kept free of the plan on
+                                ** the device instead of zgen's estimate (memplan.c); 0 = estimate */
+    ZgLoc loc_device_headroom;
     /* Added by the reliability work (spec.c): where model.n_layers is, for plan-size refusals. */
     ZgLoc loc_n_layers;
     /* Added by the llama work (spec.c). Archs without rotary embeddings leave n_kv_heads = n_heads

@@ -97,6 +97,11 @@ typedef struct ZgShardMap {
     int64_t opt_numel;          /* elements each rank's optimizer updates (stage 0: padded_numel) */
     int64_t *shard_offset;      /* stage 3: per tensor, offset of its slice in each rank's shard */
     int64_t persist_numel;      /* stage 3: sum of numel of persistent tensors */
+    /* Facts the emitted trainer reads instead of the stage (zg_model.h "partition facts"). */
+    bool opt_replicated;        /* every rank's optimizer updates every element (stage 0) */
+    int64_t opt_flat_stride;    /* rank r's optimizer shard starts at flat element r * this: part_numel
+                                ** for a partitioned flat buffer (stages 1-2); 0 when replicated or
+                                ** when the shard is per-tensor slices (stage 3: tensor part_numel) */
 } ZgShardMap;
 
 /* A contiguous run of gradients reduced together. Buckets are listed in reduction order, which is
@@ -312,6 +317,12 @@ typedef struct ZgMemPlan {
     int64_t acts_bytes, scratch_bytes;          /* the activation formula (docs/PLAN.md);
                                                 ** acts_bytes is the checkpointed one with
                                                 ** ZgPlan.act_ckpt */
+    /* Device memory a CUDA rank needs beside the device arena (memplan.c device_headroom; docs/
+    ** PLAN.md "Device headroom"): the fit check keeps it free of hardware.device_memory. */
+    int64_t headroom_context;                   /* the CUDA context */
+    int64_t headroom_cublas;                    /* cuBLAS workspaces */
+    int64_t headroom_nccl;                      /* NCCL's connection buffers */
+    int64_t device_headroom;                    /* kept free: the three, or hardware.device_headroom */
 } ZgMemPlan;
 
 /* Bytes moved per rank per optimizer step and FLOPs (cost readable before launch; planout). */
@@ -407,6 +418,11 @@ int64_t zg_acts_ckpt_bytes(const ZgModel *m, int64_t micro_batch);
 int64_t zg_scratch_bytes(const ZgModel *m, int64_t micro_batch);
 /* memplan.c: host bytes per node (pinned + host per rank times ranks per node). */
 int64_t zg_mem_host_per_node(const ZgPlan *p);
+/* Device bytes per rank the plan needs: the device arena plus the device headroom. */
+int64_t zg_mem_device_need(const ZgPlan *p);
+/* The headroom's parts as text ("CUDA context 512 MiB, cuBLAS workspace 32 MiB, NCCL 640 MiB", or
+** "set by hardware.device_headroom"); zg_fmt'd. */
+char *zg_mem_headroom_parts(const ZgPlan *p);
 /* planout*.c */
 bool zg_plan_write_json(const ZgPlan *p, FILE *f);
 bool zg_plan_write_txt(const ZgPlan *p, FILE *f);

@@ -36,6 +36,8 @@ static char *make_meta(void)
         if (zg_hf_config[r].write) cap += strlen(zg_hf_config[r].key) + strlen(zg_hf_config[r].value) + 8;
     char *out = malloc(cap);
     if (!out) tr_die("out of memory for the checkpoint's manifest");
+    /* the stage number: the manifest records the stage that wrote it for people and `zgen ckpt --info`; the
+    ** loader reads the tensor index, never this field, so no table can stand in for the label */
     len = (size_t)snprintf(out, cap, "{\"name\":\"%s\",\"stage\":%d,\"world\":%d,\"dtype\":\"%s\",\"params\":%lld,"
              "\"offload_optimizer\":\"%s\",\"offload_param\":\"%s\",\"arch\":\"%s\",\"vocab_size\":%d,"
              "\"context\":%d,\"d_model\":%d,\"n_layers\":%d,\"n_heads\":%d,\"d_ff\":%d,\"norm_eps\":%.9g,"
@@ -199,6 +201,8 @@ static void load_v1(const char *dir)
     ZrCkptReader *r;
     if (zr_ckpt_open(&r, dir, -1, T.rank, T.ws) < 0) tr_die("--resume: %s", zr_train_error());
     char meta[256];
+    /* the stage number: format 1 identified its plan by this text, stage number included; to match it the
+    ** trainer must print the same number (the tables do not carry the label) */
     snprintf(meta, sizeof meta, META_V1, ZG_STAGE, T.ws, (long long)ZG_N_PARAMS);
     if (strcmp(zr_ckpt_meta(r), meta) != 0)
         tr_die("--resume %s: a format-1 checkpoint (no tensor index, written by an older zgen) loads only "

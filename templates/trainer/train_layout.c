@@ -185,20 +185,12 @@ static void give_bounce(void)
 /* ---------------------------------------------------------------------- derived offsets */
 static void derive(void)
 {
-#if ZG_STAGE == 3
-    T.opt_numel = ZG_PART_NUMEL;
-    T.opt_flat0 = 0;
-#elif ZG_STAGE == 0
-    T.opt_numel = ZG_PADDED_NUMEL;
-    T.opt_flat0 = 0;
-#else
-    T.opt_numel = ZG_PART_NUMEL;
-    T.opt_flat0 = (int64_t)T.rank * ZG_PART_NUMEL;
-#endif
+    T.opt_numel = ZG_OPT_NUMEL;
+    T.opt_flat0 = (int64_t)T.rank * ZG_OPT_FLAT_STRIDE;
     for (int i = 0; i < ZG_N_TENSORS; i++) {
         const ZrTensorRow *r = &zg_tensors[i];
         TrTensor *d = &T.t[i];
-        if (ZG_STAGE == 3) {          /* slice `rank` of the padded tensor, padding included */
+        if (r->part_numel > 0) {      /* slice `rank` of the padded tensor, padding included */
             d->opt_lo = r->shard_offset;
             d->opt_hi = r->shard_offset + r->part_numel;
             d->opt_src = (int64_t)T.rank * r->part_numel;
@@ -211,6 +203,22 @@ static void derive(void)
             d->opt_lo = lo - T.opt_flat0;
             d->opt_hi = hi - T.opt_flat0;
             d->opt_src = lo - r->flat_offset;
+        }
+    }
+}
+
+/* Every region an op row names must be in memory, or on NVMe where the row moves bytes to or from
+** the swap file: checked once here, so that a plan and a trainer that disagree stop before step 1. */
+static void check_op_regions(const ZrOpRow *ops, int n, const char *list)
+{
+    for (int i = 0; i < n; i++) {
+        const int rg[2] = {ops[i].src, ops[i].dst};
+        for (int k = 0; k < 2; k++) {
+            int r = rg[k];
+            if (r < 0) continue;
+            if (r >= ZG_N_REGIONS || (!T.rg[r] && zg_regions[r].tier != ZR_TIER_NVME))
+                tr_die("plan: %s[%d] (%s) names region %d, which the plan does not place in memory: "
+                       "regenerate the trainer with a matching zgen", list, i, zr_op_names[ops[i].kind], r);
         }
     }
 }
@@ -302,23 +310,27 @@ void tr_layout_init(void)
     tr_model_carve(T.acts, T.scratch, T.act_ckpt ? 1 : ZG_N_LAYERS);
     if (T.act_ckpt) T.ckpt_out = T.acts + tr_model_acts_floats(1);
 
-    /* what each configuration needs: a plan without it cannot be run */
-    if (ZG_STAGE < 3 && !T.params16) tr_die("plan lacks region params16");
-    if (ZG_STAGE == 3 && !T.params_shard && T.params_shard_nvme < 0)
-        tr_die("plan lacks region params_shard");
-    if (ZG_STAGE <= 1 && !T.grads) tr_die("plan lacks region grads");
-    if (ZG_STAGE >= 2 && ((!T.grad32 && T.grad32_nvme < 0) || T.n_bucket_bufs == 0))
-        tr_die("plan lacks regions grad32 / bucket_0");
+    /* what the executor dereferences: a plan without it cannot be run. Each rule reads which regions
+    ** the plan carved (gen/memplan.c decides that from the configuration), not the ZeRO stage. */
+    check_op_regions(zg_micro_ops, ZG_N_MICRO_OPS, "zg_micro_ops");
+    check_op_regions(zg_last_micro_ops, ZG_N_LAST_MICRO_OPS, "zg_last_micro_ops");
+    check_op_regions(zg_step_ops, ZG_N_STEP_OPS, "zg_step_ops");
+    int has_shard = T.params_shard || T.params_shard_nvme >= 0;
+    if (!T.params16 == !has_shard)
+        tr_die("plan needs exactly one working copy of the parameters: params16 (whole) or params_shard "
+               "(this rank's slices)");
+    if ((zg_tensors[0].part_numel > 0) != has_shard)    /* derive() reads the rows, the rest the regions */
+        tr_die("plan's tensor rows %s per-rank slices (part_numel) but its regions hold %s",
+               has_shard ? "lack" : "have", has_shard ? "params_shard" : "params16");
+    if (!T.grads && ((!T.grad32 && T.grad32_nvme < 0) || T.n_bucket_bufs == 0))
+        tr_die("plan lacks gradient buffers: neither grads nor grad32 with bucket_0");
     if (T.grad32_nvme >= 0 && (T.opt_parts != 4 || ZG_N_SUBGROUPS == 0))
         tr_die("plan puts grad32 on NVMe without opt_buf_<b> staging for its sub-groups");
-    if (ZG_STAGE == 3 && ZG_WORLD_SIZE > 1 && (ZG_GRAD_ACCUM > 1 || ZG_MIXED) && !T.bucket_recv[0])
-        tr_die("plan lacks region bucket_recv_0 (stage-3 reduce-scatter receive chunk)");
     if (ZG_MIXED && !T.stage32) tr_die("plan lacks region stage32");
-    if (!ZG_MIXED && ZG_STAGE >= 2 && !T.grad_stage) tr_die("plan lacks region grad_stage");
+    if (!ZG_MIXED && !T.grads && !T.grad_stage) tr_die("plan lacks region grad_stage (bucketed fp32 gradients)");
     if (ZG_N_GATHER_SLOTS > TR_MAX_SLOTS) tr_die("more gather slots than this trainer supports");
     /* fp32 with the shard on NVMe and no separate master: the plan swaps the parameters */
-    if (!ZG_MIXED && ZG_STAGE == 3 && !T.params_shard && !T.master && T.master_nvme < 0 &&
-        T.n_master_bufs == 0)
+    if (!ZG_MIXED && T.params_shard_nvme >= 0 && !T.master && T.master_nvme < 0 && T.n_master_bufs == 0)
         tr_die("plan lacks region master_buf_0 (fp32 parameters on NVMe are the master)");
 }
 

@@ -47,6 +47,8 @@ void tr_span(int track, const char *name, double t0)
     if (T.trace) zr_trace_span(T.trace, track, name, t0);
 }
 
+/* The stage number here and in the start-up banner is text for the user, who configured a stage: nothing
+** in the run depends on it (the tables decide), but the user recognises the plan by it. */
 static void usage(void)
 {
     fprintf(stderr,
@@ -180,6 +182,7 @@ static void setup(int argc, char **argv)
         tr_die("--val: %s", zr_train_error());
     tr_backend->layout_init();
     if (T.rank == 0 && !T.a.quiet) {
+        /* the stage number: a label for the user (see usage()) */
         fprintf(stderr, "train: plan %s, %d ranks, ZeRO-%d, %s; arenas per rank (bytes):", ZG_NAME,
                 T.ws, ZG_STAGE, ZG_DTYPE_NAME);
         for (int t = 0; t < ZR_TIER_NVME; t++)

@@ -40,13 +40,12 @@ void tr_state_load(TrFill *fill, void *ctx)
             else if (nv >= 0) tr_nvme_rw(1, buf, n * 4, nv + lo * 4);
             if (part != 0) continue;
             /* the working copy: rounded (or copied) from the master */
-            if (ZG_STAGE == 3 && !T.params_shard) {
+            if (T.params16 || T.params_shard) {
+                void *home = T.params16 ? tr_w_at(T.params16, T.opt_flat0 + lo) : tr_w_at(T.params_shard, lo);
+                tr_f32_to_w(home, buf, n);
+            } else {                  /* the shard lives on NVMe */
                 tr_f32_to_w(wbuf, buf, n);
                 tr_nvme_rw_param(1, wbuf, n * ZG_DTYPE_SIZE, T.params_shard_nvme + lo * ZG_DTYPE_SIZE);
-            } else {
-                void *home = ZG_STAGE == 3 ? tr_w_at(T.params_shard, lo)
-                                           : tr_w_at(T.params16, T.opt_flat0 + lo);
-                tr_f32_to_w(home, buf, n);
             }
         }
     }
@@ -151,7 +150,7 @@ void tr_params_init(void)
 static float *gather_model(const float *shard)
 {
     float *all = NULL, *out = NULL;
-    if (ZG_STAGE == 0) {
+    if (ZG_OPT_REPLICATED) {          /* every rank's shard is the whole model already */
         all = (float *)shard;
     } else {
         all = malloc((size_t)T.ws * T.opt_numel * 4);
@@ -164,7 +163,7 @@ static float *gather_model(const float *shard)
         for (int t = 0; t < ZG_N_TENSORS; t++) {
             const ZrTensorRow *r = &zg_tensors[t];
             float *dst = out + r->flat_offset;
-            if (ZG_STAGE < 3) { memcpy(dst, all + r->flat_offset, (size_t)r->numel * 4); continue; }
+            if (r->part_numel == 0) { memcpy(dst, all + r->flat_offset, (size_t)r->numel * 4); continue; }
             for (int k = 0; k < T.ws; k++) {
                 int64_t lo = k * r->part_numel, n = r->numel - lo;
                 if (n > r->part_numel) n = r->part_numel;

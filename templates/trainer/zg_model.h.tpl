@@ -57,6 +57,8 @@
 #define ZG_HOST_MEMORY                  ${cfmt.i64(m.host_memory)}  /* bytes per node, 0 = undeclared */
 
 /* ---------------------------------------------------------------------- stage and precision */
+/* The stage is a label the trainer records (checkpoint manifest, usage and banner text); what it
+** does follows the tables and the facts named below ("partition facts"), never this number. */
 #define ZG_STAGE                        ${cfmt.int(z.stage)}
 #define ZG_DTYPE                        ZR_DT_${z.dtype:upper()}
 #define ZG_DTYPE_NAME                   ${cfmt.str(z.dtype)}
@@ -145,6 +147,11 @@
 #define ZG_PART_NUMEL                   ${cfmt.i64(plan.shard.part_numel)}  /* elements each rank owns */
 #define ZG_OPT_NUMEL                    ${cfmt.i64(plan.shard.opt_numel)}  /* elements each rank's optimizer updates */
 #define ZG_PERSIST_NUMEL                ${cfmt.i64(plan.shard.persist_numel)}
+/* partition facts (gen/plan.c partition_params decides them): the trainer lays out its optimizer
+** shard with these and the zg_tensors rows (part_numel > 0: the shard holds that tensor's slice)
+** instead of asking which ZeRO stage it runs */
+#define ZG_OPT_REPLICATED               ${cfmt.bool(plan.shard.opt_replicated)}  /* 1: every rank's optimizer updates every element */
+#define ZG_OPT_FLAT_STRIDE              ${cfmt.i64(plan.shard.opt_flat_stride)}  /* rank r's shard starts at flat element r * this */
 #define ZG_N_BUCKET_BUFFERS             ${cfmt.int(plan.n_bucket_buffers)}
 #define ZG_BUCKET_BUFFER_NUMEL          ${cfmt.i64(plan.bucket_buffer_numel)}
 #define ZG_GATHER_SLOT_NUMEL            ${cfmt.i64(plan.gather_slot_numel)}

@@ -402,7 +402,7 @@ static void t_act_ckpt(void)
              (double)(L - 1) * (2 * blk + 2.0 * C * T) * (double)(B * T));
     /* a device too small for the full activations: the refusal first suggests a smaller micro
     ** batch (no recompute); at micro batch 1 it suggests checkpointing, and that plan fits */
-    m.device_memory = p->mem.tier_bytes[ZG_TIER_DEVICE] + ((int64_t)1 << 20);
+    m.device_memory = p->mem.tier_bytes[ZG_TIER_DEVICE] + p->mem.device_headroom + ((int64_t)1 << 20);
     m.loc_device_memory = (ZgLoc){"t.yaml", 9, 3};
     zg_diag_reset();
     ZT_CHECK(plan(&m, &z) == NULL);
@@ -420,7 +420,7 @@ static void t_act_ckpt(void)
     want_ckpt = false;
     ZT_CHECK(p1 != NULL);
     if (!p1) return;
-    m.device_memory = p1->mem.tier_bytes[ZG_TIER_DEVICE] + ((int64_t)1 << 20);
+    m.device_memory = p1->mem.tier_bytes[ZG_TIER_DEVICE] + p1->mem.device_headroom + ((int64_t)1 << 20);
     zg_diag_reset();
     ZT_CHECK(plan(&m, &z) == NULL);
     ZT_CHECKM(zg_diag_count_matching("activation_checkpointing: true", 9) == 1, "%s", zg_diag_log());

@@ -41,6 +41,8 @@
 #define ZG_HOST_MEMORY                  INT64_C(8589934592)  /* bytes per node, 0 = undeclared */
 
 /* ---------------------------------------------------------------------- stage and precision */
+/* The stage is a label the trainer records (checkpoint manifest, usage and banner text); what it
+** does follows the tables and the facts named below ("partition facts"), never this number. */
 #define ZG_STAGE                        3
 #define ZG_DTYPE                        ZR_DT_FP32
 #define ZG_DTYPE_NAME                   "fp32"
@@ -129,6 +131,11 @@
 #define ZG_PART_NUMEL                   INT64_C(421248)  /* elements each rank owns */
 #define ZG_OPT_NUMEL                    INT64_C(421248)  /* elements each rank's optimizer updates */
 #define ZG_PERSIST_NUMEL                INT64_C(6912)
+/* partition facts (gen/plan.c partition_params decides them): the trainer lays out its optimizer
+** shard with these and the zg_tensors rows (part_numel > 0: the shard holds that tensor's slice)
+** instead of asking which ZeRO stage it runs */
+#define ZG_OPT_REPLICATED               0  /* 1: every rank's optimizer updates every element */
+#define ZG_OPT_FLAT_STRIDE              INT64_C(0)  /* rank r's shard starts at flat element r * this */
 #define ZG_N_BUCKET_BUFFERS             2
 #define ZG_BUCKET_BUFFER_NUMEL          INT64_C(98560)
 #define ZG_GATHER_SLOT_NUMEL            INT64_C(196608)
