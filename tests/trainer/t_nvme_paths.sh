@@ -17,8 +17,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 >/dev/null 2>&1
 
-# mk NAME PARAM_DIR OPT_DIR: a ZeRO-3 bf16 trainer with parameters and optimizer state on NVMe
+# mk NAME PARAM_DIR OPT_DIR [DTYPE]: a ZeRO-3 trainer (bf16 unless DTYPE is fp32) with parameters
+# and optimizer state on NVMe
 mk() {
+  local dt='"bf16": {"enabled": true},'; [ "${4:-}" = fp32 ] && dt=""
   local d="$tmp/$1"
   mkdir -p "$d"
   cat >"$d/spec.yaml" <<EOF
@@ -28,7 +30,7 @@ train: {seq_len: 24, world_size: 2, seed: 3}
 deepspeed: ds.json
 EOF
   cat >"$d/ds.json" <<EOF
-{"train_batch_size": 8, "gradient_accumulation_steps": 2, "gradient_clipping": 1.0, "bf16": {"enabled": true},
+{"train_batch_size": 8, "gradient_accumulation_steps": 2, "gradient_clipping": 1.0, $dt
  "zero_optimization": {"stage": 3, "reduce_bucket_size": 4000, "sub_group_size": 5000,
    "stage3_param_persistence_threshold": 100,
    "offload_param": {"device": "nvme", "nvme_path": "$2"},
@@ -84,6 +86,22 @@ for r in 0 1; do
   [ ! -e "$tmp/two/p_nvme/zgen_nvp_param_rank$r.swp" ] && [ ! -e "$tmp/two/o_nvme/zgen_nvp_optim_rank$r.swp" ] ||
     fail "swap files of rank $r removed at a clean exit"
 done
+
+# fp32: the parameters' NVMe shard is the master (no fp32 copy in the optimizer file), so its
+# sub-group swaps and the checkpoint's reads and writes go to the parameter file: a save and a resume
+# with two paths continue the one-path run bit for bit
+mk one32 "$tmp/one32/nvme" "$tmp/one32/nvme" fp32
+mk two32 "$tmp/two32/p_nvme" "$tmp/two32/o_nvme" fp32
+run one32 "$tmp/one32.log" --steps $N --log "$tmp/one32.jsonl"
+rc1=$rc
+run two32 "$tmp/two32a.log" --steps 3 --save "$tmp/ck32" --log "$tmp/two32.jsonl"
+rc2=$rc
+run two32 "$tmp/two32b.log" --steps $N --resume "$tmp/ck32" --log "$tmp/two32.jsonl"
+if [ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rc" -eq 0 ] && [ "$(losses "$tmp/one32.jsonl" | wc -l)" -eq $N ] &&
+   losses "$tmp/one32.jsonl" | cmp -s - <(losses "$tmp/two32.jsonl"); then
+  ok "fp32, two nvme_paths, saved at step 3 and resumed: bit-identical to one path ($N steps)"
+else cat "$tmp/two32a.log" "$tmp/two32b.log"; diff <(losses "$tmp/one32.jsonl") <(losses "$tmp/two32.jsonl") | head -4
+  fail "fp32 two nvme_paths with save/resume vs one" "rc $rc1/$rc2/$rc"; fi
 
 # the files themselves: a run stopped by a fault leaves them (no close), sized by the plan
 ZR_NVME_FAULT="eio@30:w" run two "$tmp/two_eio.log" --steps $N
