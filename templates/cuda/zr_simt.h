@@ -396,19 +396,24 @@ ZR_SIMT_HOOK void __tsan_vptr_update(void **p, void *v) { (void)p; (void)v; }
 ZR_SIMT_HOOK void __tsan_vptr_read(void **p) { (void)p; }
 #endif
 
+/* Thread t's fiber, ready to start at fiber_main. getcontext returns twice in the compiler's eyes,
+** so it sits in a frame of its own where no loop variable can be clobbered. */
+static void init_fiber(unsigned t)
+{
+    Fiber *f = &S.f[t];
+    getcontext(&f->ctx);
+    f->ctx.uc_stack.ss_sp = S.stacks + (size_t)t * S.stack_bytes;
+    f->ctx.uc_stack.ss_size = S.stack_bytes;
+    f->ctx.uc_link = &S.sched;
+    makecontext(&f->ctx, fiber_main, 0);
+    f->state = RUNNABLE;
+    f->tid = t;
+}
+
 static int run_block(void)
 {
     volatile unsigned live = S.n;   /* survives swapcontext (-Wclobbered) */
-    for (unsigned t = 0; t < S.n; t++) {
-        Fiber *f = &S.f[t];
-        getcontext(&f->ctx);
-        f->ctx.uc_stack.ss_sp = S.stacks + (size_t)t * S.stack_bytes;
-        f->ctx.uc_stack.ss_size = S.stack_bytes;
-        f->ctx.uc_link = &S.sched;
-        makecontext(&f->ctx, fiber_main, 0);
-        f->state = RUNNABLE;
-        f->tid = t;
-    }
+    for (unsigned t = 0; t < S.n; t++) init_fiber(t);
     S.block_arrived = 0;
     S.ep++;                          /* a new block: its own shared memory */
     memset(S.warp_arrived, 0, sizeof(int) * ((S.n + 31) / 32));
