@@ -615,7 +615,9 @@ extern "C" int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *
 ** whose rounded value is saved as aux; gelu'(aux) times X), then D rounded to its dtype once. GELU is
 ** gelu.cu's tanh form (zk_gelu_sig), which the host kernels share. The bias gradient is the column
 ** sum of op(B) over k in fp32, rows in order, written to the bias (D's dtype). The same arguments
-** are refused as on a GPU (aux's leading dimension a multiple of 8 and at least N, as cuBLASLt asks). */
+** are refused as on a GPU (aux's leading dimension a multiple of 8 and at least N, as cuBLASLt asks).
+** ZR_GPU_EMU_LT_OFF=digits (epilogue numbers of zr_gpu.h, e.g. 1234) stands in for a cuBLASLt
+** whose heuristic has no algorithm for those epilogues: -ENOTSUP, as zr_gpu_blaslt.c returns then. */
 static float lt_dgelu(float v)
 {
     float s = zk_gelu_sig(v), du = ZK_GELU_K * (1.0f + 3.0f * ZK_GELU_A * v * v);
@@ -636,6 +638,11 @@ extern "C" int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int 
     else if (epi == ZR_GPU_EPI_DGELU && beta != 0.0f) bad = "beta (DGELU takes 0)";
     else if (M <= 0 || N <= 0 || K <= 0 || ldd < N || lda < (ta ? M : K) || ldb < (tb ? K : N)) bad = "sizes";
     if (bad) return fail(s->g, -EINVAL, std::string("zr_gpu_gemm_lt: ") + bad);
+    static const char *const names[] = {"gemm_lt", "gemm_lt BIAS", "gemm_lt GELU_BIAS", "gemm_lt DGELU", "gemm_lt BGRAD"};
+    const char *off = getenv("ZR_GPU_EMU_LT_OFF");
+    if (off && strchr(off, '0' + (int)epi))
+        return fail(s->g, -ENOTSUP, std::string("emulated cuBLASLt: no algorithm for ") + names[epi] +
+                    " (ZR_GPU_EMU_LT_OFF)");
     if (!C || beta == 0.0f) C = D;
     size_t ra = (size_t)(ta ? K : M), ca = (size_t)(ta ? M : K);
     size_t rb = (size_t)(tb ? N : K), cb = (size_t)(tb ? K : N);
@@ -649,7 +656,6 @@ extern "C" int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int 
     if (epi == ZR_GPU_EPI_BGRAD) fp.push_back(wr(bias, (size_t)N * es));
     if (epi == ZR_GPU_EPI_GELU_BIAS) fp.push_back(wr(aux, nx * es));
     if (epi == ZR_GPU_EPI_DGELU) fp.push_back(rd(aux, nx * es));
-    static const char *const names[] = {"gemm_lt", "gemm_lt BIAS", "gemm_lt GELU_BIAS", "gemm_lt DGELU", "gemm_lt BGRAD"};
     return push(s, [=]() {
         std::vector<float> a(ra * ca), b(rb * cb), c((size_t)M * N, 0.0f);
         for (size_t i = 0; i < ra; i++)
