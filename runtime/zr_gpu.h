@@ -138,7 +138,8 @@ int zr_gpu_footprint(ZrGpuStream *s, const void *p, size_t bytes, int write);
 ** the host kernels'. aux is M x N at ldaux (elements), ldaux >= N and a multiple of 8 (cuBLASLt's
 ** rule), else -EINVAL. On a GPU the first call of each shape (dtypes, transposes, sizes, leading
 ** dimensions, epilogue, pointer alignments) asks cuBLASLt's heuristic for the algorithm, and every
-** later call of that shape reuses it: nothing is chosen per step after the first. */
+** later call of that shape reuses it: nothing is chosen per step after the first. -ENOTSUP when the
+** heuristic has no algorithm for the combination (the caller may run the unfused sequence). */
 typedef enum {
     ZR_GPU_EPI_NONE = 0,
     ZR_GPU_EPI_BIAS,
