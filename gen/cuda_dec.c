@@ -15,6 +15,13 @@
 **                       device activations (its layout, repeated here; it dies at start-up when its
 **                       carving differs), inside the plan's "acts" / "scratch" regions, which keep
 **                       the host layout that --check's host reference runs in.
+**   ZK_GEMM_EPI         1 where cuda_model.c runs linear layers through zr_gpu_gemm_lt with fused
+**                       epilogues (bias, bias + GELU, GELU backward, bias gradient; cuBLASLt on a GPU):
+**                       16-bit activations and d_ff a multiple of 8 (the GELU pre-activation is the
+**                       epilogue's aux matrix, whose leading dimension cuBLASLt wants a multiple of 8).
+**                       fp32 activations (fp32 and fp16 plans) keep the unfused path, the host
+**                       trainer's arithmetic (the bias added before the matmul's sum, GELU on the
+**                       stored value), which the tests hold to 1e-5.
 **   ZG_CHECK_RTOL, ZG_CHECK_LOSS_RTOL   --check's tolerances (per tensor: max|dev-host| <= 1e-6 +
 **                       RTOL max|host|; the loss sum within LOSS_RTOL relative), derived in
 **                       docs/CUDA_TRAINER.md (--check).
@@ -24,6 +31,11 @@
 int zg_cuda_act_io(const ZgPlan *p)
 {
     return p->zero->dtype == ZG_DTYPE_BF16 ? 1 : 0;
+}
+
+int zg_cuda_gemm_epi(const ZgPlan *p)
+{
+    return zg_cuda_act_io(p) == 1 && p->model->d_ff % 8 == 0;
 }
 
 /* attention_tc.cu's tile arithmetic (ZK_ATC_*): head size padded to 16, 64-row tiles, 16-byte row

@@ -306,6 +306,10 @@ char *zg_cuda_shapes_h(const ZgPlan *p)
     int tc = zg_cuda_att_tc(p, sm);
     int64_t scr, acts = zg_cuda_acts_bytes(p, &scr);
     char *rope = rope_shapes(m);
+    char *epi = zg_fmt("/* train-cuda (gen/cuda_dec.c): linear layers with fused GEMM epilogues (zr_gpu_gemm_lt) */\n"
+                       "#define ZK_GEMM_EPI %d\n%s", zg_cuda_gemm_epi(p), rope);
+    free(rope);
+    rope = epi;
     char *s = zg_fmt("/* The model's shapes, baked into every kernel (zk_common.cuh includes this file). */\n"
                   "#ifndef ZK_SHAPES_H\n#define ZK_SHAPES_H\n"
                   "#define ZK_C %lld   /* d_model */\n"

@@ -11,6 +11,8 @@
 int zg_cuda_act_io(const ZgPlan *p);
 /* 1 when attention_tc.cu serves the plan; smem: its forward, dq and dkv dynamic shared memory. */
 int zg_cuda_att_tc(const ZgPlan *p, int64_t smem[3]);
+/* 1 when linear layers use zr_gpu_gemm_lt's fused epilogues (ZK_GEMM_EPI). */
+int zg_cuda_gemm_epi(const ZgPlan *p);
 /* Bytes of train-cuda's device activations in "acts"; *scratch: in "scratch". */
 int64_t zg_cuda_acts_bytes(const ZgPlan *p, int64_t *scratch);
 /* --check's per-tensor relative tolerance and the loss sum's. */

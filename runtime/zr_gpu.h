@@ -122,6 +122,35 @@ void zr_gpu_set_wait_hook(ZrGpu *g, ZrGpuWaitHook hook, void *arg);
 ** the declarations. Returns 0. */
 int zr_gpu_footprint(ZrGpuStream *s, const void *p, size_t bytes, int write);
 
+/* ---- GEMM with a fused epilogue (additive; runtime/zr_gpu_blaslt.c on a GPU: cuBLASLt)
+** Row-major as zr_gpu_gemm_ex: X = alpha op(A) op(B) + beta C, every product and sum in fp32 (16-bit
+** A and B exact, on tensor cores), then the epilogue on the fp32 X, and D written once, rounded to
+** dt (round to nearest even). C is read only when beta != 0 and may be D itself or another array of
+** D's layout (ldd). A and B have dtype ab (fp32, bf16, fp16), D, C, the bias and aux dtype dt
+** (ab or fp32). The epilogue:
+**   NONE       D = X
+**   BIAS       D = X + bias[j]                     bias: N elements, read
+**   GELU_BIAS  P = X + bias[j]; aux = P rounded to dt; D = gelu(P)  (gelu of the fp32 P)
+**   DGELU      D = X * gelu'(aux[i][j])            aux: read (what GELU_BIAS saved); beta must be 0
+**   BGRAD      D = X, and bias[j] = sum over k of op(B)[k][j] (fp32 sums, written, not added): the
+**              bias gradient of a linear layer when op(B) is its output gradient (dW = x^T dy)
+** GELU is the tanh form, gelu(x) = x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3))), cuBLASLt's and
+** the host kernels'. aux is M x N at ldaux (elements), ldaux >= N and a multiple of 8 (cuBLASLt's
+** rule), else -EINVAL. On a GPU the first call of each shape (dtypes, transposes, sizes, leading
+** dimensions, epilogue, pointer alignments) asks cuBLASLt's heuristic for the algorithm, and every
+** later call of that shape reuses it: nothing is chosen per step after the first. -ENOTSUP when the
+** heuristic has no algorithm for the combination (the caller may run the unfused sequence). */
+typedef enum {
+    ZR_GPU_EPI_NONE = 0,
+    ZR_GPU_EPI_BIAS,
+    ZR_GPU_EPI_GELU_BIAS,
+    ZR_GPU_EPI_DGELU,
+    ZR_GPU_EPI_BGRAD,
+} ZrGpuEpilogue;
+int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const void *A,
+                   int lda, const void *B, int ldb, ZrDtype ab, float beta, const void *C, void *D,
+                   int ldd, ZrDtype dt, ZrGpuEpilogue epi, void *bias, void *aux, int ldaux);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,6 +30,7 @@
 #ifdef ZR_WITH_CUDA
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@
 
 #include "zr_gpu.h"
 #include "zr_coll_int.h"      /* defines: zr_coll_nccl_abort (a wait that times out aborts NCCL) */
+#include "zr_gpu_cuda_int.h"  /* defines: zr_gpu_blaslt_close (cuBLASLt state, zr_gpu_blaslt.c) */
 
 /* The driver (libcuda.so.1) comes with the NVIDIA driver, not with the toolkit: it is opened at run
 ** time, so train-cuda starts on a machine without one and says so instead of failing to load.
@@ -413,6 +415,7 @@ void zr_gpu_close(ZrGpu *g)
     for (int i = 0; i < g->n_streams; i++)       /* nothing may still run on what is freed below */
         if (stream_wait(g->streams[i]) < 0) fprintf(stderr, "zr_gpu: close: %s\n", g->err);
     if (g->comm) { reqs_wait(g); zr_comm_destroy(g->comm); }
+    zr_gpu_blaslt_close(g);
     if (g->blas) {
         cublasStatus_t st = cublasDestroy(g->blas);
         if (st != CUBLAS_STATUS_SUCCESS) fprintf(stderr, "zr_gpu: cublasDestroy: %s\n", cublasGetStatusName(st));
@@ -706,5 +709,16 @@ int zr_gpu_footprint(ZrGpuStream *s, const void *p, size_t bytes, int write)
 {
     (void)s; (void)p; (void)bytes; (void)write;
     return 0;
+}
+
+/* ---------------------------------------------------------------------- for zr_gpu_blaslt.c (additive) */
+ZrGpu *zr_gpu_stream_gpu(const ZrGpuStream *s) { return s->g; }
+void *zr_gpu_stream_handle(const ZrGpuStream *s) { return (void *)s->s; }
+void zr_gpu_set_error(ZrGpu *g, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->err, sizeof g->err, fmt, ap);
+    va_end(ap);
 }
 #endif

@@ -14,8 +14,20 @@
 **            a bf16 result rounded once, or an fp32 result for parameter gradients, which accumulate
 **            in the fp32 module gradient area); LayerNorm statistics, lse, D and the per-token losses
 **            stay fp32 (docs/CUDA_TRAINER.md, the precision table). ZK_ATT_TC picks attention_tc.cu.
+** ZK_GEMM_EPI (gen's decision: bf16 plans whose d_ff is a multiple of 8) folds the biases, the
+** residual adds and the GELU into the gemms (zr_gpu_gemm_lt; cuBLASLt epilogues on a GPU): forward
+** y = x @ w + res + b is one gemm (C = the residual, D = the stream), the MLP's first layer writes
+** gelu(x @ w + b) and keeps x @ w + b as the epilogue's aux; backward dW = x^T dy also writes the
+** bias gradient (the column sums of dy: the area is zeroed before each BACKWARD, and the epilogue
+** writes it), and the MLP projection's dx is dy @ w^T times gelu'(aux) in one gemm. Without it,
+** each bias is a gemm against the ones vector, the residual a D2D copy plus beta 1, GELU a kernel.
+** An epilogue that the GPU's cuBLASLt has no algorithm for (-ENOTSUP at its first call, in the
+** first micro-step) is dropped for the rest of the run, said once: its call sites take the unfused
+** sequence, which stays within the same error bounds (docs/CUDA_TRAINER.md, Fused GEMM epilogues).
 */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cuda_train.h"
@@ -34,6 +46,9 @@
 #else
 #define ACT_DT ZR_DT_FP32
 #define AB 4
+#endif
+#if ZK_GEMM_EPI && (!ZK_IO || !ZG_MIXED)
+#error "ZK_GEMM_EPI needs 16-bit activations and a module gradient area zeroed per BACKWARD (gen/cuda_dec.c)"
 #endif
 
 static void *take(char **cur, size_t n, size_t es)
@@ -154,10 +169,70 @@ static void gemm(int ta, int tb, int M, int N, int K, const void *A, int lda, co
 #endif
 }
 
+/* gelu.cu's kernels, rows of d_ff: out = gelu(pre = pre + b) in place; dpre = dy * gelu'(pre);
+** dbias += column sums of dpre. */
+static void bias_gelu_fwd(void *out, void *pre, const void *b)
+{
+    const void *xx = pre;
+    int n = N_ROWS;
+    void *args[] = {&out, &pre, &xx, &b, &n, NULL};
+    fp(xx, (size_t)N_ROWS * ZG_D_FF * AB, 0); fp(b, (size_t)ZG_D_FF * AB, 0);
+    fp(pre, (size_t)N_ROWS * ZG_D_FF * AB, 1); fp(out, (size_t)N_ROWS * ZG_D_FF * AB, 1);
+    launch("zd_bias_gelu_forward", CEIL((long)N_ROWS * ZG_D_FF, 256), 1, 1, 256, args);
+}
+
+static void gelu_bwd(void *dpre, const void *pre, const void *dy)
+{
+    int n = N_ROWS;
+    void *a1[] = {&dpre, &pre, &dy, &n, NULL};
+    fp(pre, (size_t)N_ROWS * ZG_D_FF * AB, 0); fp(dy, (size_t)N_ROWS * ZG_D_FF * AB, 0);
+    fp(dpre, (size_t)N_ROWS * ZG_D_FF * AB, 1);
+    launch("zd_gelu_backward", CEIL((long)N_ROWS * ZG_D_FF, 256), 1, 1, 256, a1);
+}
+
+#if !ZK_GEMM_EPI
+static void bias_bwd(float *dbias, const void *dp)
+{
+    int n = N_ROWS;
+    void *a2[] = {&dbias, &dp, &n, NULL};
+    fp(dp, (size_t)N_ROWS * ZG_D_FF * AB, 0); fp(dbias, (size_t)ZG_D_FF * 4, 1);
+    launch("zd_bias_backward", CEIL(ZG_D_FF, 64), 1, 1, 64, a2);
+}
+#endif
+
+#if ZK_GEMM_EPI
+static int epi_off[ZR_GPU_EPI_BGRAD + 1];     /* epilogues this GPU's cuBLASLt does not serve */
+
+/* zr_gpu_gemm_lt on the compute stream; 0 when the epilogue is off (the caller runs the unfused
+** sequence), 1 when done. */
+static int gemm_lt(int ta, int tb, int M, int N, int K, const void *A, int lda, const void *B, int ldb,
+                   float beta, const void *C, void *D, int ldd, ZrDtype dt, ZrGpuEpilogue epi, const void *bias,
+                   void *aux, int ldaux)
+{
+    if (epi_off[epi]) return 0;
+    int rc = zr_gpu_gemm_lt(CZ.compute, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, ACT_DT, beta, C, D, ldd, dt, epi,
+                            (void *)bias, aux, ldaux);
+    if (rc == -ENOTSUP) {
+        epi_off[epi] = 1;
+        if (T.rank == 0)
+            fprintf(stderr, "train-cuda: warning: %s; that epilogue runs unfused for the rest of the run\n",
+                    zr_gpu_strerror(CZ.gpu));
+        return 0;
+    }
+    CZ_CHECK(rc);
+    return 1;
+}
+#endif
+
 /* y (N,out) = [copy of res +] x @ w + b */
 static void linear_fwd(int in, int out, const void *x, const void *w, const void *b, void *y,
                        const void *res)
 {
+#if ZK_GEMM_EPI
+    if (b && gemm_lt(0, 0, N_ROWS, out, in, x, in, w, out, res ? 1.0f : 0.0f, res, y, out, ACT_DT, ZR_GPU_EPI_BIAS,
+                     b, NULL, 0))
+        return;
+#endif
     float beta = 0.0f;
     if (res) {
         CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, y, res, (size_t)N_ROWS * out * AB));
@@ -167,13 +242,39 @@ static void linear_fwd(int in, int out, const void *x, const void *w, const void
     gemm(0, 0, N_ROWS, out, in, x, in, w, out, beta, y, 0, out);
 }
 
-/* dw (in,out) += x^T dy; db += colsum dy; dx (N,in) = dy w^T */
-static void linear_bwd(int in, int out, const void *x, const void *w, const void *dy, void *dx,
-                       float *dw, float *db)
+/* dw (in,out) += x^T dy; db += colsum dy; dx (N,in) = dy w^T. With ZK_GEMM_EPI: db = colsum dy
+** (written: the area was zeroed), and dx = (dy w^T) * gelu'(pre) when pre (the GELU's saved input,
+** N x in) is given. */
+static void linear_bwd_epi(int in, int out, const void *x, const void *w, const void *dy, void *dx,
+                           float *dw, float *db, void *pre)
 {
+#if ZK_GEMM_EPI
+    if (!db || !gemm_lt(1, 0, in, out, N_ROWS, x, in, dy, out, 1.0f, dw, dw, out, ZR_DT_FP32, ZR_GPU_EPI_BGRAD,
+                        db, NULL, 0)) {
+        gemm(1, 0, in, out, N_ROWS, x, in, dy, out, 1.0f, dw, 1, out);
+        if (db) gemm(0, 0, 1, out, N_ROWS, CZ.a.ones, N_ROWS, dy, out, 1.0f, db, 1, out);
+    }
+    if (pre && !gemm_lt(0, 1, N_ROWS, in, out, dy, out, w, out, 0.0f, NULL, dx, in, ACT_DT, ZR_GPU_EPI_DGELU,
+                        NULL, pre, in)) {
+        /* unfused: dy @ w^T into dfch_gelu, then zd_gelu_backward into dx */
+        void *g = CZ.a.dfch_gelu;
+        gemm(0, 1, N_ROWS, in, out, dy, out, w, out, 0.0f, g, 0, in);
+        gelu_bwd(dx, pre, g);
+    } else if (!pre && dx) {
+        gemm(0, 1, N_ROWS, in, out, dy, out, w, out, 0.0f, dx, 0, in);
+    }
+#else
+    (void)pre;
     gemm(1, 0, in, out, N_ROWS, x, in, dy, out, 1.0f, dw, 1, out);
     if (db) gemm(0, 0, 1, out, N_ROWS, CZ.a.ones, N_ROWS, dy, out, 1.0f, db, 1, out);
     if (dx) gemm(0, 1, N_ROWS, in, out, dy, out, w, out, 0.0f, dx, 0, in);
+#endif
+}
+
+static void linear_bwd(int in, int out, const void *x, const void *w, const void *dy, void *dx,
+                       float *dw, float *db)
+{
+    linear_bwd_epi(in, out, x, w, dy, dx, dw, db, NULL);
 }
 
 static void layernorm_fwd(void *y, float *mean, float *rstd, const void *x, const void *w,
@@ -246,15 +347,14 @@ void cz_block_forward(int l, const void *const *p)
     }
     linear_fwd(C, C, v.atty, p[ZG_LT_ATTN_C_PROJ_WEIGHT], p[ZG_LT_ATTN_C_PROJ_BIAS], v.residual2, x);
     layernorm_fwd(v.ln2, v.ln2_mean, v.ln2_rstd, v.residual2, p[ZG_LT_LN_2_WEIGHT], p[ZG_LT_LN_2_BIAS]);
-    linear_fwd(C, F, v.ln2, p[ZG_LT_MLP_C_FC_WEIGHT], NULL, v.fch, NULL);
+#if ZK_GEMM_EPI
+    /* fch = ln2 @ w + b (the aux), fch_gelu = gelu of it: one gemm */
+    if (!gemm_lt(0, 0, N_ROWS, F, C, v.ln2, C, p[ZG_LT_MLP_C_FC_WEIGHT], F, 0.0f, NULL, v.fch_gelu, F, ACT_DT,
+                 ZR_GPU_EPI_GELU_BIAS, p[ZG_LT_MLP_C_FC_BIAS], v.fch, F))
+#endif
     {
-        void *out = v.fch_gelu, *pre = v.fch;
-        const void *xx = v.fch, *b = p[ZG_LT_MLP_C_FC_BIAS];
-        int n = N_ROWS;
-        void *args[] = {&out, &pre, &xx, &b, &n, NULL};
-        fp(xx, (size_t)N_ROWS * F * AB, 0); fp(b, (size_t)F * AB, 0);
-        fp(pre, (size_t)N_ROWS * F * AB, 1); fp(out, (size_t)N_ROWS * F * AB, 1);
-        launch("zd_bias_gelu_forward", CEIL((long)N_ROWS * F, 256), 1, 1, 256, args);
+        linear_fwd(C, F, v.ln2, p[ZG_LT_MLP_C_FC_WEIGHT], NULL, v.fch, NULL);
+        bias_gelu_fwd(v.fch_gelu, v.fch, p[ZG_LT_MLP_C_FC_BIAS]);
     }
     linear_fwd(F, C, v.fch_gelu, p[ZG_LT_MLP_C_PROJ_WEIGHT], p[ZG_LT_MLP_C_PROJ_BIAS], v.residual3,
                v.residual2);
@@ -310,23 +410,20 @@ void cz_block_backward(int l, const void *const *p, float *const *g)
     CzDevActs *a = &CZ.a;
     void *dres = a->dresidual;
     /* MLP */
+#if ZK_GEMM_EPI
+    /* dfch = (dres @ w^T) * gelu'(fch) in the projection's dx gemm; the fc bias gradient rides on
+    ** the fc layer's dW gemm (BGRAD) */
+    linear_bwd_epi(F, C, v.fch_gelu, p[ZG_LT_MLP_C_PROJ_WEIGHT], dres, a->dfch, g[ZG_LT_MLP_C_PROJ_WEIGHT],
+                   g[ZG_LT_MLP_C_PROJ_BIAS], v.fch);
+    linear_bwd(C, F, v.ln2, p[ZG_LT_MLP_C_FC_WEIGHT], a->dfch, a->dln, g[ZG_LT_MLP_C_FC_WEIGHT],
+               g[ZG_LT_MLP_C_FC_BIAS]);
+#else
     linear_bwd(F, C, v.fch_gelu, p[ZG_LT_MLP_C_PROJ_WEIGHT], dres, a->dfch_gelu,
                g[ZG_LT_MLP_C_PROJ_WEIGHT], g[ZG_LT_MLP_C_PROJ_BIAS]);
-    {
-        void *dpre = a->dfch;
-        float *dbias = g[ZG_LT_MLP_C_FC_BIAS];
-        const void *pre = v.fch, *dy = a->dfch_gelu;
-        int n = N_ROWS;
-        void *a1[] = {&dpre, &pre, &dy, &n, NULL};
-        fp(pre, (size_t)N_ROWS * F * AB, 0); fp(dy, (size_t)N_ROWS * F * AB, 0);
-        fp(dpre, (size_t)N_ROWS * F * AB, 1);
-        launch("zd_gelu_backward", CEIL((long)N_ROWS * F, 256), 1, 1, 256, a1);
-        const void *dp = a->dfch;
-        void *a2[] = {&dbias, &dp, &n, NULL};
-        fp(dp, (size_t)N_ROWS * F * AB, 0); fp(dbias, (size_t)F * 4, 1);
-        launch("zd_bias_backward", CEIL(F, 64), 1, 1, 64, a2);
-    }
+    gelu_bwd(a->dfch, v.fch, a->dfch_gelu);
+    bias_bwd(g[ZG_LT_MLP_C_FC_BIAS], a->dfch);
     linear_bwd(C, F, v.ln2, p[ZG_LT_MLP_C_FC_WEIGHT], a->dfch, a->dln, g[ZG_LT_MLP_C_FC_WEIGHT], NULL);
+#endif
     layernorm_bwd(dres, g[ZG_LT_LN_2_WEIGHT], g[ZG_LT_LN_2_BIAS], a->dln, v.residual2,
                   p[ZG_LT_LN_2_WEIGHT], v.ln2_mean, v.ln2_rstd);
     /* attention */

@@ -608,3 +608,83 @@ extern "C" int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *
         }
     }, what, fp);
 }
+
+/* ---------------------------------------------------------------------- gemm with an epilogue (additive) */
+/* zr_gpu_gemm_lt as runtime/zr_gpu.h specifies it (and cuBLASLt computes it): the gemm_ex sum X in
+** fp32, the epilogue on the fp32 X (bias added in fp32 before GELU; GELU of the fp32 pre-activation,
+** whose rounded value is saved as aux; gelu'(aux) times X), then D rounded to its dtype once. GELU is
+** gelu.cu's tanh form (zk_gelu_sig), which the host kernels share. The bias gradient is the column
+** sum of op(B) over k in fp32, rows in order, written to the bias (D's dtype). The same arguments
+** are refused as on a GPU (aux's leading dimension a multiple of 8 and at least N, as cuBLASLt asks).
+** ZR_GPU_EMU_LT_OFF=digits (epilogue numbers of zr_gpu.h, e.g. 1234) stands in for a cuBLASLt
+** whose heuristic has no algorithm for those epilogues: -ENOTSUP, as zr_gpu_blaslt.c returns then. */
+static float lt_dgelu(float v)
+{
+    float s = zk_gelu_sig(v), du = ZK_GELU_K * (1.0f + 3.0f * ZK_GELU_A * v * v);
+    return s + 2.0f * v * s * (1.0f - s) * du;
+}
+
+extern "C" int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const void *A,
+                              int lda, const void *B, int ldb, ZrDtype ab, float beta, const void *C, void *D,
+                              int ldd, ZrDtype dt, ZrGpuEpilogue epi, void *bias, void *aux, int ldaux)
+{
+    int gelu = epi == ZR_GPU_EPI_GELU_BIAS || epi == ZR_GPU_EPI_DGELU;
+    const char *bad = nullptr;
+    if (ab != ZR_DT_FP32 && ab != ZR_DT_BF16 && ab != ZR_DT_FP16) bad = "A/B dtype";
+    else if (dt != ab && dt != ZR_DT_FP32) bad = "D dtype (A's or fp32)";
+    else if ((int)epi < 0 || epi > ZR_GPU_EPI_BGRAD) bad = "epilogue";
+    else if (epi != ZR_GPU_EPI_NONE && epi != ZR_GPU_EPI_DGELU && !bias) bad = "bias pointer (NULL)";
+    else if (gelu && (!aux || ldaux < N || ldaux % 8)) bad = "aux (NULL, or ldaux below N or not a multiple of 8)";
+    else if (epi == ZR_GPU_EPI_DGELU && beta != 0.0f) bad = "beta (DGELU takes 0)";
+    else if (M <= 0 || N <= 0 || K <= 0 || ldd < N || lda < (ta ? M : K) || ldb < (tb ? K : N)) bad = "sizes";
+    if (bad) return fail(s->g, -EINVAL, std::string("zr_gpu_gemm_lt: ") + bad);
+    static const char *const names[] = {"gemm_lt", "gemm_lt BIAS", "gemm_lt GELU_BIAS", "gemm_lt DGELU", "gemm_lt BGRAD"};
+    const char *off = getenv("ZR_GPU_EMU_LT_OFF");
+    if (off && strchr(off, '0' + (int)epi))
+        return fail(s->g, -ENOTSUP, std::string("emulated cuBLASLt: no algorithm for ") + names[epi] +
+                    " (ZR_GPU_EMU_LT_OFF)");
+    if (!C || beta == 0.0f) C = D;
+    size_t ra = (size_t)(ta ? K : M), ca = (size_t)(ta ? M : K);
+    size_t rb = (size_t)(tb ? N : K), cb = (size_t)(tb ? K : N);
+    size_t na = (ra - 1) * (size_t)lda + ca, nb = (rb - 1) * (size_t)ldb + cb;
+    size_t nd = (size_t)(M - 1) * (size_t)ldd + (size_t)N, nx = (size_t)(M - 1) * (size_t)ldaux + (size_t)N;
+    size_t es = dt_size(dt);
+    std::vector<Fp> fp = {rd(A, na * dt_size(ab)), rd(B, nb * dt_size(ab))};
+    if (beta != 0.0f) fp.push_back(rd(C, nd * es));
+    fp.push_back(wr(D, nd * es));
+    if (epi == ZR_GPU_EPI_BIAS || epi == ZR_GPU_EPI_GELU_BIAS) fp.push_back(rd(bias, (size_t)N * es));
+    if (epi == ZR_GPU_EPI_BGRAD) fp.push_back(wr(bias, (size_t)N * es));
+    if (epi == ZR_GPU_EPI_GELU_BIAS) fp.push_back(wr(aux, nx * es));
+    if (epi == ZR_GPU_EPI_DGELU) fp.push_back(rd(aux, nx * es));
+    return push(s, [=]() {
+        std::vector<float> a(ra * ca), b(rb * cb), c((size_t)M * N, 0.0f);
+        for (size_t i = 0; i < ra; i++)
+            for (size_t j = 0; j < ca; j++) a[i * ca + j] = ld_elem(A, i * (size_t)lda + j, ab);
+        for (size_t i = 0; i < rb; i++)
+            for (size_t j = 0; j < cb; j++) b[i * cb + j] = ld_elem(B, i * (size_t)ldb + j, ab);
+        if (beta != 0.0f)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) c[(size_t)i * N + j] = ld_elem(C, (size_t)i * ldd + j, dt);
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    M, N, K, alpha, a.data(), (int)ca, b.data(), (int)cb, beta, c.data(), N);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                float x = c[(size_t)i * N + j];
+                if (epi == ZR_GPU_EPI_BIAS) x += ld_elem(bias, (size_t)j, dt);
+                if (epi == ZR_GPU_EPI_GELU_BIAS) {
+                    x += ld_elem(bias, (size_t)j, dt);
+                    st_elem(aux, (size_t)i * ldaux + j, dt, x);
+                    x = x * zk_gelu_sig(x);
+                }
+                if (epi == ZR_GPU_EPI_DGELU) x *= lt_dgelu(ld_elem(aux, (size_t)i * ldaux + j, dt));
+                st_elem(D, (size_t)i * ldd + j, dt, x);
+            }
+        if (epi == ZR_GPU_EPI_BGRAD)
+            for (int j = 0; j < N; j++) {
+                float sum = 0.0f;
+                for (int k = 0; k < K; k++) sum += b[tb ? (size_t)j * cb + k : (size_t)k * cb + j];
+                st_elem(bias, (size_t)j, dt, sum);
+            }
+        return 0;
+    }, names[epi], fp);
+}

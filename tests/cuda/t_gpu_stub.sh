@@ -6,7 +6,10 @@
 # zgen (NVRTC); the driver is tests/cuda/x_gpu_stub.c. Checked:
 #   - basic: module load (cubin for the exact SM), every kernel resolved, launches computed by the
 #     emulated kernel, limits refused (block > 1024, block > __launch_bounds__, unknown kernel, bad
-#     gemm leading dimension), pinned copies, events, streams, row-major sgemm, bf16 gemm_ex, dynamic shared memory above 48 KiB (attention_tc), NCCL init for one
+#     gemm leading dimension), pinned copies, events, streams, row-major sgemm, bf16 gemm_ex, dynamic shared memory above 48 KiB (attention_tc),
+#     zr_gpu_gemm_lt through runtime/zr_gpu_blaslt.c and the stub cuBLASLt (opened through
+#     ZR_LIBCUBLASLT): bias + residual, GELU with aux, GELU backward, bias gradient, one heuristic
+#     query per shape, a bad aux leading dimension refused; NCCL init for one
 #     rank and an all-reduce, close;
 #   - sm_86 device: no exact cubin, so the sm_80 PTX is loaded; sm_90: its own cubin;
 #   - a CUDA 12.4 driver is refused at open with the driver to install (CUDA 13.0, R580);
@@ -46,14 +49,16 @@ build() {
   g++ -std=c++17 -O1 -g -fPIC $WARN -Itests/cuda/stubs -I"$out" -I"$out/kernels" -c tests/cuda/stubs/stub_kernels.cpp -o "$tmp/kern.o" &&
   g++ -shared -Wl,-soname,libzr_cuda_stub.so -o "$tmp/libzr_cuda_stub.so" "$tmp/api.o" "$tmp/kern.o" &&
   cc $CFLAGS -DZR_WITH_CUDA -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_cuda.c -o "$tmp/zr_gpu_cuda.o" &&
+  cc $CFLAGS -DZR_WITH_CUDA -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_blaslt.c -o "$tmp/zr_gpu_blaslt.o" &&
   cc $CFLAGS -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_coll_nccl.c -o "$tmp/zr_coll_nccl.o" &&
   cc -std=c11 -O1 -g $WARN -Iruntime -I"$out" $MPI_CFLAGS -c tests/cuda/x_gpu_stub.c -o "$tmp/x.o" &&
   cc -std=c11 -O1 -I"$out" -c "$out/zg_kernels_bin.c" -o "$tmp/blobs.o" &&
-  cc -o "$tmp/x_gpu_stub" "$tmp/x.o" "$tmp/blobs.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
+  cc -o "$tmp/x_gpu_stub" "$tmp/x.o" "$tmp/blobs.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_gpu_blaslt.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
      -L"$tmp" -lzr_cuda_stub -Wl,-rpath,"$tmp" $RT_LIBS
 }
 if build >"$tmp/build.log" 2>&1; then ok build_against_stubs; else fail build_against_stubs; head -30 "$tmp/build.log"; zt_end; fi
 export ZR_LIBCUDA=$tmp/libzr_cuda_stub.so
+export ZR_LIBCUBLASLT=$tmp/libzr_cuda_stub.so
 run() {   # run [VAR=value...] [scenario]
   local vars=()
   while [ $# -gt 0 ] && [[ $1 == *=* ]]; do vars+=("$1"); shift; done
@@ -70,7 +75,8 @@ if [ $run_rc -eq 0 ] && grep -q "basic ok" "$tmp/out" && grep -q "modules cubin 
    && grep -q "refused as expected: cuLaunchKernel(zd_add_f32, grid (1,70000,1), block (256,1,1), 0 bytes shared): CUDA_ERROR_INVALID_VALUE" "$tmp/err" \
    && grep -q "refused as expected: cublasSgemm (2 x 3 x 4, ta 0 tb 1): CUBLAS_STATUS_INVALID_VALUE" "$tmp/err" \
    && grep -q "refused as expected: zr_gpu_gemm_ex: unsupported dtypes (A 1, B 0, C 0)" "$tmp/err" \
-   && grep -q "gemm_ex 2$" "$tmp/err" \
+   && grep -q "gemm_ex 2; gemm_lt 5 (heuristics 4)$" "$tmp/err" \
+   && grep -q "refused as expected: zr_gpu_gemm_lt: aux (NULL, or ldaux below N or not a multiple of 8)" "$tmp/err" \
    && grep -q "refused as expected: cuFuncSetAttribute(zd_attention_tc_forward, MAX_DYNAMIC_SHARED_SIZE_BYTES, 245760): CUDA_ERROR_INVALID_VALUE" "$tmp/err" \
    && grep -q "$n_kern kernels" "$tmp/err" && [ "$(grep -c "uses pageable host memory" "$tmp/err")" = 1 ] \
    && grep -q "pageable async copies 2; nccl aborted 0" "$tmp/err"
@@ -99,7 +105,7 @@ if new == body: sys.exit("name not found in the cubin literal")
 open(sys.argv[2], 'w').write(s[:m.start(2)] + new + s[m.end(2):])
 PY
 if cc -std=c11 -O1 -I"$out" -c "$tmp/blobs_missing.c" -o "$tmp/blobs_missing.o" 2>"$tmp/cc.log" &&
-   cc -o "$tmp/x_missing" "$tmp/x.o" "$tmp/blobs_missing.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
+   cc -o "$tmp/x_missing" "$tmp/x.o" "$tmp/blobs_missing.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_gpu_blaslt.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
       -L"$tmp" -lzr_cuda_stub -Wl,-rpath,"$tmp" $RT_LIBS 2>>"$tmp/cc.log"; then
   timeout 60 "$tmp/x_missing" open >"$tmp/out" 2>"$tmp/err"; rc=$?
   if [ $rc -eq 4 ] && grep -q "open failed.*cuModuleGetFunction(zd_add_f32) in module convert: CUDA_ERROR_NOT_FOUND" "$tmp/err"

@@ -19,6 +19,9 @@
 #   - with the optimizer state on the device (offload none) Adam runs there (zd_adamw), and its
 #     result is the host optimizer's bit for bit: the exported weights after 3 steps equal those of
 #     the same run with ZR_CUDA_HOST_ADAM=1 (cmp);
+#   - the bf16 runs use the fused GEMM epilogues (zr_gpu_gemm_lt); with all four refused
+#     (ZR_GPU_EMU_LT_OFF=1234, a cuBLASLt without those algorithms) the run says so once per
+#     epilogue, runs them unfused, stays within the bf16 bounds and differs from the fused run;
 #   - `train-cuda-emu --check` compares the first step's gradients with the host reference, tensor
 #     by tensor, and passes: fp32 activations within 1e-3 max|host|, bf16 (ZeRO-2) within gen's
 #     looser bound (12 * 2^-8), which it prints;
@@ -194,12 +197,32 @@ done
 # Adam on the device gives the host optimizer's bits: the same run with the host's Adam exports the
 # same weights
 tag=s0_w1_onone_pnone_bf16
-if [ -f "$tmp/$tag/dev_adam.st" ]; then
+# --export writes a directory (config.json, model.safetensors): the weights are compared
+st() { if [ -d "$1" ]; then echo "$1/model.safetensors"; else echo "$1"; fi; }
+if [ -e "$tmp/$tag/dev_adam.st" ]; then
   if ZR_CUDA_HOST_ADAM=1 run "$tag" 1 train-cuda-emu host_adam.jsonl --export "$tmp/$tag/host_adam.st" &&
-     grep -q "Adam on the host" "$tmp/$tag/host_adam.jsonl.out" && cmp -s "$tmp/$tag/dev_adam.st" "$tmp/$tag/host_adam.st"; then
+     grep -q "Adam on the host" "$tmp/$tag/host_adam.jsonl.out" &&
+     cmp -s "$(st "$tmp/$tag/dev_adam.st")" "$(st "$tmp/$tag/host_adam.st")"; then
     ok "device_adam_bits_equal_host_adam_$tag"
   else
-    bad "device_adam_bits_equal_host_adam_$tag" "$(cmp "$tmp/$tag/dev_adam.st" "$tmp/$tag/host_adam.st" 2>&1)" "$(tail -2 "$tmp/$tag/host_adam.jsonl.out")"
+    bad "device_adam_bits_equal_host_adam_$tag" "$(cmp "$(st "$tmp/$tag/dev_adam.st")" "$(st "$tmp/$tag/host_adam.st")" 2>&1)" "$(tail -2 "$tmp/$tag/host_adam.jsonl.out")"
+  fi
+fi
+
+# The bf16 runs above go through the fused GEMM epilogues (gen's ZK_GEMM_EPI: d_ff 80 is a multiple
+# of 8). A cuBLASLt without an algorithm for an epilogue (the stand-in's ZR_GPU_EMU_LT_OFF refuses
+# all four as that heuristic would) makes train-cuda say so once per epilogue and run those call
+# sites unfused: still within the bf16 bounds of the host, and not the fused run's numbers (which
+# shows that the fused run did use the epilogues).
+if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
+  d=$tmp/$tag
+  if ZR_GPU_EMU_LT_OFF=1234 run "$tag" 1 train-cuda-emu unfused.jsonl &&
+     [ "$(grep -c 'that epilogue runs unfused for the rest of the run' "$d/unfused.jsonl.out")" = 4 ] &&
+     out=$(near "$d/host.jsonl" "$d/unfused.jsonl" bf16) &&
+     [ "$(cut -d, -f1-4 "$d/unfused.jsonl")" != "$(cut -d, -f1-4 "$d/emu.jsonl")" ]; then
+    ok "epilogues_refused_run_unfused_$tag ($out)"
+  else
+    bad "epilogues_refused_run_unfused_$tag" "$(grep -a 'warning' "$d/unfused.jsonl.out" | head -4)" "${out:-}"
   fi
 fi
 

@@ -6,7 +6,8 @@
 **              memset, a kernel launch whose result is checked (zd_add_f32 through the emulator),
 **              a launch above the kernel's bounds refused, events and streams, a row-major sgemm
 **              against a reference, a bf16 gemm_ex (bf16 and fp32 C) against a double reference,
-**              a launch with dynamic shared memory above 48 KiB (the opt-in), NCCL init for one rank and an all-reduce, close;
+**              a launch with dynamic shared memory above 48 KiB (the opt-in), the cuBLASLt GEMMs of
+**              zr_gpu_gemm_lt (each epilogue, one plan per shape), NCCL init for one rank and an all-reduce, close;
 **   open       open only (the script sets the stub's driver version / SM and checks the message);
 **   fault      launches the kernel named by ZR_STUB_FAULT_KERNEL and synchronises;
 **   hang       records an event that never completes and waits for it;
@@ -156,6 +157,88 @@ static int basic(ZrGpu *g)
         fprintf(stderr, "x_gpu_stub: refused as expected: %s\n", zr_gpu_strerror(g));
         zr_gpu_free(g, dq); zr_gpu_free(g, dy); zr_gpu_free(g, dl);
         zr_gpu_host_unregister(g, lse);
+    }
+
+    /* zr_gpu_gemm_lt through zr_gpu_blaslt.c and the stub cuBLASLt: a forward layer with the
+    ** residual (C != D) and a bias, the MLP's GELU with its aux, GELU backward from that aux, dW with
+    ** the bias gradient into fp32; against double references (bf16 results within a rounding); the
+    ** bias layer again (same shape and alignments: no second heuristic query); aux's leading
+    ** dimension not a multiple of 8 refused */
+    {
+        enum { M = 3, N = 16, K = 5 };
+        static uint16_t xa[M * K], w[K * N], b[N], res[M * N], y[M * N], pre[M * N], gy[M * N];
+        static float dw[K * N], db[N];
+        TRY(zr_gpu_host_register(g, xa, sizeof xa)); TRY(zr_gpu_host_register(g, w, sizeof w));
+        TRY(zr_gpu_host_register(g, b, sizeof b)); TRY(zr_gpu_host_register(g, res, sizeof res));
+        TRY(zr_gpu_host_register(g, y, sizeof y)); TRY(zr_gpu_host_register(g, pre, sizeof pre));
+        TRY(zr_gpu_host_register(g, gy, sizeof gy)); TRY(zr_gpu_host_register(g, dw, sizeof dw));
+        TRY(zr_gpu_host_register(g, db, sizeof db));
+        for (int i = 0; i < M * K; i++) xa[i] = zr_f32_to_bf16((float)(i % 7) / 4.0f - 0.75f);
+        for (int i = 0; i < K * N; i++) w[i] = zr_f32_to_bf16((float)(i % 5) / 8.0f - 0.25f);
+        for (int i = 0; i < N; i++) b[i] = zr_f32_to_bf16((float)i / 16.0f - 0.5f);
+        for (int i = 0; i < M * N; i++) res[i] = zr_f32_to_bf16((float)(i % 3) - 1.0f);
+        for (int i = 0; i < K * N; i++) dw[i] = 0.5f;
+        void *dx, *dw16, *dbias, *dres, *dy, *dpre, *dgy, *ddw, *ddb;
+        TRY(zr_gpu_malloc(g, &dx, sizeof xa)); TRY(zr_gpu_malloc(g, &dw16, sizeof w)); TRY(zr_gpu_malloc(g, &dbias, sizeof b));
+        TRY(zr_gpu_malloc(g, &dres, sizeof res)); TRY(zr_gpu_malloc(g, &dy, sizeof y)); TRY(zr_gpu_malloc(g, &dpre, sizeof pre));
+        TRY(zr_gpu_malloc(g, &dgy, sizeof gy)); TRY(zr_gpu_malloc(g, &ddw, sizeof dw)); TRY(zr_gpu_malloc(g, &ddb, sizeof db));
+        TRY(zr_gpu_copy(s, ZR_GPU_H2D, dx, xa, sizeof xa)); TRY(zr_gpu_copy(s, ZR_GPU_H2D, dw16, w, sizeof w));
+        TRY(zr_gpu_copy(s, ZR_GPU_H2D, dbias, b, sizeof b)); TRY(zr_gpu_copy(s, ZR_GPU_H2D, dres, res, sizeof res));
+        TRY(zr_gpu_copy(s, ZR_GPU_H2D, ddw, dw, sizeof dw));
+        /* y = x @ w + res + b */
+        TRY(zr_gpu_gemm_lt(s, 0, 0, M, N, K, 1.0f, dx, K, dw16, N, ZR_DT_BF16, 1.0f, dres, dy, N, ZR_DT_BF16,
+                           ZR_GPU_EPI_BIAS, dbias, NULL, 0));
+        TRY(zr_gpu_copy(s, ZR_GPU_D2H, y, dy, sizeof y));
+        /* pre = x @ w + b (aux), gy = gelu(pre) */
+        TRY(zr_gpu_gemm_lt(s, 0, 0, M, N, K, 1.0f, dx, K, dw16, N, ZR_DT_BF16, 0.0f, NULL, dgy, N, ZR_DT_BF16,
+                           ZR_GPU_EPI_GELU_BIAS, dbias, dpre, N));
+        TRY(zr_gpu_copy(s, ZR_GPU_D2H, pre, dpre, sizeof pre));
+        TRY(zr_gpu_copy(s, ZR_GPU_D2H, gy, dgy, sizeof gy));
+        TRY(zr_gpu_stream_sync(s));
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double acc = 0;
+                for (int k = 0; k < K; k++) acc += (double)zr_bf16_to_f32(xa[i * K + k]) * zr_bf16_to_f32(w[k * N + j]);
+                double p = acc + zr_bf16_to_f32(b[j]), r = p + zr_bf16_to_f32(res[i * N + j]);
+                double ge = p / (1.0 + exp(-2.0 * 0.7978845608028654 * (p + 0.044715 * p * p * p)));
+                EXPECT(fabs(zr_bf16_to_f32(y[i * N + j]) - r) <= fabs(r) / 256 + 1e-6);
+                EXPECT(fabs(zr_bf16_to_f32(pre[i * N + j]) - p) <= fabs(p) / 256 + 1e-6);
+                EXPECT(fabs(zr_bf16_to_f32(gy[i * N + j]) - ge) <= fabs(ge) / 256 + 1e-5);
+            }
+        /* dpre = (y @ w^T... here simply x @ w) * gelu'(pre): the aux is read back */
+        TRY(zr_gpu_gemm_lt(s, 0, 0, M, N, K, 1.0f, dx, K, dw16, N, ZR_DT_BF16, 0.0f, NULL, dy, N, ZR_DT_BF16,
+                           ZR_GPU_EPI_DGELU, NULL, dpre, N));
+        /* dw (K x N) += x^T @ gy, db = column sums of gy */
+        TRY(zr_gpu_gemm_lt(s, 1, 0, K, N, M, 1.0f, dx, K, dgy, N, ZR_DT_BF16, 1.0f, ddw, ddw, N, ZR_DT_FP32,
+                           ZR_GPU_EPI_BGRAD, ddb, NULL, 0));
+        TRY(zr_gpu_gemm_lt(s, 0, 0, M, N, K, 1.0f, dx, K, dw16, N, ZR_DT_BF16, 1.0f, dres, dres, N, ZR_DT_BF16,
+                           ZR_GPU_EPI_BIAS, dbias, NULL, 0));       /* planned already: no new query */
+        TRY(zr_gpu_copy(s, ZR_GPU_D2H, y, dy, sizeof y));
+        TRY(zr_gpu_copy(s, ZR_GPU_D2H, dw, ddw, sizeof dw));
+        TRY(zr_gpu_copy(s, ZR_GPU_D2H, db, ddb, sizeof db));
+        TRY(zr_gpu_stream_sync(s));
+        for (int j = 0; j < N; j++) {
+            double sb = 0;
+            for (int i = 0; i < M; i++) {
+                double acc = 0, p = zr_bf16_to_f32(pre[i * N + j]);
+                for (int k = 0; k < K; k++) acc += (double)zr_bf16_to_f32(xa[i * K + k]) * zr_bf16_to_f32(w[k * N + j]);
+                double sg = 1.0 / (1.0 + exp(-2.0 * 0.7978845608028654 * (p + 0.044715 * p * p * p)));
+                double gd = acc * (sg + 2.0 * p * sg * (1.0 - sg) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * p * p));
+                EXPECT(fabs(zr_bf16_to_f32(y[i * N + j]) - gd) <= fabs(gd) / 256 + 1e-5);
+                sb += zr_bf16_to_f32(gy[i * N + j]);
+            }
+            EXPECT(fabs(db[j] - sb) <= 1e-5);
+            for (int k = 0; k < K; k++) {
+                double acc = 0.5;
+                for (int i = 0; i < M; i++) acc += (double)zr_bf16_to_f32(xa[i * K + k]) * zr_bf16_to_f32(gy[i * N + j]);
+                EXPECT(fabs(dw[k * N + j] - acc) <= 1e-5);
+            }
+        }
+        EXPECT(zr_gpu_gemm_lt(s, 0, 0, M, N, K, 1.0f, dx, K, dw16, N, ZR_DT_BF16, 0.0f, NULL, dgy, N, ZR_DT_BF16,
+                              ZR_GPU_EPI_GELU_BIAS, dbias, dpre, 12) == -EINVAL);
+        fprintf(stderr, "x_gpu_stub: refused as expected: %s\n", zr_gpu_strerror(g));
+        zr_gpu_free(g, dx); zr_gpu_free(g, dw16); zr_gpu_free(g, dbias); zr_gpu_free(g, dres); zr_gpu_free(g, dy);
+        zr_gpu_free(g, dpre); zr_gpu_free(g, dgy); zr_gpu_free(g, ddw); zr_gpu_free(g, ddb);
     }
 
     float pageable[4] = {0};                          /* said once by zr_gpu, counted by the stub */

@@ -25,8 +25,10 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cublas_v2.h>
+#include <cublasLt.h>
 #include <nccl.h>
 #pragma GCC diagnostic pop
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +45,7 @@ struct Mod { std::vector<Fn *> fns; int is_ptx, arch; };
 struct Alloc { char *p; size_t n; };
 struct St { int driver, sm, ndev, dev = -1, hang; std::string fault; CUresult sticky = CUDA_SUCCESS;
             std::vector<Alloc> allocs; std::vector<Alloc> pinned;
-            int n_cubin, n_ptx, launches, refused, pageable, aborted, gemm_ex; std::string log; } S;
+            int n_cubin, n_ptx, launches, refused, pageable, aborted, gemm_ex, lt_matmul, lt_heur; std::string log; } S;
 struct Stream { int id; };
 struct Event { int recorded; };
 int inited;
@@ -129,10 +131,11 @@ void block_forever() { for (;;) sleep(1); }
 
 extern "C" const char *zr_stub_summary(void)
 {
-    char b[256];
+    char b[320];
     snprintf(b, sizeof b, "stub: device %d sm_%d driver %d; modules cubin %d ptx %d; launches %d; refused %d; "
-             "pageable async copies %d; nccl aborted %d; gemm_ex %d", S.dev, S.sm, S.driver, S.n_cubin, S.n_ptx,
-             S.launches, S.refused, S.pageable, S.aborted, S.gemm_ex);
+             "pageable async copies %d; nccl aborted %d; gemm_ex %d; gemm_lt %d (heuristics %d)", S.dev, S.sm,
+             S.driver, S.n_cubin, S.n_ptx, S.launches, S.refused, S.pageable, S.aborted, S.gemm_ex, S.lt_matmul,
+             S.lt_heur);
     S.log = b;
     return S.log.c_str();
 }
@@ -450,4 +453,166 @@ ncclResult_t ncclCommAbort(ncclComm_t c) { S.aborted++; fprintf(stderr, "zr_stub
 ncclResult_t ncclCommDestroy(ncclComm_t c) { delete (StubComm *)c; return ncclSuccess; }
 const char *ncclGetErrorString(ncclResult_t r) { return r == ncclSuccess ? "no error" : "stub NCCL error"; }
 ncclResult_t ncclGetVersion(int *v) { *v = 22800; return ncclSuccess; }
+}
+
+/* ------------------------------------------------------------------ cuBLASLt
+** What zr_gpu_blaslt.c uses, with the real library's argument rules as documented in cublasLt.h:
+** attribute sizes, COMPUTE_32F with fp32 scale, A and B of one type and C/D of that type or fp32,
+** layouts that agree (op(A) m x k, op(B) k x n, C = D m x n, ld >= rows), a bias or bias gradient
+** vector of D's rows in D's type, a GELU aux matrix with ld >= rows and a multiple of 8, an algorithm
+** from the heuristic and a workspace within the preference. The product is the column-major
+** reference loop in fp32, then the epilogue by its specification (bias before GELU, GELU of the fp32
+** pre-activation in the tanh form, aux and D rounded once to D's type, BGRADA the sums of op(A) over
+** k). The library is also opened through ZR_LIBCUBLASLT, so the handle and descriptors are ours. */
+namespace {
+struct LtDesc { cublasComputeType_t comp; cudaDataType_t scale; int32_t ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
+                uint32_t epi = CUBLASLT_EPILOGUE_DEFAULT; void *bias = nullptr, *aux = nullptr; int64_t auxld = 0; };
+struct LtLayout { cudaDataType_t t; uint64_t rows, cols; int64_t ld; };
+struct LtPref { uint64_t ws = 0; };
+const uint32_t LT_MAGIC = 0x5a4c5431u;
+
+cublasStatus_t lt_refuse(const char *what)
+{
+    fprintf(stderr, "zr_stub: %s\n", what);
+    S.refused++;
+    return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+float lt_ld(const void *p, long i, cudaDataType_t t) { return stub_ld(p, i, t); }
+void lt_st(void *p, long i, cudaDataType_t t, float v) { stub_st(p, i, t, v); }
+float lt_sig(float v) { return 1.0f / (1.0f + expf(-2.0f * 0.7978845608028654f * (v + 0.044715f * v * v * v))); }
+
+/* The checks both the heuristic and the matmul make; NULL when the combination is valid. */
+const char *lt_check(const LtDesc *d, const LtLayout *a, const LtLayout *b, const LtLayout *c, const LtLayout *dd)
+{
+    uint64_t am = d->ta == CUBLAS_OP_N ? a->rows : a->cols, ak = d->ta == CUBLAS_OP_N ? a->cols : a->rows;
+    uint64_t bk = d->tb == CUBLAS_OP_N ? b->rows : b->cols, bn = d->tb == CUBLAS_OP_N ? b->cols : b->rows;
+    bool gelu = d->epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || d->epi == CUBLASLT_EPILOGUE_DGELU;
+    if (d->comp != CUBLAS_COMPUTE_32F || d->scale != CUDA_R_32F) return "compute type (COMPUTE_32F, fp32 scale)";
+    if (a->t != b->t || (c->t != a->t && c->t != CUDA_R_32F) || c->t != dd->t) return "matrix types";
+    if (ak != bk || am != c->rows || bn != c->cols || c->rows != dd->rows || c->cols != dd->cols || c->ld != dd->ld)
+        return "layouts disagree";
+    if (a->ld < (int64_t)a->rows || b->ld < (int64_t)b->rows || c->ld < (int64_t)c->rows) return "leading dimension below rows";
+    if (d->epi != CUBLASLT_EPILOGUE_DEFAULT && d->epi != CUBLASLT_EPILOGUE_BIAS && d->epi != CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
+        d->epi != CUBLASLT_EPILOGUE_DGELU && d->epi != CUBLASLT_EPILOGUE_BGRADA)
+        return "epilogue not emulated";
+    if ((d->epi == CUBLASLT_EPILOGUE_BIAS || d->epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || d->epi == CUBLASLT_EPILOGUE_BGRADA) && !d->bias)
+        return "bias pointer missing";
+    if (gelu && (!d->aux || d->auxld < (int64_t)dd->rows || d->auxld % 8)) return "aux pointer or leading dimension";
+    return nullptr;
+}
+}
+
+extern "C" {
+cublasStatus_t CUBLASWINAPI cublasLtCreate(cublasLtHandle_t *h) { *h = (cublasLtHandle_t) new int(1); return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasLtDestroy(cublasLtHandle_t h) { delete (int *)h; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t comp, cudaDataType_t scale)
+{
+    LtDesc *x = new LtDesc();
+    x->comp = comp;
+    x->scale = scale;
+    *d = (cublasLtMatmulDesc_t)x;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t CUBLASWINAPI cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) { delete (LtDesc *)d; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a,
+                                                          const void *buf, size_t n)
+{
+    LtDesc *x = (LtDesc *)d;
+    switch (a) {
+    case CUBLASLT_MATMUL_DESC_TRANSA: if (n != 4) break; memcpy(&x->ta, buf, 4); return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_TRANSB: if (n != 4) break; memcpy(&x->tb, buf, 4); return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: if (n != 4) break; memcpy(&x->epi, buf, 4); return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER: if (n != sizeof(void *)) break; memcpy(&x->bias, buf, n); return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: if (n != sizeof(void *)) break; memcpy(&x->aux, buf, n); return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: if (n != 8) break; memcpy(&x->auxld, buf, 8); return CUBLAS_STATUS_SUCCESS;
+    default: return lt_refuse("cublasLtMatmulDescSetAttribute: attribute not emulated");
+    }
+    return lt_refuse("cublasLtMatmulDescSetAttribute: size of the attribute");
+}
+cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType t, uint64_t rows, uint64_t cols, int64_t ld)
+{
+    *l = (cublasLtMatrixLayout_t) new LtLayout{t, rows, cols, ld};
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) { delete (LtLayout *)l; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p) { *p = (cublasLtMatmulPreference_t) new LtPref(); return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) { delete (LtPref *)p; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t a,
+                                                                const void *buf, size_t n)
+{
+    if (a == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES && n == 8) { memcpy(&((LtPref *)p)->ws, buf, 8); return CUBLAS_STATUS_SUCCESS; }
+    if ((a == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES || a == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES ||
+         a == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES || a == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES) && n == 4)
+        return CUBLAS_STATUS_SUCCESS;
+    return lt_refuse("cublasLtMatmulPreferenceSetAttribute: attribute or size");
+}
+cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a,
+                                                          cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+                                                          cublasLtMatrixLayout_t dd, cublasLtMatmulPreference_t p, int req,
+                                                          cublasLtMatmulHeuristicResult_t *res, int *n)
+{
+    S.lt_heur++;
+    const char *bad = lt_check((LtDesc *)d, (LtLayout *)a, (LtLayout *)b, (LtLayout *)c, (LtLayout *)dd);
+    if (bad || req < 1) return lt_refuse(bad ? bad : "requested no algorithm");
+    memset(res, 0, sizeof *res);
+    memcpy(res->algo.data, &LT_MAGIC, 4);
+    res->workspaceSize = ((LtPref *)p)->ws < (1u << 20) ? ((LtPref *)p)->ws : (1u << 20);
+    res->state = CUBLAS_STATUS_SUCCESS;
+    *n = 1;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t dsc, const void *alpha, const void *A,
+                                          cublasLtMatrixLayout_t la, const void *B, cublasLtMatrixLayout_t lb,
+                                          const void *beta, const void *C, cublasLtMatrixLayout_t lc, void *D,
+                                          cublasLtMatrixLayout_t ld, const cublasLtMatmulAlgo_t *algo, void *ws,
+                                          size_t wsn, cudaStream_t)
+{
+    const LtDesc *d = (const LtDesc *)dsc;
+    const LtLayout *a = (const LtLayout *)la, *b = (const LtLayout *)lb, *c = (const LtLayout *)lc, *o = (const LtLayout *)ld;
+    const char *bad = lt_check(d, a, b, c, o);
+    if (bad) return lt_refuse(bad);
+    if (!algo || memcmp(algo->data, &LT_MAGIC, 4)) return lt_refuse("cublasLtMatmul: algorithm not from the heuristic");
+    if (!ws || !in_alloc(ws, wsn)) return lt_refuse("cublasLtMatmul: workspace outside a device allocation");
+    int m = (int)o->rows, n = (int)o->cols, k = (int)(d->ta == CUBLAS_OP_N ? a->cols : a->rows);
+    size_t es = o->t == CUDA_R_32F ? 4 : 2, ea = a->t == CUDA_R_32F ? 4 : 2;
+    size_t span_d = ((size_t)(n - 1) * (size_t)o->ld + (size_t)m) * es;
+    if (!in_alloc(A, ((size_t)(a->cols - 1) * (size_t)a->ld + a->rows) * ea) ||
+        !in_alloc(B, ((size_t)(b->cols - 1) * (size_t)b->ld + b->rows) * ea) || !in_alloc(C, span_d) || !in_alloc(D, span_d))
+        return lt_refuse("cublasLtMatmul: a matrix outside a device allocation");
+    if (d->bias && !in_alloc(d->bias, (size_t)m * es)) return lt_refuse("cublasLtMatmul: bias outside a device allocation");
+    float al = *(const float *)alpha, be = *(const float *)beta;
+    S.lt_matmul++;
+    std::vector<float> x((size_t)m * n);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += lt_ld(A, d->ta == CUBLAS_OP_N ? i + (long)p * a->ld : p + (long)i * a->ld, a->t) *
+                       lt_ld(B, d->tb == CUBLAS_OP_N ? p + (long)j * b->ld : j + (long)p * b->ld, b->t);
+            x[(size_t)j * m + i] = al * acc + (be != 0 ? be * lt_ld(C, i + (long)j * c->ld, c->t) : 0.0f);
+        }
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float v = x[(size_t)j * m + i];
+            if (d->epi == CUBLASLT_EPILOGUE_BIAS) v += lt_ld(d->bias, i, o->t);
+            if (d->epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+                v += lt_ld(d->bias, i, o->t);
+                lt_st(d->aux, i + (long)j * d->auxld, o->t, v);
+                v *= lt_sig(v);
+            }
+            if (d->epi == CUBLASLT_EPILOGUE_DGELU) {
+                float t = lt_ld(d->aux, i + (long)j * d->auxld, o->t), s = lt_sig(t);
+                v *= s + 2.0f * t * s * (1.0f - s) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * t * t);
+            }
+            lt_st(D, i + (long)j * o->ld, o->t, v);
+        }
+    if (d->epi == CUBLASLT_EPILOGUE_BGRADA)
+        for (int i = 0; i < m; i++) {
+            float sum = 0;
+            for (int p = 0; p < k; p++) sum += lt_ld(A, d->ta == CUBLAS_OP_N ? i + (long)p * a->ld : p + (long)i * a->ld, a->t);
+            lt_st(d->bias, i, o->t, sum);
+        }
+    return CUBLAS_STATUS_SUCCESS;
+}
 }
