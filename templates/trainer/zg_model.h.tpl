@@ -153,6 +153,8 @@
 #define ZG_GRAD_NVME                    ${cfmt.bool(plan.grad_nvme)}  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
 #define ZG_SG_ALIGN                     ${cfmt.i64(plan.sg_align)}
 #define ZG_NVME_ALIGN                   ${cfmt.i64(plan.nvme_align)}
+/* the optimizer step's facts (train_optim.c's tr_step_rule; decided here, not from ZG_STAGE) */
+#define ZG_NORM_RANK0_ONLY              ${cfmt.bool(z.stage == 0)}  /* every rank holds every gradient: only rank 0's sum of squares enters the global norm */
 
 /* ---------------------------------------------------------------------- memory per rank */
 #define ZG_ARENA_ALIGN                  ${cfmt.i64(plan.mem.arena_align)}

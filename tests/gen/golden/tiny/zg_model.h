@@ -137,6 +137,8 @@
 #define ZG_GRAD_NVME                    1  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
 #define ZG_SG_ALIGN                     INT64_C(524288)
 #define ZG_NVME_ALIGN                   INT64_C(1048576)
+/* the optimizer step's facts (train_optim.c's tr_step_rule; decided here, not from ZG_STAGE) */
+#define ZG_NORM_RANK0_ONLY              0  /* every rank holds every gradient: only rank 0's sum of squares enters the global norm */
 
 /* ---------------------------------------------------------------------- memory per rank */
 #define ZG_ARENA_ALIGN                  INT64_C(64)
