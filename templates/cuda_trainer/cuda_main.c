@@ -136,8 +136,9 @@ static void dev_optimizer(int k, float lr)
 static void dev_persist_slice(int64_t at, int64_t from, int64_t n, void *ctx)
 {
     const ZrOpRow *op = ctx;
-    CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, cz_dev(tr_region_at(op->dst, op->dst_off + at, op->dst_dt)),
-                         cz_dev(tr_region_at(op->src, op->src_off + from, op->src_dt)), (size_t)n * ZG_DTYPE_SIZE));
+    void *dst = cz_dev(tr_region_at(op->dst, op->dst_off + at, op->dst_dt));
+    const void *src = cz_dev(tr_region_at(op->src, op->src_off + from, op->src_dt));
+    CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, dst, src, (size_t)n * ZG_DTYPE_SIZE));
 }
 
 /* ALLGATHER_PARAMS on the device, as train_optim.c reads the row: in place, this rank's partition

@@ -4,10 +4,10 @@
 ** rules, then the plan's step list: SWAP_IN / OPTIMIZER / SWAP_OUT per sub-group and the parameter
 ** all-gather. The rule (tr_step_rule, tr_step) is every backend's: train-cuda calls it with its own
 ** sum of squares (on the device) and its own step ops, and shares the persistent-tensor slices
-** (tr_persist_slices) and the working copy's home (tr_opt_home). Adam runs on the owned fp32 master wherever the plan put it (device, CPU or an NVMe
-** staging buffer): the same zr_adam_step over the same elements in the same order, so the offload
-** choice never changes a bit. Weight decay applies to tensors of two or more dimensions only, so a
-** sub-group is cut into runs of whole tensor pieces.
+** (tr_persist_slices) and the working copy's home (tr_opt_home). Adam runs on the owned fp32 master
+** wherever the plan put it (device, CPU or an NVMe staging buffer): the same zr_adam_step over the
+** same elements in the same order, so the offload choice never changes a bit. Weight decay applies
+** to tensors of two or more dimensions only, so a sub-group is cut into runs of whole tensor pieces.
 ** Gradients on NVMe (ZG_GRAD_NVME, ZeRO-Infinity): the fourth part of each opt_buf is a window of
 ** one sub-group's fp32 gradients. The micro-steps' hand-over (tr_grad_take) adds into the window of
 ** the sub-group it reaches and writes it through when it moves on; the norm pass reads the

@@ -74,7 +74,8 @@ zd_sumsq_finish(double *result, const double *partials, int nblocks, int accumul
 /* ------------------------------------------------------------------ launchers */
 #if ZK_HOST_LAUNCHERS
 /* partials: ZK_SQ_MAX_BLOCKS doubles of scratch. */
-inline int zd_sumsq_launch(double *result, double *partials, const void *g, long n, int fmt, int accumulate)
+inline int zd_sumsq_launch(double *result, double *partials, const void *g, long n, int fmt,
+                           int accumulate)
 {
     int blocks = ZK_SQ_BLOCKS(n);
     long chunk = ZK_SQ_CHUNK(n, (long)blocks);
