@@ -18,7 +18,8 @@
 #     state and the loss scaler go through the checkpoint);
 #   - with the optimizer state on the device (offload none) Adam runs there (zd_adamw), and its
 #     result is the host optimizer's bit for bit: the exported weights after 3 steps equal those of
-#     the same run with ZR_CUDA_HOST_ADAM=1 (cmp);
+#     the same run with ZR_CUDA_HOST_ADAM=1 (cmp; the device's sum of squares, sumsq.cu, rounds to
+#     the host's fp32 sum at every step here, so the clipping is the same);
 #   - `train-cuda-emu --check` compares the first step's gradients with the host reference, tensor
 #     by tensor, and passes: fp32 activations within 1e-3 max|host|, bf16 (ZeRO-2) within gen's
 #     looser bound (12 * 2^-8), which it prints;
