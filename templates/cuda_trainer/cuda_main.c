@@ -14,8 +14,9 @@
 **   exec_micro,
 **   eval_batch
 **   optim_step       with the optimizer state in the device tier (offload_optimizer none): the
-**                      host trainer's norm, fp16 scaler and clipping rules on the host's gradient
-**                      shard, then zd_adamw on the device shards (the bits of zr_adam_step) and the
+**                      host trainer's step (train_optim.c's tr_step: norm all-reduce, fp16 scaler,
+**                      clipping, lr) with the sum of squares on the device (sumsq.cu; 8 bytes D2H),
+**                      then zd_adamw on the device shards (the bits of zr_adam_step) and the
 **                      parameter gathers on the device; nothing is copied H2D. Otherwise the CPU
 **                      optimizer (tr_optim_step) on the shard the executor brought back, then the
 **                      new working copy to the device. --check compares the first step here
@@ -36,6 +37,7 @@
 
 #include "cuda_train.h"
 #include "../kernels/zk_shapes.h"   /* --check's tolerances (gen/cuda_dec.c) */
+#include "../kernels/zk_sumsq.h"    /* sumsq.cu's grid: the device norm's bits depend on it */
 #include "cuda/zg_kernels_bin.h"
 
 void cz_die_gpu(const char *what, int rc)
@@ -60,7 +62,7 @@ static int dev_opt_possible(void)
 {
     if (!ZG_ADAM_W_MODE || !ZG_BIAS_CORRECTION || T.master_nvme >= 0 || T.n_master_bufs || T.n_opt_bufs) return 0;
     if (!dev(T.adam_m) || !dev(T.adam_v) || (T.master && !dev(T.master))) return 0;
-    if (ZG_STAGE == 3 ? !dev(T.params_shard) || (T.persist && !dev(T.persist)) : !dev(T.params16)) return 0;
+    if (!dev(tr_opt_home()) || (T.persist && !dev(T.persist))) return 0;
     if (T.grad32 ? !dev(T.grad32) : !dev(T.grads) || (ZG_MIXED && !dev(T.stage32))) return 0;
     return 1;
 }
@@ -94,11 +96,8 @@ static void adamw(float *p, const float *g, float *m, float *v, int64_t n, CzAda
     CZ_CHECK(zr_gpu_launch(CZ.compute, "zd_adamw", grid, block, 0, args));
 }
 
-/* train_optim.c's home_at / master_at, as device addresses. */
-static char *dev_home(void)
-{
-    return cz_dev(ZG_STAGE == 3 ? T.params_shard : tr_w_at(T.params16, T.opt_flat0));
-}
+/* train_optim.c's home, as a device address. */
+static char *dev_home(void) { return cz_dev(tr_opt_home()); }
 
 /* One OPTIMIZER op: zr_adam_step's pieces (whole tensor pieces of the sub-group, weight decay for
 ** tensors of 2+ dimensions) with zd_adamw, then the working copy rounded with convert.cu. */
@@ -133,43 +132,40 @@ static void dev_optimizer(int k, float lr)
     }
 }
 
-/* ALLGATHER_PARAMS on the device: stages 1/2 all-gather "params16" in place; stage 3 rebuilds the
-** persistent tensors (every rank's slices into a zeroed "persist", one all-reduce: x + 0 is exact). */
-static void dev_allgather(void)
+/* One persistent tensor's slice into "persist" (the row's destination), device to device. */
+static void dev_persist_slice(int64_t at, int64_t from, int64_t n, void *ctx)
 {
-#if ZG_STAGE == 3
-    int64_t numel = 0;
-    for (int t = 0; t < ZG_N_TENSORS; t++)
-        if (zg_tensors[t].persistent) numel = zg_tensors[t].persist_offset + zg_tensors[t].numel;
-    if (numel == 0) return;
-    char *persist = cz_dev(T.persist), *shard = cz_dev(T.params_shard);
-    CZ_CHECK(zr_gpu_memset(CZ.compute, persist, 0, (size_t)numel * ZG_DTYPE_SIZE));
-    for (int t = 0; t < ZG_N_TENSORS; t++) {
-        const ZrTensorRow *r = &zg_tensors[t];
-        if (!r->persistent) continue;
-        int64_t lo = (int64_t)T.rank * r->part_numel, n = r->numel - lo;
-        if (n > r->part_numel) n = r->part_numel;
-        if (n <= 0) continue;
-        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, persist + (r->persist_offset + lo) * ZG_DTYPE_SIZE,
-                             shard + r->shard_offset * ZG_DTYPE_SIZE, (size_t)n * ZG_DTYPE_SIZE));
+    const ZrOpRow *op = ctx;
+    void *dst = cz_dev(tr_region_at(op->dst, op->dst_off + at, op->dst_dt));
+    const void *src = cz_dev(tr_region_at(op->src, op->src_off + from, op->src_dt));
+    CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, dst, src, (size_t)n * ZG_DTYPE_SIZE));
+}
+
+/* ALLGATHER_PARAMS on the device, as train_optim.c reads the row: in place, this rank's partition
+** all-gathered; else the persistent tensors rebuilt (every rank's slices into a zeroed "persist",
+** one all-reduce: x + 0 is exact). The collective runs on the nccl stream, after Adam. */
+static void dev_allgather(const ZrOpRow *op)
+{
+    void *recv = cz_dev(tr_region_at(op->dst, op->dst_off, op->dst_dt)), *send;
+    int64_t count = op->count;
+    ZrCollOp coll = ZR_COLL_ALL_GATHER;
+    if (op->src != op->dst) {
+        count = tr_persist_slices(NULL, NULL);
+        if (count == 0) return;
+        CZ_CHECK(zr_gpu_memset(CZ.compute, recv, 0, (size_t)count * ZG_DTYPE_SIZE));
+        tr_persist_slices(dev_persist_slice, (void *)op);
+        send = recv;
+        coll = ZR_COLL_ALL_REDUCE;
+    } else if (op->xfer == ZR_XFER_NONE) {
+        return;
+    } else {
+        send = cz_dev(tr_region_at(op->src, op->src_off + T.rank * count, op->src_dt));
     }
-    void *send = persist, *recv = persist;
-    int64_t count = numel;
-    ZrCollOp op = ZR_COLL_ALL_REDUCE;
-#elif ZG_STAGE >= 1
-    void *recv = cz_dev(T.params16), *send = cz_dev(tr_w_at(T.params16, T.opt_flat0));
-    int64_t count = ZG_PART_NUMEL;
-    ZrCollOp op = ZR_COLL_ALL_GATHER;
-#else
-    return;
-#endif
-#if ZG_STAGE >= 1
     CZ_CHECK(zr_gpu_record(CZ.ev_opt, CZ.compute));
     CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_opt));
-    if (T.ws > 1) CZ_CHECK(zr_gpu_coll(CZ.nccl, op, send, recv, count, ZG_DTYPE));
+    if (T.ws > 1) CZ_CHECK(zr_gpu_coll(CZ.nccl, coll, send, recv, count, (ZrDtype)op->dst_dt));
     CZ_CHECK(zr_gpu_record(CZ.ev_opt2, CZ.nccl));
     CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_opt2));
-#endif
 }
 
 /* Does host code read the state after this step (a checkpoint or the export)? */
@@ -181,48 +177,88 @@ static int state_read_after_step(void)
     return T.a.export_path && last;
 }
 
-/* tr_optim_step with Adam on the device. The norm, the loss, the fp16 scaler and the clipping are
-** train_optim.c's rules on the same host data (the gradient shard the executor brought back), so
-** skipped steps and scales are the host trainer's; only Adam and the gathers move. */
+/* ---------------------------------------------------------------------- the norm on the device */
+/* sumsq.cu's scratch: stage 1's partials and the result on the device (a small allocation of its
+** own beside the plan's device tier, made at the first step and released with the context), and
+** the result's landing on the host, registered (pinned), so that its D2H is a true async copy. */
+static struct {
+    ZrGpu *gpu;                 /* the context the buffers belong to */
+    double *partials, *result;
+    int64_t runs[2 * ZG_N_TENSORS];   /* [lo, hi) of each contiguous run of owned tensor pieces */
+    int n_runs;
+} NS;
+static _Alignas(4096) double norm_host[4096 / sizeof(double)];
+
+static void norm_init(void)
+{
+    if (NS.gpu == CZ.gpu) return;
+    void *p;
+    CZ_CHECK(zr_gpu_malloc(CZ.gpu, &p, (ZK_SQ_MAX_BLOCKS + 1) * sizeof(double)));
+    NS.partials = p;
+    NS.result = NS.partials + ZK_SQ_MAX_BLOCKS;
+    CZ_CHECK(zr_gpu_host_register(CZ.gpu, norm_host, sizeof norm_host));
+    /* the tensors' pieces ascend through the shard; adjacent ones are summed as one range */
+    NS.n_runs = 0;
+    for (int t = 0; t < ZG_N_TENSORS; t++) {
+        int64_t lo = T.t[t].opt_lo, hi = T.t[t].opt_hi;
+        if (hi <= lo) continue;
+        if (NS.n_runs && NS.runs[2 * NS.n_runs - 1] == lo) NS.runs[2 * NS.n_runs - 1] = hi;
+        else { NS.runs[2 * NS.n_runs] = lo; NS.runs[2 * NS.n_runs + 1] = hi; NS.n_runs++; }
+    }
+    NS.gpu = CZ.gpu;
+}
+
+/* This rank's sum of squares of its owned gradient, summed where Adam reads it (the device grad32,
+** or at stages 0/1 without one the owned part of "grads", 16-bit in mixed plans) by sumsq.cu on the
+** compute stream; only the 8-byte result crosses to the host. */
+static double dev_owned_sumsq(void)
+{
+    norm_init();
+    int fmt = T.grad32 ? ZR_DT_FP32 : ZG_DTYPE;
+    size_t esz = T.grad32 ? 4 : ZG_DTYPE_SIZE;
+    const char *g = cz_dev(T.grad32 ? (void *)T.grad32 : tr_w_at(T.grads, T.opt_flat0));
+    for (int r = 0; r < NS.n_runs; r++) {
+        int64_t lo = NS.runs[2 * r];
+        long n = (long)(NS.runs[2 * r + 1] - lo);
+        int blocks = ZK_SQ_BLOCKS(n), acc = r > 0, nb = blocks;
+        long chunk = ZK_SQ_CHUNK(n, (long)blocks);
+        const void *src = g + lo * esz;
+        void *part = NS.partials, *res = NS.result;
+        const unsigned grid[3] = {(unsigned)blocks, 1, 1}, one[3] = {1, 1, 1}, block[3] = {ZK_SQ_BLOCK, 1, 1};
+        void *a1[] = {&part, &src, &n, &chunk, &fmt, NULL}, *a2[] = {&res, &part, &nb, &acc, NULL};
+        CZ_CHECK(zr_gpu_footprint(CZ.compute, src, (size_t)n * esz, 0));
+        CZ_CHECK(zr_gpu_footprint(CZ.compute, part, (size_t)blocks * sizeof(double), 1));
+        CZ_CHECK(zr_gpu_launch(CZ.compute, "zd_sumsq_partial", grid, block, 0, a1));
+        CZ_CHECK(zr_gpu_footprint(CZ.compute, part, (size_t)blocks * sizeof(double), 0));
+        CZ_CHECK(zr_gpu_footprint(CZ.compute, res, sizeof(double), 1));
+        CZ_CHECK(zr_gpu_launch(CZ.compute, "zd_sumsq_finish", one, block, 0, a2));
+    }
+    if (NS.n_runs == 0) return 0.0;
+    CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2H, norm_host, NS.result, sizeof(double)));
+    CZ_CHECK(zr_gpu_stream_sync(CZ.compute));
+    return norm_host[0];
+}
+
+/* One step op on the device: Adam per sub-group, the gathers; no swaps (Adam is on the device only
+** when nothing of its state is on NVMe). */
+static void dev_step_op(const ZrOpRow *op, double lr)
+{
+    if (op->kind == ZR_OP_OPTIMIZER) dev_optimizer(op->arg, (float)lr);
+    else if (op->kind == ZR_OP_ALLGATHER_PARAMS) dev_allgather(op);
+    else if (op->kind != ZR_OP_SWAP_IN && op->kind != ZR_OP_SWAP_OUT)
+        tr_die("op kind %d in the optimizer step list", op->kind);
+}
+
+/* tr_optim_step with Adam on the device: train_optim.c's step (the same rule: norm all-reduce, fp16
+** scaler, clipping, lr) with the sum of squares and the step ops on the device. */
 static void dev_optim_step(void)
 {
-    static float *g;
-    if (!g && !(g = malloc((size_t)(T.opt_numel > 0 ? T.opt_numel : 1) * 4))) tr_die("out of memory");
-    tr_opt_shard_grads(g);
-    double s = 0;
-    for (int t = 0; t < ZG_N_TENSORS; t++)
-        for (int64_t i = T.t[t].opt_lo; i < T.t[t].opt_hi; i++) s += (double)g[i] * g[i];
-    float local[2] = {(float)((ZG_STAGE == 0 && T.rank != 0) ? 0.0 : s), T.loss_sum}, global[2];
-    ZR_CHECK(zr_all_reduce(T.comm, local, global, 2, ZR_DT_FP32, NULL));
-    T.loss_sum = global[1];
-    int overflow = !isfinite(global[0]), skip = 0;
-    T.grad_norm = sqrt((double)global[0]) / T.loss_scale;
-#if ZG_FP16
-    ZR_CHECK(zr_scaler_update(&T.scaler, overflow, &skip));
-#else
-    (void)overflow;
-#endif
-    if (!skip) {
-        double combined = T.loss_scale;
-        if (ZG_GRADIENT_CLIPPING > 0) {
-            double c = (T.grad_norm + 1e-6) / ZG_GRADIENT_CLIPPING;
-            if (c > 1) combined *= c;
-        }
-        T.grad_scale = (float)(1.0 / combined);
-        float lr = (float)zr_lr_at(&T.lr, T.applied);
-        CZ_CHECK(zr_gpu_record(CZ.ev_opt, CZ.d2h));      /* the device grad32 is complete */
-        CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_opt));
-        for (int i = 0; i < ZG_N_STEP_OPS; i++) {
-            const ZrOpRow *op = &zg_step_ops[i];
-            if (op->kind == ZR_OP_OPTIMIZER) dev_optimizer(op->arg, lr);
-            else if (op->kind == ZR_OP_ALLGATHER_PARAMS) dev_allgather();
-            else if (op->kind != ZR_OP_SWAP_IN && op->kind != ZR_OP_SWAP_OUT)
-                tr_die("op kind %d in the optimizer step list", op->kind);
-        }
+    CZ_CHECK(zr_gpu_record(CZ.ev_opt, CZ.d2h));      /* the device grad32 is complete */
+    CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_opt));
+    if (tr_step(dev_owned_sumsq, dev_step_op)) {
         /* the next step's gathers (nccl) read what Adam wrote (compute) */
         CZ_CHECK(zr_gpu_record(CZ.ev_opt, CZ.compute));
         CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_opt));
-        T.applied++;
     }
     if (state_read_after_step()) cz_pull_state();
 }

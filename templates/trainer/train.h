@@ -178,6 +178,18 @@ void tr_optim_step(void);               /* after the last micro-step: norm, scal
 float *tr_opt_state_at(int part, int64_t i);  /* in-memory master (0), m (1), v (2) element i */
 void tr_opt_shard_grads(float *dst);    /* this rank's owned gradient shard as fp32 */
 void tr_params_gather(void);            /* all-gather the working copy from the owned parts */
+/* The step rule every backend runs (train_optim.c): all-reduce of {owned(), loss}, fp16 scaler,
+** norm, clipping, grad_scale, lr. owned: this rank's sum of squares of its owned gradient (not
+** called where only rank 0's counts). 1: the step applies at *lr; 0: skipped. */
+int tr_step_rule(double (*owned)(void), double *lr);
+/* tr_step_rule, then run_op for each of the plan's step ops, then T.applied++; 1 when applied. */
+int tr_step(double (*owned)(void), void (*run_op)(const ZrOpRow *op, double lr));
+/* The working copy's owned part (params16 at this rank's partition, or params_shard); NULL on NVMe. */
+void *tr_opt_home(void);
+/* The persistent tensors' owned slices: f(persist element, shard element, n, ctx) each, in tensor
+** order (f may be NULL); returns the elements of "persist" they span, 0 when there are none. */
+typedef void TrSlice(int64_t at, int64_t from, int64_t n, void *ctx);
+int64_t tr_persist_slices(TrSlice *f, void *ctx);
 /* The gradient hand-over into the owned fp32 shard: elements [off, off+n) (+)= the W elements of
 ** src. grad32 in memory: straight in; on NVMe (ZG_GRAD_NVME): through the sub-group windows, each
 ** written through when the hand-over moves on (read back first once this step has written it). */

@@ -2,10 +2,12 @@
 ** train_optim.c — the optimizer step, after the last micro-step of a step: the global gradient norm
 ** (over each rank's owned shard, summed across ranks), DeepSpeed's clipping and fp16 loss-scale
 ** rules, then the plan's step list: SWAP_IN / OPTIMIZER / SWAP_OUT per sub-group and the parameter
-** all-gather. Adam runs on the owned fp32 master wherever the plan put it (device, CPU or an NVMe
-** staging buffer): the same zr_adam_step over the same elements in the same order, so the offload
-** choice never changes a bit. Weight decay applies to tensors of two or more dimensions only, so a
-** sub-group is cut into runs of whole tensor pieces.
+** all-gather. The rule (tr_step_rule, tr_step) is every backend's: train-cuda calls it with its own
+** sum of squares (on the device) and its own step ops, and shares the persistent-tensor slices
+** (tr_persist_slices) and the working copy's home (tr_opt_home). Adam runs on the owned fp32 master
+** wherever the plan put it (device, CPU or an NVMe staging buffer): the same zr_adam_step over the
+** same elements in the same order, so the offload choice never changes a bit. Weight decay applies
+** to tensors of two or more dimensions only, so a sub-group is cut into runs of whole tensor pieces.
 ** Gradients on NVMe (ZG_GRAD_NVME, ZeRO-Infinity): the fourth part of each opt_buf is a window of
 ** one sub-group's fp32 gradients. The micro-steps' hand-over (tr_grad_take) adds into the window of
 ** the sub-group it reaches and writes it through when it moves on; the norm pass reads the
@@ -26,12 +28,16 @@ static const void *grad_at(int64_t i, ZrDtype *dt)
     return tr_w_at(T.grads, T.opt_flat0 + i);
 }
 
-/* The working-precision home of opt-shard element i (NULL when it is on NVMe). */
-static void *home_at(int64_t i)
+/* The working copy's owned part: this rank's partition of the flat "params16" where the plan has
+** one, else the shard region "params_shard" (the memory plan gives a plan one or the other); NULL
+** when the shard is on NVMe. */
+void *tr_opt_home(void)
 {
-    if (ZG_STAGE == 3) return tr_w_at(T.params_shard, i);
-    return tr_w_at(T.params16, T.opt_flat0 + i);
+    return T.params16 ? tr_w_at(T.params16, T.opt_flat0) : T.params_shard;
 }
+
+/* The working-precision home of opt-shard element i (NULL + i when it is on NVMe). */
+static void *home_at(int64_t i) { return tr_w_at(tr_opt_home(), i); }
 
 /* fp32 master of opt-shard element i when it lives in memory: "master", or with fp32 and no
 ** offload the working parameters themselves. */
@@ -237,7 +243,7 @@ static void optimizer(int k, double lr)
     int separate = T.master || T.master_nvme >= 0;
     char *home = NULL;
     if (separate) {
-        if (ZG_STAGE == 3 && !T.params_shard) {
+        if (T.params_shard_nvme >= 0) {       /* the home is on NVMe: through the write-back buffer */
             if (T.wb_req.state == 1 && zr_nvme_wait(T.nvme_param, &T.wb_req) < 0)
                 tr_die("%s", zr_nvme_strerror(T.nvme_param));
             home = (char *)T.param_wb - s0 * ZG_DTYPE_SIZE;
@@ -260,56 +266,71 @@ static void optimizer(int k, double lr)
         adam_piece(&c, p + lo, m + lo, v + lo, g, gdt, p16, hi - lo);
         if (!ZG_MIXED && home) memcpy(home + lo * 4, p + lo, (size_t)(hi - lo) * 4);
     }
-    if (separate && ZG_STAGE == 3 && !T.params_shard)
+    if (separate && T.params_shard_nvme >= 0)
         ZR_CHECK(zr_nvme_write_async(T.nvme_param, T.param_wb, sg->numel * ZG_DTYPE_SIZE,
                                      T.params_shard_nvme + s0 * ZG_DTYPE_SIZE, &T.wb_req));
     tr_span(ZR_TRACK_COMPUTE, "adam", t0);
 }
 
 /* ---------------------------------------------------------------------- parameter gathers */
-#if ZG_STAGE == 3
-/* Stage 3: every rank writes its slices of the persistent tensors into an all-zero "persist" and
-** one all-reduce sums them (x + 0 is exact), so no staging buffer is needed for padded slices. */
-static void regather_persistent(void)
+/* The persistent tensors' slices this rank owns, in tensor order: f(element of "persist", element
+** of the shard, count, ctx) for each (f may be NULL). Returns the elements of "persist" they span
+** (0: the plan has no persistent tensor). Every backend rebuilds "persist" from these. */
+int64_t tr_persist_slices(TrSlice *f, void *ctx)
 {
     int64_t numel = 0;
-    for (int t = 0; t < ZG_N_TENSORS; t++)
-        if (zg_tensors[t].persistent) numel = zg_tensors[t].persist_offset + zg_tensors[t].numel;
+    for (int t = 0; t < ZG_N_TENSORS; t++) {
+        const ZrTensorRow *r = &zg_tensors[t];
+        if (!r->persistent) continue;
+        numel = r->persist_offset + r->numel;
+        int64_t lo = (int64_t)T.rank * r->part_numel, n = r->numel - lo;
+        if (n > r->part_numel) n = r->part_numel;
+        if (n > 0 && f) f(r->persist_offset + lo, r->shard_offset, n, ctx);
+    }
+    return numel;
+}
+
+/* One slice into "persist" (the row's destination) from the shard in memory or, read in place,
+** from the swap file. */
+static void persist_slice(int64_t at, int64_t from, int64_t n, void *ctx)
+{
+    const ZrOpRow *op = ctx;
+    void *dst = tr_region_at(op->dst, op->dst_off + at, op->dst_dt);
+    if (T.params_shard)
+        memcpy(dst, tr_region_at(op->src, op->src_off + from, op->src_dt), (size_t)n * ZG_DTYPE_SIZE);
+    else
+        tr_nvme_rw_param(0, dst, n * ZG_DTYPE_SIZE, T.params_shard_nvme + from * ZG_DTYPE_SIZE);
+}
+
+/* The row's persistent tensors (its destination differs from its source): every rank writes its
+** slices into an all-zero "persist" and one all-reduce sums them (x + 0 is exact), so no staging
+** buffer is needed for padded slices. */
+static void regather_persistent(const ZrOpRow *op)
+{
+    int64_t numel = tr_persist_slices(NULL, NULL);
     if (numel == 0) return;
     /* shard on NVMe: the sub-groups' write-backs must land before their slices are read */
     if (!T.params_shard && T.wb_req.state == 1 && zr_nvme_wait(T.nvme_param, &T.wb_req) < 0)
         tr_die("%s", zr_nvme_strerror(T.nvme_param));
     for (int b = 0; b < T.n_master_bufs; b++) wait_buf(b);
-    memset(T.persist, 0, (size_t)numel * ZG_DTYPE_SIZE);
-    for (int t = 0; t < ZG_N_TENSORS; t++) {
-        const ZrTensorRow *r = &zg_tensors[t];
-        if (!r->persistent) continue;
-        int64_t lo = (int64_t)T.rank * r->part_numel, n = r->numel - lo;
-        if (n > r->part_numel) n = r->part_numel;
-        if (n <= 0) continue;
-        const char *src;
-        if (T.params_shard) {
-            src = tr_w_at(T.params_shard, r->shard_offset);
-        } else {                              /* shard on NVMe: read the slice in place */
-            tr_nvme_rw_param(0, tr_w_at(T.persist, r->persist_offset + lo), n * ZG_DTYPE_SIZE,
-                       T.params_shard_nvme + r->shard_offset * ZG_DTYPE_SIZE);
-            continue;
-        }
-        memcpy(tr_w_at(T.persist, r->persist_offset + lo), src, (size_t)n * ZG_DTYPE_SIZE);
-    }
-    ZR_CHECK(zr_all_reduce(T.comm, T.persist, T.persist, numel, (ZrDtype)ZG_DTYPE, NULL));
+    void *persist = tr_region_at(op->dst, op->dst_off, op->dst_dt);
+    memset(persist, 0, (size_t)numel * ZG_DTYPE_SIZE);
+    tr_persist_slices(persist_slice, (void *)op);
+    ZR_CHECK(zr_all_reduce(T.comm, persist, persist, numel, (ZrDtype)op->dst_dt, NULL));
 }
-#endif
 
-static void allgather_params(void)
+/* ALLGATHER_PARAMS as lowered (gen/lower.c): in place (source = destination), rank r's partition of
+** `count` elements at r * count, all-gathered unless the row moves nothing (one rank); otherwise the
+** persistent tensors, whole, into the destination. */
+static void allgather_params(const ZrOpRow *op)
 {
     double t0 = tr_now();
-#if ZG_STAGE == 3
-    regather_persistent();
-#elif ZG_STAGE >= 1
-    ZR_CHECK(zr_all_gather(T.comm, tr_w_at(T.params16, T.opt_flat0), T.params16, ZG_PART_NUMEL,
-                           (ZrDtype)ZG_DTYPE, NULL));
-#endif
+    if (op->src != op->dst)
+        regather_persistent(op);
+    else if (op->xfer != ZR_XFER_NONE)
+        ZR_CHECK(zr_all_gather(T.comm, tr_region_at(op->src, op->src_off + T.rank * op->count, op->src_dt),
+                               tr_region_at(op->dst, op->dst_off, op->dst_dt), op->count,
+                               (ZrDtype)op->src_dt, NULL));
     tr_span(ZR_TRACK_COMM, "allgather params", t0);
 }
 
@@ -361,17 +382,24 @@ static void run_step_op(const ZrOpRow *op, double lr)
     case ZR_OP_SWAP_IN: swap_in(op->arg); break;
     case ZR_OP_OPTIMIZER: optimizer(op->arg, lr); break;
     case ZR_OP_SWAP_OUT: swap_out(op->arg); break;
-    case ZR_OP_ALLGATHER_PARAMS: allgather_params(); break;
+    case ZR_OP_ALLGATHER_PARAMS: allgather_params(op); break;
     default: tr_die("op kind %d in the optimizer step list", op->kind);
     }
 }
 
-void tr_optim_step(void)
+/* The step rule, one for every backend. One all-reduce carries this rank's sum of squares of its
+** owned gradient and its loss sum; where every rank's optimizer holds every element
+** (ZG_OPT_REPLICATED, gen's fact) only rank 0 contributes its sum (x + 0 is exact) and the others
+** do not compute it.
+** Then DeepSpeed's rules: a non-finite sum is an fp16 overflow (the scaler decides whether the step
+** is skipped and the next scale), the norm is unscaled, the clipping coefficient applies, and Adam's
+** gradient multiplier is 1/(scale * coefficient). Returns 1 when the step applies (*lr its learning
+** rate, T.grad_scale set), 0 when the scaler skips it. The sum is fp32 on the wire whatever the
+** backend summed in, so two backends' sums that round to the same fp32 give the same step. */
+int tr_step_rule(double (*owned)(void), double *lr)
 {
-    /* one all-reduce carries the squared norm and the loss; stage 0 ranks hold identical full
-    ** gradients, so only rank 0 contributes its norm there (x + 0 is exact) */
     double t0 = tr_now();
-    float local[2] = {(float)((ZG_STAGE == 0 && T.rank != 0) ? 0.0 : owned_sumsq()), T.loss_sum};
+    float local[2] = {(float)(ZG_OPT_REPLICATED && T.rank != 0 ? 0.0 : owned()), T.loss_sum};
     float global[2];
     ZR_CHECK(zr_all_reduce(T.comm, local, global, 2, ZR_DT_FP32, NULL));
     tr_span(ZR_TRACK_COMPUTE, "grad norm", t0);
@@ -384,7 +412,7 @@ void tr_optim_step(void)
 #else
     (void)overflow;
 #endif
-    if (skip) return;
+    if (skip) return 0;
     /* DeepSpeed: combined = scale * max(1, (norm + 1e-6) / clip), gradients times 1/combined */
     double combined = T.loss_scale;
     if (ZG_GRADIENT_CLIPPING > 0) {
@@ -392,16 +420,27 @@ void tr_optim_step(void)
         if (c > 1) combined *= c;
     }
     T.grad_scale = (float)(1.0 / combined);
-    double lr = zr_lr_at(&T.lr, T.applied);
-    for (int i = 0; i < ZG_N_STEP_OPS; i++) run_step_op(&zg_step_ops[i], lr);
-    if (T.nvme) {
-        t0 = tr_now();
-        if (zr_nvme_wait_all(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
-        if (T.nvme_param != T.nvme && zr_nvme_wait_all(T.nvme_param) < 0)
-            tr_die("%s", zr_nvme_strerror(T.nvme_param));
-        tr_span(ZR_TRACK_IO, "swap-out wait", t0);
-    }
+    *lr = zr_lr_at(&T.lr, T.applied);
+    return 1;
+}
+
+int tr_step(double (*owned)(void), void (*run_op)(const ZrOpRow *op, double lr))
+{
+    double lr;
+    if (!tr_step_rule(owned, &lr)) return 0;
+    for (int i = 0; i < ZG_N_STEP_OPS; i++) run_op(&zg_step_ops[i], lr);
     T.applied++;
+    return 1;
+}
+
+void tr_optim_step(void)
+{
+    if (!tr_step(owned_sumsq, run_step_op) || !T.nvme) return;
+    double t0 = tr_now();
+    if (zr_nvme_wait_all(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
+    if (T.nvme_param != T.nvme && zr_nvme_wait_all(T.nvme_param) < 0)
+        tr_die("%s", zr_nvme_strerror(T.nvme_param));
+    tr_span(ZR_TRACK_IO, "swap-out wait", t0);
 }
 
 /* ---------------------------------------------------------------------- whole-shard access */
@@ -425,4 +464,8 @@ void tr_opt_shard_grads(float *dst)
     else tr_w_to_f32(dst, g, T.opt_numel);
 }
 
-void tr_params_gather(void) { allgather_params(); }
+void tr_params_gather(void)
+{
+    for (int i = 0; i < ZG_N_STEP_OPS; i++)
+        if (zg_step_ops[i].kind == ZR_OP_ALLGATHER_PARAMS) allgather_params(&zg_step_ops[i]);
+}

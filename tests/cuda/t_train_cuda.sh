@@ -18,7 +18,8 @@
 #     state and the loss scaler go through the checkpoint);
 #   - with the optimizer state on the device (offload none) Adam runs there (zd_adamw), and its
 #     result is the host optimizer's bit for bit: the exported weights after 3 steps equal those of
-#     the same run with ZR_CUDA_HOST_ADAM=1 (cmp);
+#     the same run with ZR_CUDA_HOST_ADAM=1 (cmp; the device's sum of squares, sumsq.cu, rounds to
+#     the host's fp32 sum at every step here, so the clipping is the same);
 #   - the bf16 runs use the fused GEMM epilogues (zr_gpu_gemm_lt); with all four refused
 #     (ZR_GPU_EMU_LT_OFF=1234, a cuBLASLt without those algorithms) the run says so once per
 #     epilogue, runs them unfused, stays within the bf16 bounds and differs from the fused run;
@@ -182,7 +183,7 @@ for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
   # device memory guarded (host code touching a device address crashes) where it matters most:
   # stage 0 (the host optimizer next to device-tier parameters) and the parameter-offload runs
   g=0; [ "$1" = 0 ] || [ "$4" != none ] && g=1
-  exp=(); [ "$tag" = s0_w1_onone_pnone_bf16 ] && exp=(--export "$tmp/$tag/dev_adam.st")
+  exp=(); [ "$tag" = s0_w1_onone_pnone_bf16 ] && exp=(--export "$tmp/$tag/dev_adam.safetensors")
   if ! GUARD=$g SEED=$n run "$tag" "$2" train-cuda-emu emu.jsonl "${val[@]}" "${exp[@]}"; then bad "emu_$tag" "$(tail -3 "$tmp/$tag/emu.jsonl.out")"; continue; fi
   want=host; [ "$3" = none ] && [ "$4" = none ] && want=device
   if ! grep -q "Adam on the $want" "$tmp/$tag/emu.jsonl.out"; then bad "adam_on_${want}_$tag" "$(grep -a 'Adam on' "$tmp/$tag/emu.jsonl.out")"; fi
@@ -197,16 +198,17 @@ done
 # Adam on the device gives the host optimizer's bits: the same run with the host's Adam exports the
 # same weights
 tag=s0_w1_onone_pnone_bf16
-# --export writes a directory (config.json, model.safetensors): the weights are compared
-st() { if [ -d "$1" ]; then echo "$1/model.safetensors"; else echo "$1"; fi; }
-if [ -e "$tmp/$tag/dev_adam.st" ]; then
-  if ZR_CUDA_HOST_ADAM=1 run "$tag" 1 train-cuda-emu host_adam.jsonl --export "$tmp/$tag/host_adam.st" &&
-     grep -q "Adam on the host" "$tmp/$tag/host_adam.jsonl.out" &&
-     cmp -s "$(st "$tmp/$tag/dev_adam.st")" "$(st "$tmp/$tag/host_adam.st")"; then
+if [ -f "$tmp/$tag/dev_adam.safetensors" ]; then
+  if ZR_CUDA_HOST_ADAM=1 run "$tag" 1 train-cuda-emu host_adam.jsonl --export "$tmp/$tag/host_adam.safetensors" &&
+     grep -q "Adam on the host" "$tmp/$tag/host_adam.jsonl.out" && cmp -s "$tmp/$tag/dev_adam.safetensors" "$tmp/$tag/host_adam.safetensors"; then
     ok "device_adam_bits_equal_host_adam_$tag"
   else
-    bad "device_adam_bits_equal_host_adam_$tag" "$(cmp "$(st "$tmp/$tag/dev_adam.st")" "$(st "$tmp/$tag/host_adam.st")" 2>&1)" "$(tail -2 "$tmp/$tag/host_adam.jsonl.out")"
+    bad "device_adam_bits_equal_host_adam_$tag" "$(cmp "$tmp/$tag/dev_adam.safetensors" "$tmp/$tag/host_adam.safetensors" 2>&1)" "$(tail -2 "$tmp/$tag/host_adam.jsonl.out")"
   fi
+elif [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
+  # (a path ending in .safetensors is one file; any other --export path is a folder, which -f and
+  # cmp would pass over)
+  bad "device_adam_bits_equal_host_adam_$tag" "the device run wrote no $tmp/$tag/dev_adam.safetensors"
 fi
 
 # The bf16 runs above go through the fused GEMM epilogues (gen's ZK_GEMM_EPI: d_ff 80 is a multiple

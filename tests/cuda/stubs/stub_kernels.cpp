@@ -19,6 +19,7 @@
 #include "kernels/gelu.cu"
 #include "kernels/gradnorm.cu"
 #include "kernels/layernorm.cu"
+#include "kernels/sumsq.cu"
 
 #include <string.h>
 #include <type_traits>
@@ -53,6 +54,7 @@ static const Kern table[] = {
     K(zd_crossentropy_fused), K(zd_adamw), K(zd_grad_unscale_norm),
     K(zd_grad_norm_finish), K(zd_f32_to_16), K(zd_16_to_f32), K(zd_add_16_to_f32),
     K(zd_add_f32_to_16), K(zd_add_f32),
+    K(zd_sumsq_partial), K(zd_sumsq_finish),
 #if ZK_ATC_ON           /* the tensor-core attention exists for the head sizes it serves */
     K(zd_attention_tc_forward), K(zd_attention_tc_backward_dq), K(zd_attention_tc_backward_dkv),
 #endif
