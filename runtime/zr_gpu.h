@@ -150,6 +150,23 @@ typedef enum {
 int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const void *A,
                    int lda, const void *B, int ldb, ZrDtype ab, float beta, const void *C, void *D,
                    int ldd, ZrDtype dt, ZrGpuEpilogue epi, void *bias, void *aux, int ldaux);
+/* The contract above as one check, shared by the GPU build and the stand-in so both refuse the same
+** calls: NULL when the arguments are valid, else what is wrong. */
+static inline const char *zr_gpu_gemm_lt_bad(int ta, int tb, int M, int N, int K, int lda, int ldb,
+                                             ZrDtype ab, float beta, int ldd, ZrDtype dt,
+                                             ZrGpuEpilogue epi, const void *bias, const void *aux,
+                                             int ldaux)
+{
+    int gelu = epi == ZR_GPU_EPI_GELU_BIAS || epi == ZR_GPU_EPI_DGELU;
+    if (ab != ZR_DT_FP32 && ab != ZR_DT_BF16 && ab != ZR_DT_FP16) return "A/B dtype";
+    if (dt != ab && dt != ZR_DT_FP32) return "D dtype (A's or fp32)";
+    if ((int)epi < 0 || epi > ZR_GPU_EPI_BGRAD) return "epilogue";
+    if (epi != ZR_GPU_EPI_NONE && epi != ZR_GPU_EPI_DGELU && !bias) return "bias pointer (NULL)";
+    if (gelu && (!aux || ldaux < N || ldaux % 8)) return "aux (NULL, or ldaux below N or not a multiple of 8)";
+    if (epi == ZR_GPU_EPI_DGELU && beta != 0.0f) return "beta (DGELU takes 0)";
+    if (M <= 0 || N <= 0 || K <= 0 || ldd < N || lda < (ta ? M : K) || ldb < (tb ? K : N)) return "sizes";
+    return 0;
+}
 
 #ifdef __cplusplus
 }

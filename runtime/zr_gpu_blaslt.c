@@ -242,14 +242,7 @@ int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float al
 {
     ZrGpu *g = zr_gpu_stream_gpu(s);
     int gelu = epi == ZR_GPU_EPI_GELU_BIAS || epi == ZR_GPU_EPI_DGELU;
-    const char *bad = NULL;
-    if (ab != ZR_DT_FP32 && ab != ZR_DT_BF16 && ab != ZR_DT_FP16) bad = "A/B dtype";
-    else if (dt != ab && dt != ZR_DT_FP32) bad = "D dtype (A's or fp32)";
-    else if ((int)epi < 0 || epi > ZR_GPU_EPI_BGRAD) bad = "epilogue";
-    else if (epi != ZR_GPU_EPI_NONE && epi != ZR_GPU_EPI_DGELU && !bias) bad = "bias pointer (NULL)";
-    else if (gelu && (!aux || ldaux < N || ldaux % 8)) bad = "aux (NULL, or ldaux below N or not a multiple of 8)";
-    else if (epi == ZR_GPU_EPI_DGELU && beta != 0.0f) bad = "beta (DGELU takes 0)";
-    else if (M <= 0 || N <= 0 || K <= 0 || ldd < N || lda < (ta ? M : K) || ldb < (tb ? K : N)) bad = "sizes";
+    const char *bad = zr_gpu_gemm_lt_bad(ta, tb, M, N, K, lda, ldb, ab, beta, ldd, dt, epi, bias, aux, ldaux);
     if (bad) {
         zr_gpu_set_error(g, "zr_gpu_gemm_lt: %s: %d x %d x %d, ta %d tb %d, lda %d ldb %d ldd %d, dtypes %d/%d, "
                          "epilogue %s, ldaux %d", bad, M, N, K, ta, tb, lda, ldb, ldd, (int)ab, (int)dt,
