@@ -101,7 +101,7 @@ bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h $(TCU_HOS
 	@mkdir -p $(@D) build/tests/cuda/$*
 	@for f in $(TCU_HOST_SRC); do \
 	  echo "$(CC) -c $$f"; $(CC) $(CFLAGS) -fopenmp -c $$f -o build/tests/cuda/$*/$$(basename $$f .c).o || exit 1; done
-	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-math-errno -fopenmp $(SAN_CXX) -Itests -Itemplates/cuda \
+	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-math-errno -fopenmp $(if $(TCU_RACE),,$(SAN_CXX)) -Itests -Itemplates/cuda \
 	  -Itemplates/host -Iruntime $(TCU_RACE) -c -o build/tests/cuda/$*/$*.o $<
 	$(CXX) -fopenmp $(SAN_CXX) -o $@ build/tests/cuda/$*/$*.o $(patsubst %.c,build/tests/cuda/$*/%.o,$(notdir $(TCU_HOST_SRC))) \
 	  build/libzrt.a -lopenblas -lm
@@ -171,7 +171,9 @@ clean:
 #                     and runs each for FUZZ_SECONDS (default 60); crashes land in bin/fuzz/crashes/.
 SAN ?= 0
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-# the C++ kernel tests link C objects built with CFLAGS, so they take the same instrumentation
+# the C++ kernel tests link C objects built with CFLAGS, so they link the same sanitizers; a test
+# whose .cpp carries the race checker's -fsanitize=thread hooks (TCU_RACE) compiles without ASan,
+# which cannot be combined with them
 SAN_CXX := $(if $(filter 1,$(SAN)),$(SAN_FLAGS))
 FLAVOR := $(if $(filter 1,$(SAN)),san,plain) $(CC)
 ifeq ($(SAN),1)
