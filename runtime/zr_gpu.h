@@ -103,6 +103,13 @@ int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float al
 int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s);
 int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64_t count,
                 ZrDtype dt);
+/* Collective groups (ncclGroupStart / ncclGroupEnd): the zr_gpu_coll calls between begin and end
+** are launched together at the end, as one operation of their stream (NCCL fuses them into one
+** launch). Until the end nothing of the group is enqueued, so the host may not wait in between
+** (-EINVAL), and every member must be on one stream. Groups nest; the outermost end launches. An
+** end without a begin is -EINVAL. */
+int zr_gpu_group_begin(ZrGpu *g);
+int zr_gpu_group_end(ZrGpu *g);
 
 /* First-contact diagnostics (runtime/zr_gpu_cuda.c; the stand-in may treat them as no-ops).
 ** Sync-debug: synchronise after every launch and name the kernel that faulted (also ZR_SYNC_DEBUG=1
