@@ -116,6 +116,7 @@ struct ZrGpu {
     ZrCollReq *req[ZG_MAX_REQS];     /* collectives in flight (freed as they complete) */
     int n_req;
     int group_depth, group_first;    /* an open collective group; its members are req[group_first..] */
+    ZrGpuBytes moved;                /* per link, counted at enqueue (zr_gpu_bytes) */
     ZrGpuStream *streams[ZG_MAX_STREAMS];
     int n_streams;
     Pinned pinned[ZG_MAX_PINNED];
@@ -547,8 +548,11 @@ int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void *src, size
         break;
     case ZR_GPU_D2D: CU(s->g, "cuMemcpyDtoDAsync", DRV(cuMemcpyDtoDAsync)(d, sp, bytes, s->s)); break;
     }
+    *(kind == ZR_GPU_H2D ? &s->g->moved.h2d : kind == ZR_GPU_D2H ? &s->g->moved.d2h : &s->g->moved.d2d) += (int64_t)bytes;
     return 0;
 }
+
+void zr_gpu_bytes(const ZrGpu *g, ZrGpuBytes *out) { *out = g->moved; }
 
 int zr_gpu_memset(ZrGpuStream *s, void *dptr, int byte, size_t bytes)
 {
@@ -711,6 +715,7 @@ int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64
     }
     if (rc < 0) { snprintf(g->err, sizeof g->err, "%s failed (%d)", zr_coll_op_name(op), rc); return rc; }
     g->n_req++;
+    g->moved.net += zr_gpu_coll_net_bytes(op, count, dt, zr_comm_world(g->comm));
     return 0;
 }
 

@@ -165,6 +165,7 @@ struct ZrGpu {
     std::vector<std::function<int()>> group_fns;
     std::vector<Fp> group_fp;
     std::string group_what;
+    ZrGpuBytes moved = {0, 0, 0, 0};   /* per link, counted at enqueue (zr_gpu_bytes) */
 };
 
 static std::string g_err;
@@ -473,8 +474,10 @@ extern "C" void zr_gpu_close(ZrGpu *g)
     while (!g->dev.empty()) zr_gpu_free(g, g->dev.back().p);
     if (g->comm) zr_comm_destroy(g->comm);
     if (getenv("ZR_GPU_EMU_VERBOSE"))
-        fprintf(stderr, "emulated GPU: %ld operations run, %ld async copies with pageable host memory\n",
-                g->ops_run, g->pageable);
+        fprintf(stderr, "emulated GPU: %ld operations run, %ld async copies with pageable host memory; "
+                "bytes moved: H2D %lld, D2H %lld, D2D %lld, collectives received %lld\n", g->ops_run,
+                g->pageable, (long long)g->moved.h2d, (long long)g->moved.d2h, (long long)g->moved.d2d,
+                (long long)g->moved.net);
     delete g;
 }
 
@@ -494,8 +497,12 @@ extern "C" int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void
             return fail(s->g, -EFAULT, m);
         }
     }
-    return push(s, [=]() { memmove(dst, src, bytes); return 0; }, what, {rd(src, bytes), wr(dst, bytes)});
+    int rc = push(s, [=]() { memmove(dst, src, bytes); return 0; }, what, {rd(src, bytes), wr(dst, bytes)});
+    if (!rc) *(kind == ZR_GPU_H2D ? &s->g->moved.h2d : kind == ZR_GPU_D2H ? &s->g->moved.d2h : &s->g->moved.d2d) += (int64_t)bytes;
+    return rc;
 }
+
+extern "C" void zr_gpu_bytes(const ZrGpu *g, ZrGpuBytes *out) { *out = g->moved; }
 
 extern "C" int zr_gpu_memset(ZrGpuStream *s, void *dptr, int byte, size_t bytes)
 {
@@ -623,7 +630,12 @@ extern "C" int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *
         default: return fail(g, -EINVAL, "emulated GPU: collective not supported");
         }
     };
-    if (!g->group_depth) return push(s, run, what, fp);
+    int64_t net = zr_gpu_coll_net_bytes(op, count, dt, (int)ws);
+    if (!g->group_depth) {
+        int rc = push(s, run, what, fp);
+        if (!rc) g->moved.net += net;
+        return rc;
+    }
     if (g->group_s && g->group_s != s)
         return fail(g, -EINVAL, "emulated GPU: a collective group's members on two streams (" +
                     g->group_s->name + ", " + s->name + ")");
@@ -631,6 +643,7 @@ extern "C" int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *
     g->group_fns.push_back(run);
     g->group_fp.insert(g->group_fp.end(), fp.begin(), fp.end());
     g->group_what += (g->group_what.empty() ? "" : " + ") + what;
+    g->moved.net += net;
     return 0;
 }
 

@@ -7,7 +7,8 @@
 ** record/wait (or host sync, or registration) pass. Collective groups (zr_gpu_group_begin/end):
 ** nothing of a group is queued before its end, its members then run as one operation (they
 ** complete together), the host may not wait inside one, and an end without a begin is refused.
-** The stand-in's libzrt collectives are stubbed as one-rank copies, so the test needs no MPI.
+** Bytes per link are counted as operations are enqueued. The stand-in's libzrt collectives are
+** stubbed as one-rank copies, so the test needs no MPI.
 */
 #define ZK_C 64                /* small shapes: the kernels are compiled, only convert.cu runs */
 #define ZK_NH 2
@@ -202,6 +203,31 @@ static void t_group_misuse(void)
     ZT_EQ_INT(zr_gpu_stream_sync(r.a), 0);
 }
 
+/* Bytes per link, counted at enqueue: each copy's bytes on its link, collectives by the plan's cost
+** rules (one rank receives nothing; an all_reduce over 4 ranks receives 2 x 3/4 of its bytes). */
+static void t_bytes_per_link(void)
+{
+    Rig r;
+    ZT_EQ_INT(zr_gpu_coll_init(r.g, nullptr, r.a), 0);
+    ZT_EQ_INT(zr_gpu_copy(r.a, ZR_GPU_H2D, r.dev, r.host, 1000), 0);
+    ZT_EQ_INT(zr_gpu_copy(r.a, ZR_GPU_H2D, r.dev + 1024, r.host + 1024, 24), 0);
+    ZT_EQ_INT(zr_gpu_copy(r.a, ZR_GPU_D2H, r.host + 2048, r.dev, 512), 0);
+    ZT_EQ_INT(zr_gpu_copy(r.a, ZR_GPU_D2D, r.dev + 8192, r.dev, 256), 0);
+    ZT_EQ_INT(zr_gpu_group_begin(r.g), 0);
+    ZT_EQ_INT(zr_gpu_coll(r.a, ZR_COLL_ALL_GATHER, r.dev, r.dev + 4096, 4, ZR_DT_FP32), 0);
+    ZT_EQ_INT(zr_gpu_group_end(r.g), 0);
+    ZT_EQ_INT(zr_gpu_stream_sync(r.a), 0);
+    ZrGpuBytes b;
+    zr_gpu_bytes(r.g, &b);
+    ZT_EQ_INT((int)b.h2d, 1024);
+    ZT_EQ_INT((int)b.d2h, 512);
+    ZT_EQ_INT((int)b.d2d, 256);
+    ZT_EQ_INT((int)b.net, 0);
+    ZT_EQ_INT((int)zr_gpu_coll_net_bytes(ZR_COLL_ALL_REDUCE, 100, ZR_DT_BF16, 4), 300);
+    ZT_EQ_INT((int)zr_gpu_coll_net_bytes(ZR_COLL_ALL_GATHER, 100, ZR_DT_FP32, 4), 1200);
+    ZT_EQ_INT((int)zr_gpu_coll_net_bytes(ZR_COLL_REDUCE_SCATTER, 100, ZR_DT_FP16, 2), 200);
+}
+
 int main(void)
 {
     ZT_RUN(t_missing_wait);
@@ -210,5 +236,6 @@ int main(void)
     ZT_RUN(t_pageable_copy);
     ZT_RUN(t_group_members_complete_together);
     ZT_RUN(t_group_misuse);
+    ZT_RUN(t_bytes_per_link);
     return zt_end();
 }
