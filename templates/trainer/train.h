@@ -9,7 +9,7 @@
 **   train_exec.c    the micro-step executor, the one op loop of every backend: runs the plan's op
 **                   lists and hands each op to the backend's op table (TrOps below), with the
 **                   address computations every backend shares
-**   train_ops_host.c  the host backend's op table: gathers, forward/backward via the model adapter
+**   train_ops.c     the host backend's op table: gathers, forward/backward via the model adapter
 **                   (train_model.h; one per arch, e.g. gpt2_model.c), gradient copies and reductions
 **   train_optim.c   the optimizer step: norm, clipping, fp16 scaler, Adam per sub-group (device,
 **                   CPU or NVMe), parameter all-gather
@@ -161,7 +161,7 @@ void *tr_w_at(void *base, int64_t elem);
 ** op row's source and destination become addresses. */
 void *tr_region_at(int r, int64_t elem, int dt);
 /* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32
-** (train_ops_host.c) */
+** (train_ops.c) */
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add);
 void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off);   /* blocking swap-file I/O */
 
@@ -170,7 +170,7 @@ void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off);   /* blocking
 ** bookkeeping (which slot holds a gather group, the last BACKWARD, tracing spans, evaluation mode)
 ** and hands each op's work to a backend's op table. An entry gets the lowered op row (runtime/
 ** zr_plan.h, ZrOpRow: everything the op moves, decided by gen/lower.c) and does that on its
-** backend's memory and queues. The host backend's table is tr_host_ops (train_ops_host.c), the
+** backend's memory and queues. The host backend's table is tr_host_ops (train_ops.c), the
 ** CUDA backend's cz_ops (cuda/trainer/cuda_exec.c); NULL hooks do nothing. */
 typedef void TrOpFn(const ZrOpRow *op);
 typedef struct TrOps {
@@ -189,7 +189,7 @@ typedef struct TrOps {
     void (*grads_zero)(void);   /* hook: start of a step, after the host accumulators are zeroed */
 } TrOps;
 
-extern const TrOps tr_host_ops;         /* train_ops_host.c */
+extern const TrOps tr_host_ops;         /* train_ops.c */
 
 /* train_exec.c: the loop, run with a backend's op table */
 void tr_exec_micro(const TrOps *ops, int micro, int last);  /* loads its batch, runs its op list */
@@ -216,7 +216,7 @@ void tr_grad_copy_each(const ZrOpRow *op, char *buf, float *const *G, TrPut *put
 ** row's source) and the destination element (dst, in the row's destination): a flat range's part in
 ** this rank's optimizer shard, or the whole row. */
 int64_t tr_hand_over_range(const ZrOpRow *op, int64_t *skip, int64_t *dst);
-/* train_ops_host.c: the row's hand-over on the host: grad32 (+)= the W source (NVMe: through
+/* train_ops.c: the row's hand-over on the host: grad32 (+)= the W source (NVMe: through
 ** tr_grad_take's sub-group windows). */
 void tr_hand_over(const ZrOpRow *op);
 

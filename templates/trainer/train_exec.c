@@ -2,7 +2,7 @@
 ** train_exec.c — the micro-step executor, one for every backend: runs the plan's op list
 ** (zg_micro_ops, or zg_last_micro_ops for the last micro-step of an optimizer step) in order, and
 ** hands each op to the backend's op table (train.h, TrOps): the host's tr_host_ops
-** (train_ops_host.c) or the CUDA backend's cz_ops (cuda/trainer/cuda_exec.c). The whole step as
+** (train_ops.c) or the CUDA backend's cz_ops (cuda/trainer/cuda_exec.c). The whole step as
 ** the plan lays it out is here; what an op does on a backend's memory and queues is in its table.
 **
 ** Each op row arrives lowered (gen/lower.c): collective kind, source and destination regions,

@@ -1,7 +1,8 @@
 /*
-** train_ops_host.c — the host backend's op table (train.h, TrOps, tr_host_ops): what each op of
+** train_ops.c — the host backend's op table (train.h, TrOps, tr_host_ops): what each op of
 ** the plan does on the host, for the executor's loop (train_exec.c). train-cuda runs the same loop
-** with this table as --check's reference.
+** with this table as --check's reference. (Named without "_host": tests reuse the arch's
+** plan-independent kernel objects, *_host*.o, across plans, and this file depends on the plan.)
 **
 ** Parameters reach the kernels as fp32 pointers: the working copy itself with fp32, or an upcast
 ** into "stage32" with 16-bit dtypes. Gradients leave the kernels into the module gradient area G
