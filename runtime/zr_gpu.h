@@ -103,6 +103,26 @@ int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float al
 int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s);
 int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64_t count,
                 ZrDtype dt);
+/* Collective groups (ncclGroupStart / ncclGroupEnd): the zr_gpu_coll calls between begin and end
+** are launched together at the end, as one operation of their stream (NCCL fuses them into one
+** launch). Until the end nothing of the group is enqueued, so the host may not wait in between
+** (-EINVAL), and every member must be on one stream. Groups nest; the outermost end launches. An
+** end without a begin is -EINVAL. */
+int zr_gpu_group_begin(ZrGpu *g);
+int zr_gpu_group_end(ZrGpu *g);
+
+/* Bytes this rank moved per link since zr_gpu_open, counted as operations are enqueued: H2D and
+** D2H (PCIe), D2D, and what collectives receive over the network by the plan's cost rules
+** (gen/memplan.c): all_gather and reduce_scatter (ws - 1) x count, all_reduce 2 (ws - 1) / ws x
+** count, in elements of their dtype. */
+typedef struct ZrGpuBytes { int64_t h2d, d2h, d2d, net; } ZrGpuBytes;
+void zr_gpu_bytes(const ZrGpu *g, ZrGpuBytes *out);
+/* The network bytes one rank receives in collective op over ws ranks (count as zr_gpu_coll's). */
+static inline int64_t zr_gpu_coll_net_bytes(ZrCollOp op, int64_t count, ZrDtype dt, int ws)
+{
+    int64_t b = count * (dt == ZR_DT_FP32 ? 4 : 2);
+    return op == ZR_COLL_ALL_REDUCE ? 2 * (ws - 1) * b / ws : (ws - 1) * b;
+}
 
 /* First-contact diagnostics (runtime/zr_gpu_cuda.c; the stand-in may treat them as no-ops).
 ** Sync-debug: synchronise after every launch and name the kernel that faulted (also ZR_SYNC_DEBUG=1

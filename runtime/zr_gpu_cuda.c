@@ -43,6 +43,9 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
+#ifdef ZR_WITH_NCCL
+#include <nccl.h>
+#endif
 #pragma GCC diagnostic pop
 
 #include "zr_gpu.h"
@@ -114,6 +117,8 @@ struct ZrGpu {
     ZrComm *comm;
     ZrCollReq *req[ZG_MAX_REQS];     /* collectives in flight (freed as they complete) */
     int n_req;
+    int group_depth, group_first;    /* an open collective group; its members are req[group_first..] */
+    ZrGpuBytes moved;                /* per link, counted at enqueue (zr_gpu_bytes) */
     ZrGpuStream *streams[ZG_MAX_STREAMS];
     int n_streams;
     Pinned pinned[ZG_MAX_PINNED];
@@ -512,14 +517,24 @@ int zr_gpu_record(ZrGpuEvent *e, ZrGpuStream *s)
 
 int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e) { CU(s->g, "cuStreamWaitEvent", DRV(cuStreamWaitEvent)(s->s, e->e, 0)); return 0; }
 
+/* Nothing of an open collective group is enqueued before its end (NCCL's rule): no host wait. */
+static int group_open(ZrGpu *g)
+{
+    if (!g->group_depth) return 0;
+    snprintf(g->err, sizeof g->err, "the host waits inside an open collective group (its members "
+             "launch only at zr_gpu_group_end)");
+    return -EINVAL;
+}
+
 int zr_gpu_event_sync(ZrGpuEvent *e)
 {
+    if (group_open(e->g)) return -EINVAL;
     char what[96];
     snprintf(what, sizeof what, "waiting for an event recorded on stream %s", e->last_stream[0] ? e->last_stream : "?");
     return poll_wait(e->g, q_event, (void *)e->e, what, NULL);
 }
 
-int zr_gpu_stream_sync(ZrGpuStream *s) { return stream_wait(s); }
+int zr_gpu_stream_sync(ZrGpuStream *s) { return group_open(s->g) ? -EINVAL : stream_wait(s); }
 
 /* ---------------------------------------------------------------------- work */
 int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void *src, size_t bytes)
@@ -536,8 +551,11 @@ int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void *src, size
         break;
     case ZR_GPU_D2D: CU(s->g, "cuMemcpyDtoDAsync", DRV(cuMemcpyDtoDAsync)(d, sp, bytes, s->s)); break;
     }
+    *(kind == ZR_GPU_H2D ? &s->g->moved.h2d : kind == ZR_GPU_D2H ? &s->g->moved.d2h : &s->g->moved.d2d) += (int64_t)bytes;
     return 0;
 }
+
+void zr_gpu_bytes(const ZrGpu *g, ZrGpuBytes *out) { *out = g->moved; }
 
 int zr_gpu_memset(ZrGpuStream *s, void *dptr, int byte, size_t bytes)
 {
@@ -684,7 +702,7 @@ int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s)
 int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64_t count, ZrDtype dt)
 {
     ZrGpu *g = s->g;
-    for (int i = 0; i < g->n_req;) {         /* free the completed ones */
+    for (int i = 0; i < g->n_req && !g->group_depth;) {   /* free the completed ones */
         int done = 0;
         if (zr_coll_test(g->comm, g->req[i], &done) < 0) return -EIO;
         if (done) g->req[i] = g->req[--g->n_req]; else i++;
@@ -700,6 +718,52 @@ int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64
     }
     if (rc < 0) { snprintf(g->err, sizeof g->err, "%s failed (%d)", zr_coll_op_name(op), rc); return rc; }
     g->n_req++;
+    g->moved.net += zr_gpu_coll_net_bytes(op, count, dt, zr_comm_world(g->comm));
+    return 0;
+}
+
+/* ncclGroupStart / ncclGroupEnd. libzrt records each member's completion event as it issues it,
+** which inside a group is before NCCL enqueued anything: the end records them again behind the
+** group, so the watchdog and the frees above see the members' real completion. Without NCCL in
+** the build (no collectives can run) a group is only counted. */
+int zr_gpu_group_begin(ZrGpu *g)
+{
+    if (g->group_depth++) return 0;
+    g->group_first = g->n_req;
+#ifdef ZR_WITH_NCCL
+    ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess) {
+        g->group_depth = 0;
+        snprintf(g->err, sizeof g->err, "ncclGroupStart: %s", ncclGetErrorString(r));
+        return -EIO;
+    }
+#endif
+    return 0;
+}
+
+int zr_gpu_group_end(ZrGpu *g)
+{
+    if (!g->group_depth) {
+        snprintf(g->err, sizeof g->err, "zr_gpu_group_end without zr_gpu_group_begin");
+        return -EINVAL;
+    }
+    if (--g->group_depth) return 0;
+#ifdef ZR_WITH_NCCL
+    ncclResult_t r = ncclGroupEnd();
+    if (r != ncclSuccess) {
+        snprintf(g->err, sizeof g->err, "ncclGroupEnd: %s", ncclGetErrorString(r));
+        return -EIO;
+    }
+    for (int i = g->group_first; i < g->n_req; i++) {
+        ZrCollReq *q = g->req[i];
+        if (!q->nccl || !q->event) continue;
+        cudaError_t ce = cudaEventRecord((cudaEvent_t)q->event, (cudaStream_t)g->comm->stream);
+        if (ce != cudaSuccess) {
+            snprintf(g->err, sizeof g->err, "cudaEventRecord after ncclGroupEnd: %s", cudaGetErrorName(ce));
+            return -EIO;
+        }
+    }
+#endif
     return 0;
 }
 

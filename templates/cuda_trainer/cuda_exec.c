@@ -1,24 +1,26 @@
 /*
-** cuda_exec.c — the CUDA trainer's micro-step executor: the same op lists (zg_micro_ops,
-** zg_last_micro_ops) as the host's train_exec.c, each op turned into work on one of four streams
-** with an event for every dependency the op list implies. The host never waits for the device
-** inside a micro-step except where a host buffer it is about to reuse is still being copied.
-** Its entry points, cz_grads_zero / cz_exec_micro / cz_eval_batch, are the CUDA backend table's
-** (cuda_main.c); train_exec.c's tr_* are linked beside them as --check's host reference.
+** cuda_exec.c — the CUDA backend's op table (train.h, TrOps: cz_ops): what each op of the plan does
+** on the device, for the one executor loop (templates/trainer/train_exec.c), which runs it exactly
+** as it runs the host's table. Each op becomes work on one of four streams with an event for every
+** dependency the op list implies; the host never waits for the device inside a micro-step except
+** where a host buffer it is about to reuse is still being copied. Every entry reads the lowered op
+** row (gen/lower.c) and the tensor rows, as the host's do, and maps the plan addresses the shared
+** computations give (train_exec.c) to the device with cz_dev: no entry decides by the ZeRO stage.
 **
 **   op                stream   waits (event)                              records
 **   PARAM_SWAP_IN s   h2d      the last gather out of param_buf s         ev_pswap[s]
 **                    (NVMe: the host reads into pinned param_buf s once its last H2D is done)
 **   GATHER g s        nccl     ev_pswap[s] (offload), ev_release[s]       ev_gather[s]
-**                    (NVMe: h2d first copies each tensor's own part into the slot: in-place gather)
+**                    (NVMe: h2d first copies each tensor's own part into the slot: in-place gather;
+**                    the group's all-gathers are one NCCL group)
 **   WAIT_GATHER g s   compute  ev_gather[s]
 **   RELEASE g s       compute                                             ev_release[s]
 **   FORWARD/BACKWARD  compute
 **   GRAD_COPY b       compute  ev_buf_free[bucket buffer]
 **   REDUCE b          nccl     ev_compute (recorded here on compute)      ev_reduced[b]
 **   WAIT_REDUCE b     d2h      ev_reduced[b]; D2H of the reduced range    ev_d2h[b], ev_buf_free
-**                              into the host shadow; the host adds it into grad32 later (cz_flush
-**                              or before the shadow buffer is reused)
+**                              into the host shadow; the host does the row's hand-over into
+**                              grad32 later (cz_flush, or before the same shadow range is refilled)
 ** REDUCE runs the plan's lowered row: stage 3 reduce-scatters the rank-major bucket into the
 ** device "bucket_recv_<b>" (or grad32 on the device), and only this rank's chunk crosses to the
 ** host. Only where the row's destination is host memory (a direct reduce-scatter into an offloaded
@@ -90,31 +92,24 @@ void *cz_dev(const void *p)
     tr_die("internal: a kernel would read host memory (%p is not in the device tier)", p);
 }
 
-/* ---------------------------------------------------------------------- gathers */
-static int gslot[ZG_N_GATHERS > 0 ? ZG_N_GATHERS : 1];
-static int gslot_ready;
+/* ---------------------------------------------------------------------- parameters */
+static const void *P[ZG_N_TENSORS];
+static float *Gp[ZG_N_TENSORS];         /* device gradient views of the module being run */
 
-static void slots_init(void)
+static void load_params(int m)
 {
-    if (gslot_ready) return;
-    for (int i = 0; i < ZG_N_GATHERS; i++) gslot[i] = -1;
-    gslot_ready = 1;
-}
-
-
-/* Device address of tensor t's working copy (ZG_DTYPE) as module m sees it. */
-static const void *param_dev(int m, int t)
-{
-#if ZG_STAGE == 3
-    if (zg_tensors[t].persistent) return cz_dev(tr_w_at(T.persist, zg_tensors[t].persist_offset));
-    int g = zg_tensors[t].gather;
-    slots_init();
-    if (g < 0 || gslot[g] < 0)
-        tr_die("module %s runs before its parameters (group %d) were gathered", zg_modules[m].name, g);
-    return cz_dev(tr_w_at(T.slot[gslot[g]], zg_tensors[t].gather_offset));
+    int first, n;
+    tr_module_tensors(m, &first, &n);
+#if ZG_MIXED && !ZK_IO
+    float *stage = cz_dev(T.stage32);
+    int64_t base = zg_tensors[first].flat_offset;
+    for (int t = first; t < first + n; t++) {
+        float *dst = stage + (zg_tensors[t].flat_offset - base);
+        cz_convert(CZ.compute, "zd_16_to_f32", dst, cz_dev(tr_param_at(m, t)), zg_tensors[t].numel);
+        P[t] = dst;
+    }
 #else
-    (void)m;
-    return cz_dev(tr_w_at(T.params16, zg_tensors[t].flat_offset));
+    for (int t = first; t < first + n; t++) P[t] = cz_dev(tr_param_at(m, t));
 #endif
 }
 
@@ -122,8 +117,9 @@ static const void *param_dev(int m, int t)
 ** and GATHER sends from it. param_buf s in pinned memory (NVMe offload): PARAM_SWAP_IN reads the
 ** span from NVMe into it, and GATHER copies each tensor's own part H2D into its place in the slot
 ** and all-gathers in place (send = recv + rank * part), so no device staging is needed. */
-static void param_swap_in(int g, int s)
+static void param_swap_in(const ZrOpRow *op)
 {
+    int g = op->arg, s = op->slot;
     int64_t off = zg_gathers[g].shard_offset, n = zg_gathers[g].shard_numel;
     if (!T.param_buf[s]) tr_die("plan lacks param_buf_%d for PARAM_SWAP_IN", s);
     if (!cz_is_dev(T.param_buf[s])) {
@@ -143,9 +139,12 @@ static void param_swap_in(int g, int s)
     CZ_CHECK(zr_gpu_record(CZ.ev_pswap[s], CZ.h2d));
 }
 
-static void gather(int g, int s)
+/* One all-gather per tensor of the group, issued as one NCCL group (ncclGroupStart/End): NCCL
+** launches them together, and the stand-in queues them as one operation. */
+static void gather(const ZrOpRow *op)
 {
-    const ZrGatherRow *gr = &zg_gathers[g];
+    int s = op->slot;
+    const ZrGatherRow *gr = &zg_gathers[op->arg];
     int staged = T.param_buf[s] && !cz_is_dev(T.param_buf[s]);
     CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_release[s]));     /* compute is done with the slot */
     if (staged) {
@@ -163,6 +162,7 @@ static void gather(int g, int s)
         CZ_CHECK(zr_gpu_record(CZ.ev_pswap[s], CZ.h2d));
     }
     if (T.param_buf[s]) CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_pswap[s]));
+    CZ_CHECK(zr_gpu_group_begin(CZ.gpu));
     for (int t = gr->first_tensor; t < gr->first_tensor + gr->n_tensors; t++) {
         if (zg_tensors[t].persistent) continue;
         int64_t part = zg_tensors[t].part_numel;
@@ -174,90 +174,55 @@ static void gather(int g, int s)
         else send = cz_dev(tr_w_at(T.params_shard, zg_tensors[t].shard_offset));
         CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_ALL_GATHER, send, recv, part, ZG_DTYPE));
     }
+    CZ_CHECK(zr_gpu_group_end(CZ.gpu));
     CZ_CHECK(zr_gpu_record(CZ.ev_gather[s], CZ.nccl));
 }
 
-static void wait_gather(int g, int s)
+static void wait_gather(const ZrOpRow *op)
 {
+    int s = op->slot;
     CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_gather[s]));
-    slots_init();
-    gslot[g] = s;
 }
 
-static void release(int g, int s)
+static void release(const ZrOpRow *op)
 {
-    slots_init();
-    CZ_CHECK(zr_gpu_record(CZ.ev_release[s], CZ.compute));
-    if (gslot[g] == s) gslot[g] = -1;
+    CZ_CHECK(zr_gpu_record(CZ.ev_release[op->slot], CZ.compute));
 }
 
 /* ---------------------------------------------------------------------- modules */
-static const void *P[ZG_N_TENSORS];
-static float *Gp[ZG_N_TENSORS];         /* device gradient views of the module being run */
-static int last_bwd_module = -1;
-
-static void load_params(int m)
+/* The module gradient area G of gen/zg_plan.h's GRADIENT FLOW (the BACKWARD row's destination),
+** on the device. */
+static void prepare_grads(const ZrOpRow *op)
 {
-    int first, n;
-    tr_module_tensors(m, &first, &n);
-#if ZG_MIXED && !ZK_IO
-    float *stage = cz_dev(T.stage32);
-    int64_t base = zg_tensors[first].flat_offset;
-    for (int t = first; t < first + n; t++) {
-        float *dst = stage + (zg_tensors[t].flat_offset - base);
-        cz_convert(CZ.compute, "zd_16_to_f32", dst, param_dev(m, t), zg_tensors[t].numel);
-        P[t] = dst;
-    }
-#else
-    for (int t = first; t < first + n; t++) P[t] = param_dev(m, t);
-#endif
+    float *area = cz_dev(tr_region_at(op->dst, op->dst_off, ZR_DT_FP32));
+    if (!op->accumulate) CZ_CHECK(zr_gpu_memset(CZ.compute, area, 0, (size_t)op->count * 4));
+    int tied = tr_grad_views(op, area, Gp);
+    if (tied >= 0)
+        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, Gp[tied], cz_dev(T.tied_grad),
+                             (size_t)zg_tensors[tied].numel * 4));
 }
 
-/* The module gradient area G of gen/zg_plan.h's GRADIENT FLOW, on the device. */
-static void prepare_grads(int m)
+static void forward(const ZrOpRow *op)
 {
-    int first, n;
-    tr_module_tensors(m, &first, &n);
-    const ZrModuleRow *mr = &zg_modules[m];
-    int64_t base = zg_tensors[first].flat_offset;
-    int64_t use = zg_tensors[first + n - 1].flat_offset + zg_tensors[first + n - 1].numel - base;
-#if ZG_STAGE <= 1 && !ZG_MIXED
-    (void)use; (void)mr;
-    for (int t = first; t < first + n; t++) Gp[t] = (float *)cz_dev(T.grads) + zg_tensors[t].flat_offset;
-#else
-    int head = mr->kind == ZR_MOD_HEAD && mr->n_tensors == 0;
-    float *area = head && T.tied_grad ? (float *)cz_dev(T.tied_grad)
-                : ZG_MIXED ? (float *)cz_dev(T.stage32) + T.max_use_numel : (float *)cz_dev(T.grad_stage);
-    CZ_CHECK(zr_gpu_memset(CZ.compute, area, 0, (size_t)use * 4));
-    for (int t = first; t < first + n; t++) Gp[t] = area + (zg_tensors[t].flat_offset - base);
-    if (mr->kind == ZR_MOD_EMBED && T.tied_grad)
-        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, Gp[ZG_T_WTE_WEIGHT], cz_dev(T.tied_grad),
-                             (size_t)zg_tensors[ZG_T_WTE_WEIGHT].numel * 4));
-#endif
-}
-
-static int cur_micro;
-
-static void forward(int m)
-{
-    const ZrModuleRow *mr = &zg_modules[m];
-    load_params(m);
+    const ZrModuleRow *mr = &zg_modules[op->arg];
+    load_params(op->arg);
     switch (mr->kind) {
-    case ZR_MOD_EMBED: cz_embed_forward(cur_micro, P[ZG_T_WTE_WEIGHT], P[ZG_T_WPE_WEIGHT]); break;
+    case ZR_MOD_EMBED: cz_embed_forward(T.micro, P[ZG_T_WTE_WEIGHT], P[ZG_T_WPE_WEIGHT]); break;
     case ZR_MOD_BLOCK: cz_block_forward(mr->layer, P + mr->first_tensor); break;
     case ZR_MOD_FINAL_NORM: cz_final_norm_forward(P[ZG_T_LN_F_WEIGHT], P[ZG_T_LN_F_BIAS]); break;
     case ZR_MOD_HEAD:
-        cz_head_forward(cur_micro, P[ZG_T_WTE_WEIGHT],
+        cz_head_forward(T.micro, P[ZG_T_WTE_WEIGHT],
                         (float)(T.loss_scale / (double)ZG_TOKENS_PER_STEP), !T.forward_only);
         break;
     }
 }
 
-static void backward(int m)
+static void backward(const ZrOpRow *op)
 {
+    int m = op->arg;
     const ZrModuleRow *mr = &zg_modules[m];
     load_params(m);
-    prepare_grads(m);
+    prepare_grads(op);
     switch (mr->kind) {
     case ZR_MOD_HEAD: cz_head_backward(P[ZG_T_WTE_WEIGHT], Gp[ZG_T_WTE_WEIGHT]); break;
     case ZR_MOD_FINAL_NORM:
@@ -266,91 +231,69 @@ static void backward(int m)
     case ZR_MOD_BLOCK: cz_block_backward(mr->layer, P + mr->first_tensor, Gp + mr->first_tensor); break;
     case ZR_MOD_EMBED: cz_embed_backward(Gp[ZG_T_WTE_WEIGHT], Gp[ZG_T_WPE_WEIGHT]); break;
     }
-#if ZG_STAGE <= 1 && ZG_MIXED
-    /* the host's finish_grads: G into the 16-bit accumulation buffer "grads" */
+    if (op->accumulate || !T.grads) return;
+    /* G written fresh with a 16-bit accumulation buffer "grads" (the host's finish_grads): add it */
     int first, n;
     tr_module_tensors(m, &first, &n);
     for (int t = first; t < first + n; t++)
         cz_convert(CZ.compute, "zd_add_f32_to_16", cz_dev(tr_w_at(T.grads, zg_tensors[t].flat_offset)), Gp[t],
                    zg_tensors[t].numel);
-#endif
-    last_bwd_module = m;
 }
 
 /* ---------------------------------------------------------------------- gradient buckets */
-static int bucket_bufi(int k)
-{
-    int b = zg_buckets[k].buffer;
-    if (b < 0 || b >= T.n_bucket_bufs) tr_die("bucket %d names buffer %d, which the plan lacks", k, b);
-    return b;
-}
-
 /* fp32 gradients into a bucket of ZG_DTYPE (the host's tr_f32_to_w), on the compute stream. */
-static void copy_w(void *dst, const float *src, int64_t n)
+static void put_w(char *dst, const float *src, int64_t n, int64_t pad)
 {
-#if ZG_MIXED
-    cz_convert(CZ.compute, "zd_f32_to_16", dst, src, n);
-#else
-    CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, dst, src, (size_t)n * 4));
-#endif
+    if (n && ZG_MIXED) cz_convert(CZ.compute, "zd_f32_to_16", dst, src, n);
+    else if (n) CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, dst, src, (size_t)n * 4));
+    if (pad) CZ_CHECK(zr_gpu_memset(CZ.compute, dst + n * ZG_DTYPE_SIZE, 0, (size_t)pad * ZG_DTYPE_SIZE));
 }
 
-static void grad_copy(int k)
+static void grad_copy(const ZrOpRow *op)
 {
-    const ZrBucketRow *br = &zg_buckets[k];
-    int bi = bucket_bufi(k);
-    char *buf = cz_dev(T.bucket[bi]);
+    int bi = tr_bucket_buf(op->arg);
     CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_buf_free[bi]));
-    for (int t = br->first_tensor; t < br->first_tensor + br->n_tensors; t++) {
-        if (zg_tensors[t].module != last_bwd_module) continue;
-        const float *g = Gp[t];
-        int64_t numel = zg_tensors[t].numel;
-#if ZG_STAGE == 3
-        int64_t pt = zg_tensors[t].part_numel, chunk = br->padded_numel / T.ws;
-        for (int r = 0; r < T.ws; r++) {
-            char *dst = buf + (r * chunk + zg_tensors[t].bucket_offset) * ZG_DTYPE_SIZE;
-            int64_t lo = r * pt, n = numel - lo < pt ? numel - lo : pt;
-            if (n < 0) n = 0;
-            if (n) copy_w(dst, g + lo, n);
-            if (pt > n)
-                CZ_CHECK(zr_gpu_memset(CZ.compute, dst + n * ZG_DTYPE_SIZE, 0, (size_t)(pt - n) * ZG_DTYPE_SIZE));
-        }
-#else
-        copy_w(buf + zg_tensors[t].bucket_offset * ZG_DTYPE_SIZE, g, numel);
-#endif
-    }
+    tr_grad_copy_each(op, cz_dev(T.bucket[bi]), Gp, put_w);
 }
 
-/* How REDUCE k ran, for its WAIT_REDUCE and the host's hand-over (stage 3 follows the plan's row:
-** reduce-scatter wherever the row's destination is device memory). */
-enum { RED_IN_PLACE, RED_RECV, RED_DIRECT };
-static int red_mode[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
+/* Where REDUCE k left its sums on the device (a region range, as a row's source), and the
+** hand-over WAIT_REDUCE k queued for the host: a copy of its row reading from there. */
+static ZrOpRow landed[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1], take[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
+static int pend[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];   /* take[k] waits for its D2H */
 
 static int dev_region(int r)
 {
     return r >= 0 && zg_regions[r].tier == ZR_TIER_DEVICE;
 }
 
-/* The lowered row (gen/lower.c): stages 0-2 all-reduce "grads" or a bucket in place; stage 3
-** reduce-scatters the rank-major bucket into "bucket_recv_<b>" (or, one fp32 micro-step, straight
-** into grad32). NCCL cannot write host memory, so a direct reduce-scatter whose grad32 the plan puts
-** in host memory (optimizer offload) all-reduces the bucket in place instead and keeps chunk
-** `rank` (the same sums; libzrt and NCCL forbid an in-place reduce-scatter). */
+/* The lowered row (gen/lower.c): an all-reduce in place, or a reduce-scatter into its destination,
+** or nothing (one rank). NCCL cannot write host memory, so a reduce-scatter whose destination the
+** plan puts in host memory (stage 3's direct reduction into an offloaded grad32) all-reduces the
+** source in place instead and takes chunk `rank` (the same sums; libzrt and NCCL forbid an in-place
+** reduce-scatter); its hand-over is then the row's own: that chunk into the destination. */
 static void reduce(const ZrOpRow *op)
 {
     int k = op->arg;
+    ZrOpRow *l = &landed[k];
+    *l = *op;                                    /* in place: the sums are where the source was */
+    l->xfer = ZR_XFER_NONE;
     CZ_CHECK(zr_gpu_record(CZ.ev_compute, CZ.compute));
     CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_compute));
-    red_mode[k] = RED_IN_PLACE;
     if (op->xfer == ZR_XFER_REDUCE_SCATTER && dev_region(op->dst)) {
-        red_mode[k] = strcmp(zg_regions[op->dst].name, "grad32") == 0 ? RED_DIRECT : RED_RECV;
         CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_REDUCE_SCATTER,
                              cz_dev(tr_region_at(op->src, op->src_off, op->src_dt)),
                              cz_dev(tr_region_at(op->dst, op->dst_off, op->dst_dt)), op->count,
                              (ZrDtype)op->src_dt));
+        l->src = op->dst;
+        l->src_off = op->dst_off;
+        l->src_dt = op->dst_dt;
     } else if (op->xfer == ZR_XFER_REDUCE_SCATTER) {
         void *p = cz_dev(tr_region_at(op->src, op->src_off, op->src_dt));
         CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_ALL_REDUCE, p, p, op->count * T.ws, (ZrDtype)op->src_dt));
+        l->src_off += (int64_t)T.rank * op->count;
+        l->xfer = ZR_XFER_COPY;
+        l->accumulate = 0;
+        l->flat = -1;
     } else if (op->xfer == ZR_XFER_ALL_REDUCE) {
         void *p = cz_dev(tr_region_at(op->src, op->src_off, op->src_dt));
         CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_ALL_REDUCE, p, p, op->count, (ZrDtype)op->src_dt));
@@ -358,100 +301,58 @@ static void reduce(const ZrOpRow *op)
     CZ_CHECK(zr_gpu_record(CZ.ev_reduced[k], CZ.nccl));
 }
 
-/* Host side of a reduced bucket: its D2H copy into the shadow is done; add it into grad32. */
-static int pend[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
+static size_t dt_bytes(int dt) { return dt == ZR_DT_FP32 ? 4 : 2; }
 
-
-
+/* Host side of a reduced bucket: its D2H copy into the shadow is done; the hand-over into grad32. */
 static void finish_bucket(int k)
 {
     if (!pend[k]) return;
     pend[k] = 0;
     CZ_CHECK(zr_gpu_event_sync(CZ.ev_d2h[k]));
-    const ZrBucketRow *br = &zg_buckets[k];
-#if ZG_STAGE <= 1
-    if (T.grad32) tr_take_flat_part(tr_w_at(T.grads, br->flat_offset), br->flat_offset,
-                                 br->flat_offset + br->numel, 0);
-#elif ZG_STAGE == 2
-    tr_take_flat_part(T.bucket[bucket_bufi(k)], br->flat_offset, br->flat_offset + br->numel, 1);
-#else
-    int64_t chunk = br->padded_numel / T.ws;
-    if (red_mode[k] == RED_DIRECT) return;       /* the D2H wrote grad32 itself */
-    const char *src = red_mode[k] == RED_RECV ? (const char *)T.bucket_recv[bucket_bufi(k)]
-                    : (const char *)T.bucket[bucket_bufi(k)] + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
-    tr_grad_take(zg_tensors[br->first_tensor].shard_offset, src, chunk, 1);
-#endif
+    if (take[k].xfer != ZR_XFER_NONE) tr_hand_over(&take[k]);
 }
 
-/* The optimizer on the device reads the device's grad32, which follows the host's adds
+/* The optimizer on the device reads the device's grad32, which follows the host's hand-over
 ** (finish_bucket) with the same arithmetic, on the d2h stream right after the bucket's D2H: so the
 ** device and the host hold the same fp32 gradient shard, and the host computes the norm and the
 ** fp16 overflow decision from its copy exactly as the host trainer does. */
-static void dev_take(int k)
+static void dev_take(const ZrOpRow *h)
 {
-    if (!CZ.dev_opt || !T.grad32) return;
-    const ZrBucketRow *br = &zg_buckets[k];
-    float *g32 = cz_dev(T.grad32);
-#if ZG_STAGE <= 2
-    int64_t lo = br->flat_offset, hi = lo + br->numel, slo = T.opt_flat0, shi = slo + T.opt_numel;
-    int64_t a = lo > slo ? lo : slo, b = hi < shi ? hi : shi;
-    if (b <= a) return;
-#if ZG_STAGE <= 1
-    const char *src = cz_dev(tr_w_at(T.grads, a));
-    if (ZG_MIXED) cz_convert(CZ.d2h, "zd_16_to_f32", g32 + (a - slo), src, b - a);
-    else CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2D, g32 + (a - slo), src, (size_t)(b - a) * 4));
-#else
-    const char *src = (const char *)cz_dev(T.bucket[bucket_bufi(k)]) + (a - lo) * ZG_DTYPE_SIZE;
-    cz_convert(CZ.d2h, ZG_MIXED ? "zd_add_16_to_f32" : "zd_add_f32", g32 + (a - slo), src, b - a);
-#endif
-#else
-    int64_t chunk = br->padded_numel / T.ws;
-    if (red_mode[k] == RED_DIRECT) return;       /* the reduce-scatter wrote grad32 itself */
-    const char *src = red_mode[k] == RED_RECV ? (const char *)cz_dev(T.bucket_recv[bucket_bufi(k)])
-                    : (const char *)cz_dev(T.bucket[bucket_bufi(k)]) + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
-    cz_convert(CZ.d2h, ZG_MIXED ? "zd_add_16_to_f32" : "zd_add_f32",
-               g32 + zg_tensors[br->first_tensor].shard_offset, src, chunk);
-#endif
+    if (!CZ.dev_opt || !T.grad32 || h->xfer == ZR_XFER_NONE) return;
+    int64_t skip, dst, n = tr_hand_over_range(h, &skip, &dst);
+    if (n <= 0) return;
+    const char *src = (const char *)cz_dev(tr_region_at(h->src, h->src_off, h->src_dt)) + skip * ZG_DTYPE_SIZE;
+    float *d = cz_dev(tr_region_at(h->dst, dst, ZR_DT_FP32));
+    if (h->accumulate) cz_convert(CZ.d2h, ZG_MIXED ? "zd_add_16_to_f32" : "zd_add_f32", d, src, n);
+    else if (ZG_MIXED) cz_convert(CZ.d2h, "zd_16_to_f32", d, src, n);
+    else CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2D, d, src, (size_t)n * 4));
 }
 
+/* Only what REDUCE left for this rank crosses to the host (stage 3: its chunk), into the shadow at
+** the same offsets; the host's hand-over runs later (finish_bucket: before that shadow range is
+** refilled, or in cz_flush), so the host never waits for the device inside a micro-step. */
 static void wait_reduce(const ZrOpRow *op)
 {
     int k = op->arg;
-    const ZrBucketRow *br = &zg_buckets[k];
-    char *host;
-    const char *dev;
-    size_t bytes;
-#if ZG_STAGE <= 1
-    host = tr_w_at(T.grads, br->flat_offset);
-    bytes = (size_t)br->numel * ZG_DTYPE_SIZE;
-#else
-    int bi = bucket_bufi(k);
-    for (int j = 0; j < ZG_N_BUCKETS; j++)       /* the shadow buffer is about to be refilled */
-        if (pend[j] && bucket_bufi(j) == bi) finish_bucket(j);
-#if ZG_STAGE == 2
-    host = T.bucket[bi];
-    bytes = (size_t)br->numel * ZG_DTYPE_SIZE;
-#else
-    /* only this rank's reduced chunk crosses to the host */
-    int64_t chunk = br->padded_numel / T.ws;
-    if (red_mode[k] == RED_DIRECT) {
-        host = (char *)(T.grad32 + zg_tensors[br->first_tensor].shard_offset);
-        bytes = (size_t)chunk * 4;
-    } else {
-        host = red_mode[k] == RED_RECV ? (char *)T.bucket_recv[bi]
-                                       : (char *)T.bucket[bi] + (size_t)T.rank * chunk * ZG_DTYPE_SIZE;
-        bytes = (size_t)chunk * ZG_DTYPE_SIZE;
+    const ZrOpRow *l = &landed[k];
+    char *host = tr_region_at(l->src, l->src_off, l->src_dt);
+    size_t bytes = (size_t)l->count * dt_bytes(l->src_dt);
+    for (int j = 0; j < ZG_N_BUCKETS; j++) {     /* a shadow range about to be refilled */
+        if (!pend[j]) continue;
+        char *h = tr_region_at(landed[j].src, landed[j].src_off, landed[j].src_dt);
+        if (h < host + bytes && host < h + (size_t)landed[j].count * dt_bytes(landed[j].src_dt)) finish_bucket(j);
     }
-#endif
-#endif
-    dev = cz_dev(host);
+    take[k] = l->xfer != ZR_XFER_NONE ? *l : *op;
+    if (l->xfer == ZR_XFER_NONE) {               /* the row's hand-over, reading where the sums are */
+        take[k].src = l->src;
+        take[k].src_off = l->src_off;
+        take[k].src_dt = l->src_dt;
+    }
     CZ_CHECK(zr_gpu_wait(CZ.d2h, CZ.ev_reduced[k]));
-    CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, host, dev, bytes));
-    dev_take(k);
+    CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, host, cz_dev(host), bytes));
+    dev_take(&take[k]);
     CZ_CHECK(zr_gpu_record(CZ.ev_d2h[k], CZ.d2h));
-#if ZG_STAGE >= 2
-    CZ_CHECK(zr_gpu_record(CZ.ev_buf_free[bi], CZ.d2h));
-#endif
+    if (zg_buckets[k].buffer >= 0) CZ_CHECK(zr_gpu_record(CZ.ev_buf_free[tr_bucket_buf(k)], CZ.d2h));
     pend[k] = 1;
 }
 
@@ -524,67 +425,20 @@ void cz_push_params(void)
     ** (cz_flush also drains h2d): the next step's work is enqueued while the copy runs */
 }
 
-/* ---------------------------------------------------------------------- the executor */
-static void run_op(const ZrOpRow *op)
+/* ---------------------------------------------------------------------- the op table */
+/* Start of a step: the host zeroed its accumulators (tr_grads_zero); the device's too (stages 0/1:
+** "grads"; with Adam on the device, grad32). */
+static void grads_zero(void)
 {
-    int a = op->arg;
-    switch (op->kind) {
-    case ZR_OP_PARAM_SWAP_IN: param_swap_in(a, op->slot); break;
-    case ZR_OP_GATHER: gather(a, op->slot); break;
-    case ZR_OP_WAIT_GATHER: wait_gather(a, op->slot); break;
-    case ZR_OP_RELEASE: release(a, op->slot); break;
-    case ZR_OP_FORWARD: forward(a); break;
-    case ZR_OP_BACKWARD: if (!T.forward_only) backward(a); break;
-    case ZR_OP_REDUCE: if (!T.forward_only) reduce(op); break;
-    case ZR_OP_WAIT_REDUCE: if (!T.forward_only) wait_reduce(op); break;
-    case ZR_OP_GRAD_COPY: if (!T.forward_only) grad_copy(a); break;
-    default: tr_die("op kind %d in a micro-step list", op->kind);
-    }
-}
-
-static void load_batch(const ZrData *d, int64_t step, int micro)
-{
-    ZR_CHECK(zr_data_fill_micro(d, step, ZG_SEQ_LEN, ZG_MICRO_BATCH, ZG_GRAD_ACCUM, T.ws, T.rank,
-                                micro, T.inputs, T.targets));
-    cz_upload_batch(micro);
-}
-
-void cz_exec_micro(int micro, int last)
-{
-    cur_micro = micro;
-    load_batch(&T.data, T.step, micro);
-    const ZrOpRow *ops = last ? zg_last_micro_ops : zg_micro_ops;
-    int n = last ? ZG_N_LAST_MICRO_OPS : ZG_N_MICRO_OPS;
-    for (int i = 0; i < n; i++) run_op(&ops[i]);
-    if (last) cz_flush();
-}
-
-float cz_eval_batch(const ZrData *d, int64_t step)
-{
-    float saved = T.loss_sum, sum;
-    T.loss_sum = 0;
-    T.forward_only = 1;
-    for (int micro = 0; micro < ZG_GRAD_ACCUM; micro++) {
-        cur_micro = micro;
-        load_batch(d, step, micro);
-        for (int i = 0; i < ZG_N_LAST_MICRO_OPS; i++) run_op(&zg_last_micro_ops[i]);
-    }
-    cz_flush();
-    T.forward_only = 0;
-    ZR_CHECK(zr_all_reduce(T.comm, &T.loss_sum, &sum, 1, ZR_DT_FP32, NULL));
-    T.loss_sum = saved;
-    return sum / (float)ZG_TOKENS_PER_STEP;
-}
-
-/* Start of a step: the gradient accumulators are zero on the host and (stages 0/1) the device. */
-void cz_grads_zero(void)
-{
-    if (T.grads) {
-        memset(T.grads, 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE);
-        CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grads), 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE));
-    }
-    if (T.grad32) memset(T.grad32, 0, (size_t)T.opt_numel * 4);
-    tr_grad_window_reset();
+    if (T.grads) CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grads), 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE));
     if (T.grad32 && CZ.dev_opt)
         CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grad32), 0, (size_t)T.opt_numel * 4));
 }
+
+const TrOps cz_ops = {
+    .name = "cuda",
+    .swap_in = param_swap_in, .gather = gather, .wait_gather = wait_gather, .release = release,
+    .forward = forward, .backward = backward,
+    .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce,
+    .batch = cz_upload_batch, .flush = cz_flush, .grads_zero = grads_zero,
+};

@@ -10,9 +10,7 @@
 **                      streams, events, the pinned tier registered, the collectives' communicator
 **   params_init,     the host's, then the working copy to the device
 **   ckpt_load
-**   grads_zero,      cuda_exec.c's cz_*: the plan's op lists on the device's streams
-**   exec_micro,
-**   eval_batch
+**   ops              cuda_exec.c's cz_ops: the executor's op table on the device's streams
 **   optim_step       with the optimizer state in the device tier (offload_optimizer none): the
 **                      host trainer's step (train_optim.c's tr_step: norm all-reduce, fp16 scaler,
 **                      clipping, lr) with the sum of squares on the device (sumsq.cu; 8 bytes D2H),
@@ -23,7 +21,7 @@
 **   layout_free      the GPU closed, then tr_layout_free
 **   flag             --check, --sync-debug
 ** --check: runs the first step's micro-steps on the device and then on the host reference (the
-** host trainer's executor, train_exec.c's tr_exec_micro) from the same parameters and batch,
+** executor's loop with the host's op table, tr_host_ops) from the same parameters and batch,
 ** prints the largest difference of every gradient tensor of this rank's shard, and exits 0 when
 ** all are within the tolerance gen decided (zk_shapes.h's ZG_CHECK_RTOL, ZG_CHECK_LOSS_RTOL: looser
 ** for bf16 activations), 3 otherwise. Without a GPU (real build) it says so and exits 1, as
@@ -344,10 +342,10 @@ static void check_step(void)
     if (!dev || !host) tr_die("--check: out of memory");
     tr_opt_shard_grads(dev);
     float dev_loss = T.loss_sum;
-    tr_grads_zero();
+    tr_grads_zero(&tr_host_ops);
     T.loss_sum = 0;
     for (int micro = 0; micro < ZG_GRAD_ACCUM; micro++)
-        tr_exec_micro(micro, micro == ZG_GRAD_ACCUM - 1);
+        tr_exec_micro(&tr_host_ops, micro, micro == ZG_GRAD_ACCUM - 1);
     tr_opt_shard_grads(host);
     double maxd[ZG_N_TENSORS] = {0}, maxh[ZG_N_TENSORS] = {0};
     for (int64_t i = 0; i < n; i++) {
@@ -417,8 +415,6 @@ const TrBackend tr_build_backend = {
     .layout_free = cz_layout_free,
     .params_init = cz_params_init,
     .ckpt_load = cz_ckpt_load,
-    .grads_zero = cz_grads_zero,
-    .exec_micro = cz_exec_micro,
-    .eval_batch = cz_eval_batch,
+    .ops = &cz_ops,
     .optim_step = cz_optim_step,
 };

@@ -2,8 +2,9 @@
 ** cuda_train.h — the CUDA trainer's state beside the host trainer's (train.h), and the interface
 ** between its files. The CUDA trainer is the host trainer's program (its main, train_main.c) with
 ** its own backend table (train.h, TrBackend) in place of train_backend_host.c's:
-**   cuda_exec.c   the micro-step executor (the table's exec_micro, eval_batch, grads_zero: cz_*):
-**                 the plan's op list on streams; train_exec.c stays linked as --check's reference
+**   cuda_exec.c   the executor's op table (train.h, TrOps: cz_ops, the backend table's ops): each
+**                 op of the plan on the device's streams; the loop is train_exec.c's, which runs
+**                 the host's table (tr_host_ops) as --check's reference
 **   cuda_model.c  GPT-2 module by module on the device: zd_* kernels + gemm on the compute stream
 **   cuda_main.c   the table itself: device set-up and the other hand-over points with the host
 **                 code (layout init/free, params init, checkpoint load, optimizer step), the
@@ -66,11 +67,9 @@ void cz_die_gpu(const char *what, int rc) __attribute__((noreturn));
 void *cz_dev(const void *shadow);           /* device address of a device-tier shadow pointer */
 int cz_is_dev(const void *shadow);
 void cz_regions_init(void);                 /* the shadow -> device map */
+extern const TrOps cz_ops;                  /* the executor's op table on the device */
 void cz_flush(void);                        /* host waits the step's copies, finishes its adds */
 void cz_push_params(void);                  /* working copy (+ device optimizer state): shadow -> device */
-void cz_exec_micro(int micro, int last);    /* the backend table's exec_micro, eval_batch, grads_zero */
-float cz_eval_batch(const ZrData *d, int64_t step);
-void cz_grads_zero(void);
 void cz_pull_state(void);                   /* device optimizer state and working copy -> shadow */
 /* One convert.cu kernel (zd_f32_to_16, zd_16_to_f32, zd_add_16_to_f32, zd_add_f32_to_16,
 ** zd_add_f32) over n elements of device memory, on stream s, in the plan's 16-bit format. */

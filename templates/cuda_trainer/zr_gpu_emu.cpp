@@ -14,7 +14,8 @@
 **   NVRTC cubins are, attention_tc.cu included (its WMMA under zk_wmma.cuh's emulated fragments).
 ** - gemm: cblas_sgemm row-major; gemm_ex (16-bit operands) widens them exactly, sums in fp32 and
 **   rounds a 16-bit result once, as a tensor-core GEMM with fp32 compute is specified. Collectives: libzrt's MPI collectives on a communicator of their
-**   own (as NCCL has its own), blocking inside the queued operation.
+**   own (as NCCL has its own), blocking inside the queued operation. A collective group
+**   (zr_gpu_group_begin/end) queues nothing until its end, then its members as one operation.
 ** - ZR_GPU_EMU_GUARD=1: device memory is PROT_NONE except while a queued operation runs, so host
 **   code that dereferences a device address crashes here as it would on a GPU.
 ** - Races (on unless ZR_GPU_EMU_RACE=0), checked when an operation is enqueued, so the verdict does
@@ -160,6 +161,13 @@ struct ZrGpu {
     Clock host_vc;              /* what the host has waited for */
     std::map<uintptr_t, Seg> shadow;
     std::vector<Block> registered;
+    /* an open collective group (zr_gpu_group_begin): its members, queued as one operation at the end */
+    int group_depth = 0;
+    ZrGpuStream *group_s = nullptr;
+    std::vector<std::function<int()>> group_fns;
+    std::vector<Fp> group_fp;
+    std::string group_what;
+    ZrGpuBytes moved = {0, 0, 0, 0};   /* per link, counted at enqueue (zr_gpu_bytes) */
 };
 
 static std::string g_err;
@@ -438,9 +446,17 @@ extern "C" int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e)
     return 0;
 }
 
+/* Nothing of an open group is enqueued yet: a host wait now would not include it. */
+static int group_open(ZrGpu *g)
+{
+    return g->group_depth ? fail(g, -EINVAL, "emulated GPU: the host waits inside an open collective "
+                                 "group (its members launch only at zr_gpu_group_end)") : 0;
+}
+
 /* The host has no stream: event_sync drains until e is done, whatever else that runs. */
 extern "C" int zr_gpu_event_sync(ZrGpuEvent *e)
 {
+    if (int rc = group_open(e->g)) return rc;
     uint64_t n = e->recorded;
     join(e->g->host_vc, e->vc);
     return drive(e->g, [e, n]() { return e->done >= n; });
@@ -448,6 +464,7 @@ extern "C" int zr_gpu_event_sync(ZrGpuEvent *e)
 
 extern "C" int zr_gpu_stream_sync(ZrGpuStream *s)
 {
+    if (int rc = group_open(s->g)) return rc;
     join(s->g->host_vc, s->vc);
     return drive(s->g, [s]() { return s->q.empty(); });
 }
@@ -459,8 +476,10 @@ extern "C" void zr_gpu_close(ZrGpu *g)
     while (!g->dev.empty()) zr_gpu_free(g, g->dev.back().p);
     if (g->comm) zr_comm_destroy(g->comm);
     if (getenv("ZR_GPU_EMU_VERBOSE"))
-        fprintf(stderr, "emulated GPU: %ld operations run, %ld async copies with pageable host memory\n",
-                g->ops_run, g->pageable);
+        fprintf(stderr, "emulated GPU: %ld operations run, %ld async copies with pageable host memory; "
+                "bytes moved: H2D %lld, D2H %lld, D2D %lld, collectives received %lld\n", g->ops_run,
+                g->pageable, (long long)g->moved.h2d, (long long)g->moved.d2h, (long long)g->moved.d2d,
+                (long long)g->moved.net);
     delete g;
 }
 
@@ -480,8 +499,12 @@ extern "C" int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void
             return fail(s->g, -EFAULT, m);
         }
     }
-    return push(s, [=]() { memmove(dst, src, bytes); return 0; }, what, {rd(src, bytes), wr(dst, bytes)});
+    int rc = push(s, [=]() { memmove(dst, src, bytes); return 0; }, what, {rd(src, bytes), wr(dst, bytes)});
+    if (!rc) *(kind == ZR_GPU_H2D ? &s->g->moved.h2d : kind == ZR_GPU_D2H ? &s->g->moved.d2h : &s->g->moved.d2d) += (int64_t)bytes;
+    return rc;
 }
+
+extern "C" void zr_gpu_bytes(const ZrGpu *g, ZrGpuBytes *out) { *out = g->moved; }
 
 extern "C" int zr_gpu_memset(ZrGpuStream *s, void *dptr, int byte, size_t bytes)
 {
@@ -601,13 +624,54 @@ extern "C" int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *
     default: fp = {rd(send, n), wr(recv, n)}; what = "all_reduce"; break;
     }
     what += " of " + std::to_string(count) + " elements";
-    return push(s, [=]() {
+    auto run = [=]() {
         switch (op) {
         case ZR_COLL_ALL_GATHER: return zr_all_gather(g->comm, send, recv, count, dt, nullptr);
         case ZR_COLL_REDUCE_SCATTER: return zr_reduce_scatter(g->comm, send, recv, count, dt, nullptr);
         case ZR_COLL_ALL_REDUCE: return zr_all_reduce(g->comm, send, recv, count, dt, nullptr);
         default: return fail(g, -EINVAL, "emulated GPU: collective not supported");
         }
+    };
+    int64_t net = zr_gpu_coll_net_bytes(op, count, dt, (int)ws);
+    if (!g->group_depth) {
+        int rc = push(s, run, what, fp);
+        if (!rc) g->moved.net += net;
+        return rc;
+    }
+    if (g->group_s && g->group_s != s)
+        return fail(g, -EINVAL, "emulated GPU: a collective group's members on two streams (" +
+                    g->group_s->name + ", " + s->name + ")");
+    g->group_s = s;
+    g->group_fns.push_back(run);
+    g->group_fp.insert(g->group_fp.end(), fp.begin(), fp.end());
+    g->group_what += (g->group_what.empty() ? "" : " + ") + what;
+    g->moved.net += net;
+    return 0;
+}
+
+extern "C" int zr_gpu_group_begin(ZrGpu *g)
+{
+    g->group_depth++;
+    return 0;
+}
+
+/* The members run back to back inside one queued operation: they complete together. */
+extern "C" int zr_gpu_group_end(ZrGpu *g)
+{
+    if (!g->group_depth) return fail(g, -EINVAL, "emulated GPU: zr_gpu_group_end without zr_gpu_group_begin");
+    if (--g->group_depth || !g->group_s) return 0;
+    std::vector<std::function<int()>> fns;
+    fns.swap(g->group_fns);
+    std::string what = g->group_what + " (one group of " + std::to_string(fns.size()) + ")";
+    ZrGpuStream *s = g->group_s;
+    g->group_s = nullptr;
+    g->group_what.clear();
+    std::vector<Fp> fp;
+    fp.swap(g->group_fp);
+    return push(s, [fns]() {
+        for (const auto &f : fns)
+            if (int rc = f()) return rc;
+        return 0;
     }, what, fp);
 }
 

@@ -6,7 +6,10 @@
 ** op. Files:
 **   train_main.c    command line, setup, the step loop, log/progress/trace, world-size check
 **   train_layout.c  regions -> pointers, the derived per-tensor offsets, NVMe swap files
-**   train_exec.c    the micro-step executor: gathers, forward/backward via the model adapter
+**   train_exec.c    the micro-step executor, the one op loop of every backend: runs the plan's op
+**                   lists and hands each op to the backend's op table (TrOps below), with the
+**                   address computations every backend shares
+**   train_ops.c     the host backend's op table: gathers, forward/backward via the model adapter
 **                   (train_model.h; one per arch, e.g. gpt2_model.c), gradient copies and reductions
 **   train_optim.c   the optimizer step: norm, clipping, fp16 scaler, Adam per sub-group (device,
 **                   CPU or NVMe), parameter all-gather
@@ -128,7 +131,8 @@ typedef struct Trainer {
     int gw_cur;
     unsigned char gw_written[ZG_N_SUBGROUPS > 0 ? ZG_N_SUBGROUPS : 1];
     ZrNvmeReq wb_req;
-    int last_bwd_module;
+    int last_bwd_module;        /* module of the latest BACKWARD (the executor sets it) */
+    int micro;                  /* the micro-step the executor is running */
     ZrData data, val;
     ZrLrSched lr;
     ZrScaler scaler;
@@ -159,19 +163,66 @@ void *tr_w_at(void *base, int64_t elem);
 /* Element `elem` (of dtype dt, a ZrDtype) of plan region r (a zg_regions index): how every lowered
 ** op row's source and destination become addresses. */
 void *tr_region_at(int r, int64_t elem, int dt);
-/* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32 */
+/* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32
+** (train_ops.c) */
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add);
-/* Tensors module m reads: its own, or the token table (ZG_TIED_TENSOR) for the tied head. */
-void tr_module_tensors(int m, int *first, int *n);
-/* (+)= this rank's part of the reduced flat range [lo, hi) of src into grad32 (stages 0-2) */
-void tr_take_flat_part(const void *src, int64_t lo, int64_t hi, int add);
 void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off);   /* blocking swap-file I/O */
 void tr_nvme_rw_param(int write, void *buf, int64_t bytes, int64_t off);   /* same, params_shard's file */
 
-/* train_exec.c */
-void tr_exec_micro(int micro, int last);  /* one micro-step (loads its batch, runs its op list) */
-float tr_eval_batch(const ZrData *d, int64_t step);   /* mean loss of one global batch */
-void tr_grads_zero(void);               /* start of an optimizer step */
+/* ---------------------------------------------------------------------- the executor */
+/* One op loop for every backend (train_exec.c): it walks the plan's op lists, keeps the executor's
+** bookkeeping (which slot holds a gather group, the last BACKWARD, tracing spans, evaluation mode)
+** and hands each op's work to a backend's op table. An entry gets the lowered op row (runtime/
+** zr_plan.h, ZrOpRow: everything the op moves, decided by gen/lower.c) and does that on its
+** backend's memory and queues. The host backend's table is tr_host_ops (train_ops.c), the
+** CUDA backend's cz_ops (cuda/trainer/cuda_exec.c); NULL hooks do nothing. */
+typedef void TrOpFn(const ZrOpRow *op);
+typedef struct TrOps {
+    const char *name;
+    TrOpFn *swap_in;            /* PARAM_SWAP_IN */
+    TrOpFn *gather;             /* GATHER: start the group's all-gathers */
+    TrOpFn *wait_gather;        /* WAIT_GATHER: the slot is readable by compute after this */
+    TrOpFn *release;            /* RELEASE: compute is done with the slot */
+    TrOpFn *forward;            /* FORWARD (a recompute too: op->slot == ZR_RECOMPUTE) */
+    TrOpFn *backward;           /* BACKWARD: the module's gradients into the row's destination */
+    TrOpFn *grad_copy;          /* GRAD_COPY: module gradients into the bucket buffer */
+    TrOpFn *reduce;             /* REDUCE: start the row's collective */
+    TrOpFn *wait_reduce;        /* WAIT_REDUCE: the row's hand-over into grad32 */
+    void (*batch)(int micro);   /* hook: T.inputs / T.targets hold micro-step `micro`'s batch */
+    void (*flush)(void);        /* hook: after the step's last micro-step and after an evaluation */
+    void (*grads_zero)(void);   /* hook: start of a step, after the host accumulators are zeroed */
+} TrOps;
+
+extern const TrOps tr_host_ops;         /* train_ops.c */
+
+/* train_exec.c: the loop, run with a backend's op table */
+void tr_exec_micro(const TrOps *ops, int micro, int last);  /* loads its batch, runs its op list */
+float tr_eval_batch(const TrOps *ops, const ZrData *d, int64_t step);  /* mean loss of one batch */
+void tr_grads_zero(const TrOps *ops);   /* start of an optimizer step */
+/* train_exec.c: the address computations every backend shares. Pointers are plan addresses (a
+** region's place in its tier's arena); a backend maps them to its own memory (the CUDA backend's
+** device tier through cz_dev), and pointer arithmetic on a mapped base is the same arithmetic. */
+/* Tensors module m reads: its own, or the token table (ZG_TIED_TENSOR) for the tied head. */
+void tr_module_tensors(int m, int *first, int *n);
+/* The working copy (W elements) of tensor t as module m sees it: "persist", the slot its gather
+** group was waited into, or its place in "params16" (the tensor rows say which). */
+void *tr_param_at(int m, int t);
+/* BACKWARD's gradient views: G[t] = area + t's offset in the module, for the module's tensors.
+** Returns the tensor whose G starts from the tied head's token-table gradient ("tied_grad": it
+** completes at embed), or -1. */
+int tr_grad_views(const ZrOpRow *op, float *area, float **G);
+int tr_bucket_buf(int k);               /* bucket k's buffer index (bucket_<b>, bucket_recv_<b>) */
+/* GRAD_COPY's pieces: put(dst, src, n, pad) for each, dst in the bucket buffer at buf: n elements
+** of fp32 src rounded to W, then pad W zeros (stage 3's rank-major slices; the tensor rows say). */
+typedef void TrPut(char *dst, const float *src, int64_t n, int64_t pad);
+void tr_grad_copy_each(const ZrOpRow *op, char *buf, float *const *G, TrPut *put);
+/* A hand-over row's elements: returns n, with the first source element to take (skip, from the
+** row's source) and the destination element (dst, in the row's destination): a flat range's part in
+** this rank's optimizer shard, or the whole row. */
+int64_t tr_hand_over_range(const ZrOpRow *op, int64_t *skip, int64_t *dst);
+/* train_ops.c: the row's hand-over on the host: grad32 (+)= the W source (NVMe: through
+** tr_grad_take's sub-group windows). */
+void tr_hand_over(const ZrOpRow *op);
 
 /* train_optim.c */
 void tr_optim_step(void);               /* after the last micro-step: norm, scaler, Adam, gathers */
@@ -228,9 +279,7 @@ typedef struct TrBackend {
     void (*layout_free)(void);
     void (*params_init)(void);
     void (*ckpt_load)(const char *dir);
-    void (*grads_zero)(void);
-    void (*exec_micro)(int micro, int last);
-    float (*eval_batch)(const ZrData *d, int64_t step);
+    const TrOps *ops;                           /* the executor's op table (train_exec.c runs it) */
     void (*optim_step)(void);
 } TrBackend;
 

@@ -34,8 +34,6 @@ const TrBackend tr_build_backend = {
     .layout_free = tr_layout_free,
     .params_init = tr_params_init,
     .ckpt_load = tr_ckpt_load,
-    .grads_zero = tr_grads_zero,
-    .exec_micro = tr_exec_micro,
-    .eval_batch = tr_eval_batch,
+    .ops = &tr_host_ops,
     .optim_step = tr_optim_step,
 };

@@ -256,13 +256,13 @@ int main(int argc, char **argv)
         double t0 = zr_trace_now_us();
         zr_comm_set_step(T.comm, T.step);
         fault_maybe();
-        tr_backend->grads_zero();
+        tr_grads_zero(tr_backend->ops);
         T.loss_sum = 0;
         T.loss_scale = ZG_FP16 ? T.scaler.scale : 1.0;
         double lr = zr_lr_at(&T.lr, T.applied);
         int64_t skipped = T.scaler.skipped;
         for (int micro = 0; micro < ZG_GRAD_ACCUM; micro++)
-            tr_backend->exec_micro(micro, micro == ZG_GRAD_ACCUM - 1);
+            tr_exec_micro(tr_backend->ops, micro, micro == ZG_GRAD_ACCUM - 1);
         if (T.a.dump_grads && T.step == first) tr_dump_grads(T.a.dump_grads);
         tr_backend->optim_step();
         T.step++;
@@ -277,7 +277,7 @@ int main(int argc, char **argv)
         ls.tokens_per_s = ZG_TOKENS_PER_STEP / (ls.ms / 1000.0);
         if (T.a.val && T.step == T.a.steps) {
             ls.has_val = 1;
-            ls.val_loss = tr_backend->eval_batch(&T.val, 0);
+            ls.val_loss = tr_eval_batch(tr_backend->ops, &T.val, 0);
         }
         if (T.rank == 0) {
             if (T.a.log && zr_log_step(&lg, &ls) < 0) tr_die("--log: %s", zr_train_error());

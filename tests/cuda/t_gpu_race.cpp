@@ -4,8 +4,11 @@
 ** both operations — a missing stream wait (a consumer reads what another stream's copy writes), a
 ** buffer reused across streams (a write over what another stream still reads), an async copy from
 ** pageable host memory (ZR_GPU_EMU_PAGEABLE=1) — and the same sequences with their
-** record/wait (or host sync, or registration) pass. Collectives are not used: the stand-in's
-** libzrt calls are stubbed so the test needs no MPI.
+** record/wait (or host sync, or registration) pass. Collective groups (zr_gpu_group_begin/end):
+** nothing of a group is queued before its end, its members then run as one operation (they
+** complete together), the host may not wait inside one, and an end without a begin is refused.
+** Bytes per link are counted as operations are enqueued. The stand-in's libzrt collectives are
+** stubbed as one-rank copies, so the test needs no MPI.
 */
 #define ZK_C 64                /* small shapes: the kernels are compiled, only convert.cu runs */
 #define ZK_NH 2
@@ -17,17 +20,26 @@
 
 #include "zt.h"
 
-/* The stand-in's collectives call libzrt; nothing here reaches them. */
+/* The stand-in's collectives call libzrt: here one rank, a copy, logged in call order. */
+static std::vector<std::string> coll_log;
+static size_t esize(ZrDtype d) { return d == ZR_DT_FP32 ? 4 : 2; }
 extern "C" {
-int zr_comm_create(ZrComm **c) { *c = nullptr; return -ENOSYS; }
+static char fake_comm;
+int zr_comm_create(ZrComm **c) { *c = (ZrComm *)&fake_comm; return 0; }
 void zr_comm_destroy(ZrComm *c) { (void)c; }
 int zr_comm_world(const ZrComm *c) { (void)c; return 1; }
+static int one_rank(const char *what, const void *s, void *r, int64_t n, ZrDtype d)
+{
+    coll_log.push_back(std::string(what) + " " + std::to_string(n));
+    memmove(r, s, (size_t)n * esize(d));
+    return 0;
+}
 int zr_all_gather(ZrComm *c, const void *s, void *r, int64_t n, ZrDtype d, ZrCollReq **q)
-{ (void)c; (void)s; (void)r; (void)n; (void)d; (void)q; return -ENOSYS; }
+{ (void)c; (void)q; return one_rank("all_gather", s, r, n, d); }
 int zr_reduce_scatter(ZrComm *c, const void *s, void *r, int64_t n, ZrDtype d, ZrCollReq **q)
-{ (void)c; (void)s; (void)r; (void)n; (void)d; (void)q; return -ENOSYS; }
+{ (void)c; (void)q; return one_rank("reduce_scatter", s, r, n, d); }
 int zr_all_reduce(ZrComm *c, const void *s, void *r, int64_t n, ZrDtype d, ZrCollReq **q)
-{ (void)c; (void)s; (void)r; (void)n; (void)d; (void)q; return -ENOSYS; }
+{ (void)c; (void)q; return one_rank("all_reduce", s, r, n, d); }
 }
 
 struct Rig {
@@ -125,11 +137,105 @@ static void t_pageable_copy(void)
     unsetenv("ZR_GPU_EMU_PAGEABLE");
 }
 
+/* Two all-gathers in one group: nothing is queued until the end, then one operation on the
+** stream runs both (the log shows them back to back inside it), and a consumer ordered after the
+** group by an event reads both results without a race. */
+static void t_group_members_complete_together(void)
+{
+    Rig r;
+    ZT_EQ_INT(zr_gpu_coll_init(r.g, nullptr, r.a), 0);
+    float *x = (float *)r.dev, *y = (float *)(r.dev + 4096);
+    ZT_EQ_INT(zr_gpu_memset(r.a, x, 0, 64), 0);
+    ZT_EQ_INT(zr_gpu_stream_sync(r.a), 0);
+    coll_log.clear();
+    size_t queued = r.a->q.size();
+    ZT_EQ_INT(zr_gpu_group_begin(r.g), 0);
+    ZT_EQ_INT(zr_gpu_coll(r.a, ZR_COLL_ALL_GATHER, x, y, 4, ZR_DT_FP32), 0);
+    ZT_EQ_INT(zr_gpu_coll(r.a, ZR_COLL_ALL_GATHER, x + 4, y + 4, 8, ZR_DT_FP32), 0);
+    ZT_EQ_INT((int)(r.a->q.size() - queued), 0);            /* nothing launched inside the group */
+    ZT_EQ_INT(zr_gpu_stream_sync(r.a), -EINVAL);            /* the host may not wait inside it */
+    ZT_CHECKM(has(zr_gpu_strerror(r.g), "inside an open collective group"), "message: %s", zr_gpu_strerror(r.g));
+    ZT_EQ_INT(zr_gpu_group_end(r.g), 0);
+    ZT_EQ_INT((int)(r.a->q.size() - queued), 1);            /* the members are one operation */
+    ZT_EQ_INT((int)coll_log.size(), 0);
+    ZT_EQ_INT(zr_gpu_record(r.e, r.a), 0);
+    ZT_EQ_INT(zr_gpu_wait(r.b, r.e), 0);
+    ZT_EQ_INT(zr_gpu_copy(r.b, ZR_GPU_D2H, r.host, y, 48), 0);   /* reads what both wrote: ordered */
+    long before = r.g->ops_run;
+    ZT_EQ_INT(zr_gpu_stream_sync(r.b), 0);
+    ZT_EQ_INT((int)coll_log.size(), 2);
+    ZT_CHECKM(coll_log.size() == 2 && coll_log[0] == "all_gather 4" && coll_log[1] == "all_gather 8",
+              "members ran as %s, %s", coll_log.size() > 0 ? coll_log[0].c_str() : "-",
+              coll_log.size() > 1 ? coll_log[1].c_str() : "-");
+    ZT_CHECKM(r.g->ops_run - before <= 4, "%ld operations ran for group, record, wait and copy",
+              r.g->ops_run - before);
+    /* without the event the consumer races with the group, and the message names the group */
+    Rig q;
+    ZT_EQ_INT(zr_gpu_coll_init(q.g, nullptr, q.a), 0);
+    ZT_EQ_INT(zr_gpu_group_begin(q.g), 0);
+    ZT_EQ_INT(zr_gpu_coll(q.a, ZR_COLL_ALL_GATHER, q.dev, q.dev + 4096, 4, ZR_DT_FP32), 0);
+    ZT_EQ_INT(zr_gpu_coll(q.a, ZR_COLL_ALL_GATHER, q.dev + 16, q.dev + 4112, 4, ZR_DT_FP32), 0);
+    ZT_EQ_INT(zr_gpu_group_end(q.g), 0);
+    ZT_EQ_INT(zr_gpu_copy(q.b, ZR_GPU_D2H, q.host, q.dev + 4112, 16), -EFAULT);
+    ZT_CHECKM(has(zr_gpu_strerror(q.g), "all_gather of 4 elements + all_gather of 4 elements (one group of 2)"),
+              "message: %s", zr_gpu_strerror(q.g));
+}
+
+/* An end without a begin, and members on two streams, are errors that say so. */
+static void t_group_misuse(void)
+{
+    Rig r;
+    ZT_EQ_INT(zr_gpu_coll_init(r.g, nullptr, r.a), 0);
+    ZT_EQ_INT(zr_gpu_group_end(r.g), -EINVAL);
+    ZT_CHECKM(has(zr_gpu_strerror(r.g), "zr_gpu_group_end without zr_gpu_group_begin"), "message: %s",
+              zr_gpu_strerror(r.g));
+    ZT_EQ_INT(zr_gpu_group_begin(r.g), 0);
+    ZT_EQ_INT(zr_gpu_group_begin(r.g), 0);                  /* nested: the outer end launches */
+    ZT_EQ_INT(zr_gpu_coll(r.a, ZR_COLL_ALL_GATHER, r.dev, r.dev + 4096, 4, ZR_DT_FP32), 0);
+    ZT_EQ_INT(zr_gpu_coll(r.b, ZR_COLL_ALL_GATHER, r.dev + 16, r.dev + 4112, 4, ZR_DT_FP32), -EINVAL);
+    ZT_CHECKM(has(zr_gpu_strerror(r.g), "members on two streams (h2d, compute)"), "message: %s", zr_gpu_strerror(r.g));
+    size_t queued = r.a->q.size();
+    ZT_EQ_INT(zr_gpu_group_end(r.g), 0);
+    ZT_EQ_INT((int)(r.a->q.size() - queued), 0);
+    ZT_EQ_INT(zr_gpu_group_end(r.g), 0);
+    ZT_EQ_INT((int)(r.a->q.size() - queued), 1);
+    ZT_EQ_INT(zr_gpu_group_end(r.g), -EINVAL);
+    ZT_EQ_INT(zr_gpu_stream_sync(r.a), 0);
+}
+
+/* Bytes per link, counted at enqueue: each copy's bytes on its link, collectives by the plan's cost
+** rules (one rank receives nothing; an all_reduce over 4 ranks receives 2 x 3/4 of its bytes). */
+static void t_bytes_per_link(void)
+{
+    Rig r;
+    ZT_EQ_INT(zr_gpu_coll_init(r.g, nullptr, r.a), 0);
+    ZT_EQ_INT(zr_gpu_copy(r.a, ZR_GPU_H2D, r.dev, r.host, 1000), 0);
+    ZT_EQ_INT(zr_gpu_copy(r.a, ZR_GPU_H2D, r.dev + 1024, r.host + 1024, 24), 0);
+    ZT_EQ_INT(zr_gpu_copy(r.a, ZR_GPU_D2H, r.host + 2048, r.dev, 512), 0);
+    ZT_EQ_INT(zr_gpu_copy(r.a, ZR_GPU_D2D, r.dev + 8192, r.dev, 256), 0);
+    ZT_EQ_INT(zr_gpu_group_begin(r.g), 0);
+    ZT_EQ_INT(zr_gpu_coll(r.a, ZR_COLL_ALL_GATHER, r.dev, r.dev + 4096, 4, ZR_DT_FP32), 0);
+    ZT_EQ_INT(zr_gpu_group_end(r.g), 0);
+    ZT_EQ_INT(zr_gpu_stream_sync(r.a), 0);
+    ZrGpuBytes b;
+    zr_gpu_bytes(r.g, &b);
+    ZT_EQ_INT((int)b.h2d, 1024);
+    ZT_EQ_INT((int)b.d2h, 512);
+    ZT_EQ_INT((int)b.d2d, 256);
+    ZT_EQ_INT((int)b.net, 0);
+    ZT_EQ_INT((int)zr_gpu_coll_net_bytes(ZR_COLL_ALL_REDUCE, 100, ZR_DT_BF16, 4), 300);
+    ZT_EQ_INT((int)zr_gpu_coll_net_bytes(ZR_COLL_ALL_GATHER, 100, ZR_DT_FP32, 4), 1200);
+    ZT_EQ_INT((int)zr_gpu_coll_net_bytes(ZR_COLL_REDUCE_SCATTER, 100, ZR_DT_FP16, 2), 200);
+}
+
 int main(void)
 {
     ZT_RUN(t_missing_wait);
     ZT_RUN(t_reuse_across_streams);
     ZT_RUN(t_declared_kernel_footprint);
     ZT_RUN(t_pageable_copy);
+    ZT_RUN(t_group_members_complete_together);
+    ZT_RUN(t_group_misuse);
+    ZT_RUN(t_bytes_per_link);
     return zt_end();
 }

@@ -10,7 +10,8 @@
 #     zr_gpu_gemm_lt through runtime/zr_gpu_blaslt.c and the stub cuBLASLt (opened through
 #     ZR_LIBCUBLASLT): bias + residual, GELU with aux, GELU backward, bias gradient, one heuristic
 #     query per shape, a bad aux leading dimension refused; NCCL init for one
-#     rank and an all-reduce, close;
+#     rank and an all-reduce, a group of two all-gathers (ncclGroupStart/End: the stub runs the
+#     members at the end; a host wait inside the group and an unbalanced end are refused), close;
 #   - sm_86 device: no exact cubin, so the sm_80 PTX is loaded; sm_90: its own cubin;
 #   - a CUDA 12.4 driver is refused at open with the driver to install (CUDA 13.0, R580);
 #   - a kernel listed in the PTX but missing from the module is an error at open, not at launch;
@@ -48,8 +49,8 @@ build() {
   g++ -std=c++17 -O1 -g -fPIC $WARN -Wno-unused-parameter -I"$CUDA_INC" -Iruntime -c tests/cuda/stubs/stub_api.cpp -o "$tmp/api.o" &&
   g++ -std=c++17 -O1 -g -fPIC $WARN -Itests/cuda/stubs -I"$out" -I"$out/kernels" -c tests/cuda/stubs/stub_kernels.cpp -o "$tmp/kern.o" &&
   g++ -shared -Wl,-soname,libzr_cuda_stub.so -o "$tmp/libzr_cuda_stub.so" "$tmp/api.o" "$tmp/kern.o" &&
-  cc $CFLAGS -DZR_WITH_CUDA -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_cuda.c -o "$tmp/zr_gpu_cuda.o" &&
-  cc $CFLAGS -DZR_WITH_CUDA -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_blaslt.c -o "$tmp/zr_gpu_blaslt.o" &&
+  cc $CFLAGS -DZR_WITH_CUDA -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_cuda.c -o "$tmp/zr_gpu_cuda.o" &&
+  cc $CFLAGS -DZR_WITH_CUDA -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_blaslt.c -o "$tmp/zr_gpu_blaslt.o" &&
   cc $CFLAGS -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_coll_nccl.c -o "$tmp/zr_coll_nccl.o" &&
   cc -std=c11 -O1 -g $WARN -Iruntime -I"$out" $MPI_CFLAGS -c tests/cuda/x_gpu_stub.c -o "$tmp/x.o" &&
   cc -std=c11 -O1 -I"$out" -c "$out/zg_kernels_bin.c" -o "$tmp/blobs.o" &&
@@ -79,7 +80,9 @@ if [ $run_rc -eq 0 ] && grep -q "basic ok" "$tmp/out" && grep -q "modules cubin 
    && grep -q "refused as expected: zr_gpu_gemm_lt: aux (NULL, or ldaux below N or not a multiple of 8)" "$tmp/err" \
    && grep -q "refused as expected: cuFuncSetAttribute(zd_attention_tc_forward, MAX_DYNAMIC_SHARED_SIZE_BYTES, 245760): CUDA_ERROR_INVALID_VALUE" "$tmp/err" \
    && grep -q "$n_kern kernels" "$tmp/err" && [ "$(grep -c "uses pageable host memory" "$tmp/err")" = 1 ] \
-   && grep -q "pageable async copies 2; nccl aborted 0" "$tmp/err"
+   && grep -q "pageable async copies 2; nccl aborted 0; nccl groups 1 (2 collectives)" "$tmp/err" \
+   && grep -q "refused as expected: the host waits inside an open collective group" "$tmp/err" \
+   && grep -q "refused as expected: zr_gpu_group_end without zr_gpu_group_begin" "$tmp/err"
 then ok basic_end_to_end; else fail basic_end_to_end; show; fi
 
 run ZR_STUB_SM=86 && true

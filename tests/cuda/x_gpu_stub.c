@@ -7,7 +7,9 @@
 **              a launch above the kernel's bounds refused, events and streams, a row-major sgemm
 **              against a reference, a bf16 gemm_ex (bf16 and fp32 C) against a double reference,
 **              a launch with dynamic shared memory above 48 KiB (the opt-in), the cuBLASLt GEMMs of
-**              zr_gpu_gemm_lt (each epilogue, one plan per shape), NCCL init for one rank and an all-reduce, close;
+**              zr_gpu_gemm_lt (each epilogue, one plan per shape), NCCL init for one rank and an all-reduce,
+**              a group of two all-gathers (ncclGroupStart/End; no host wait inside; an unbalanced end
+**              refused), close;
 **   open       open only (the script sets the stub's driver version / SM and checks the message);
 **   fault      launches the kernel named by ZR_STUB_FAULT_KERNEL and synchronises;
 **   hang       records an event that never completes and waits for it;
@@ -105,6 +107,20 @@ static int basic(ZrGpu *g)
     TRY(zr_gpu_copy(s, ZR_GPU_D2H, C, dC, sizeof C));
     TRY(zr_gpu_stream_sync(s));
     EXPECT(C[0] == 1.0f && C[1] == 2.0f);
+    /* a group of two all-gathers (one rank: copies) launches at its end: the host may not wait
+    ** inside it, and an end without a begin is refused */
+    TRY(zr_gpu_memset(s, dC, 0, sizeof C));
+    TRY(zr_gpu_group_begin(g));
+    TRY(zr_gpu_coll(s, ZR_COLL_ALL_GATHER, dA, dC, 2, ZR_DT_FP32));
+    TRY(zr_gpu_coll(s, ZR_COLL_ALL_GATHER, (float *)dA + 4, (float *)dC + 2, 2, ZR_DT_FP32));
+    EXPECT(zr_gpu_stream_sync(s) == -EINVAL);
+    fprintf(stderr, "x_gpu_stub: refused as expected: %s\n", zr_gpu_strerror(g));
+    TRY(zr_gpu_group_end(g));
+    TRY(zr_gpu_copy(s, ZR_GPU_D2H, C, dC, sizeof C));
+    TRY(zr_gpu_stream_sync(s));
+    EXPECT(C[0] == A[0] && C[1] == A[1] && C[2] == A[4] && C[3] == A[5]);
+    EXPECT(zr_gpu_group_end(g) == -EINVAL);
+    fprintf(stderr, "x_gpu_stub: refused as expected: %s\n", zr_gpu_strerror(g));
 
     /* the typed gemm: bf16 A, B (values exact in bf16), C bf16 then fp32 (beta 1 adds), through the
     ** same swap, against a double reference rounded once; a mixed A/B pair is refused */

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <functional>
 #include <string>
 #include <vector>
 #include "stub.h"
@@ -45,7 +46,8 @@ struct Mod { std::vector<Fn *> fns; int is_ptx, arch; };
 struct Alloc { char *p; size_t n; };
 struct St { int driver, sm, ndev, dev = -1, hang; std::string fault; CUresult sticky = CUDA_SUCCESS;
             std::vector<Alloc> allocs; std::vector<Alloc> pinned;
-            int n_cubin, n_ptx, launches, refused, pageable, aborted, gemm_ex, lt_matmul, lt_heur; std::string log; } S;
+            int n_cubin, n_ptx, launches, refused, pageable, aborted, gemm_ex, lt_matmul, lt_heur; std::string log;
+            int group_depth, groups, grouped; std::vector<std::function<void()>> group_q; } S;
 struct Stream { int id; };
 struct Event { int recorded; };
 int inited;
@@ -133,9 +135,9 @@ extern "C" const char *zr_stub_summary(void)
 {
     char b[320];
     snprintf(b, sizeof b, "stub: device %d sm_%d driver %d; modules cubin %d ptx %d; launches %d; refused %d; "
-             "pageable async copies %d; nccl aborted %d; gemm_ex %d; gemm_lt %d (heuristics %d)", S.dev, S.sm,
-             S.driver, S.n_cubin, S.n_ptx, S.launches, S.refused, S.pageable, S.aborted, S.gemm_ex, S.lt_matmul,
-             S.lt_heur);
+             "pageable async copies %d; nccl aborted %d; nccl groups %d (%d collectives); gemm_ex %d; gemm_lt %d "
+             "(heuristics %d)", S.dev, S.sm, S.driver, S.n_cubin, S.n_ptx, S.launches, S.refused, S.pageable,
+             S.aborted, S.groups, S.grouped, S.gemm_ex, S.lt_matmul, S.lt_heur);
     S.log = b;
     return S.log.c_str();
 }
@@ -438,16 +440,34 @@ ncclResult_t ncclCommInitRank(ncclComm_t *c, int nranks, ncclUniqueId, int rank)
     return ncclSuccess;
 }
 static size_t tsize(ncclDataType_t t) { return t == ncclFloat32 ? 4 : 2; }
+/* One rank: every collective is a copy. Inside a group it runs only at ncclGroupEnd, as NCCL
+** enqueues a group's members only then: a caller that reads the result earlier reads stale data. */
+static ncclResult_t one_rank(const void *s, void *r, size_t n, ncclDataType_t t)
+{
+    if (r == s) return ncclSuccess;
+    if (!S.group_depth) { memmove(r, s, n * tsize(t)); return ncclSuccess; }
+    S.group_q.push_back([=]() { memmove(r, s, n * tsize(t)); });
+    return ncclSuccess;
+}
 ncclResult_t ncclAllGather(const void *s, void *r, size_t n, ncclDataType_t t, ncclComm_t, cudaStream_t)
-{ if (r != s) memmove(r, s, n * tsize(t)); return ncclSuccess; }
+{ return one_rank(s, r, n, t); }
 ncclResult_t ncclReduceScatter(const void *s, void *r, size_t n, ncclDataType_t t, ncclRedOp_t, ncclComm_t, cudaStream_t)
-{ if (r != s) memmove(r, s, n * tsize(t)); return ncclSuccess; }
+{ return one_rank(s, r, n, t); }
 ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, ncclDataType_t t, ncclRedOp_t, ncclComm_t, cudaStream_t)
-{ if (r != s) memmove(r, s, n * tsize(t)); return ncclSuccess; }
+{ return one_rank(s, r, n, t); }
 ncclResult_t ncclBroadcast(const void *s, void *r, size_t n, ncclDataType_t t, int, ncclComm_t, cudaStream_t)
-{ if (r != s) memmove(r, s, n * tsize(t)); return ncclSuccess; }
-ncclResult_t ncclGroupStart(void) { return ncclSuccess; }
-ncclResult_t ncclGroupEnd(void) { return ncclSuccess; }
+{ return one_rank(s, r, n, t); }
+ncclResult_t ncclGroupStart(void) { S.group_depth++; return ncclSuccess; }
+ncclResult_t ncclGroupEnd(void)
+{
+    if (!S.group_depth) { fprintf(stderr, "zr_stub: ncclGroupEnd without ncclGroupStart\n"); return ncclInvalidUsage; }
+    if (--S.group_depth) return ncclSuccess;
+    S.groups++;
+    S.grouped += (int)S.group_q.size();
+    for (auto &f : S.group_q) f();
+    S.group_q.clear();
+    return ncclSuccess;
+}
 ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t *e) { *e = ncclSuccess; return ncclSuccess; }
 ncclResult_t ncclCommAbort(ncclComm_t c) { S.aborted++; fprintf(stderr, "zr_stub: ncclCommAbort\n"); delete (StubComm *)c; return ncclSuccess; }
 ncclResult_t ncclCommDestroy(ncclComm_t c) { delete (StubComm *)c; return ncclSuccess; }

@@ -1,0 +1,289 @@
+/*
+** train_ops.c — the host backend's op table (train.h, TrOps, tr_host_ops): what each op of
+** the plan does on the host, for the executor's loop (train_exec.c). train-cuda runs the same loop
+** with this table as --check's reference. (Named without "_host": tests reuse the arch's
+** plan-independent kernel objects, *_host*.o, across plans, and this file depends on the plan.)
+**
+** Parameters reach the kernels as fp32 pointers: the working copy itself with fp32, or an upcast
+** into "stage32" with 16-bit dtypes. Gradients leave the kernels into the module gradient area G
+** (gen/zg_plan.h, GRADIENT FLOW), the BACKWARD row's destination: accumulated into (stages 0/1
+** with fp32: "grads" itself) or written fresh, and the plan's GRAD_COPY / REDUCE / WAIT_REDUCE rows
+** move it on. Collectives are libzrt's (MPI, or shared memory on one node), non-blocking: started
+** by one op and waited by another.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "train.h"
+
+/* ---------------------------------------------------------------------- parameters */
+static const float *P[ZG_N_TENSORS];     /* fp32 views for the module being run */
+
+static void load_params(int m)
+{
+    int first, n;
+    tr_module_tensors(m, &first, &n);
+    int64_t base = zg_tensors[first].flat_offset;
+    for (int t = first; t < first + n; t++) {
+        void *w = tr_param_at(m, t);
+#if ZG_MIXED
+        float *dst = T.stage32 + (zg_tensors[t].flat_offset - base);
+        tr_w_to_f32(dst, w, zg_tensors[t].numel);
+        P[t] = dst;
+#else
+        (void)base;
+        P[t] = w;
+#endif
+    }
+}
+
+/* ---------------------------------------------------------------------- gradients */
+static float *Gp[ZG_N_TENSORS];          /* fp32 gradient views for the module being run */
+
+static void prepare_grads(const ZrOpRow *op)
+{
+    float *area = tr_region_at(op->dst, op->dst_off, ZR_DT_FP32);
+    if (!op->accumulate) memset(area, 0, (size_t)op->count * 4);
+    int tied = tr_grad_views(op, area, Gp);
+    if (tied >= 0) memcpy(Gp[tied], T.tied_grad, (size_t)zg_tensors[tied].numel * 4);
+}
+
+/* Stages 0/1 with a 16-bit dtype (the plan has "grads" and no fp32 accumulation into it): add G
+** into the 16-bit accumulation buffer "grads". */
+static void finish_grads(const ZrOpRow *op)
+{
+    if (op->accumulate || !T.grads) return;
+    int first, n;
+    tr_module_tensors(op->arg, &first, &n);
+    for (int t = first; t < first + n; t++) {
+        uint16_t *g = tr_w_at(T.grads, zg_tensors[t].flat_offset);
+        const float *s = Gp[t];
+        for (int64_t i = 0; i < zg_tensors[t].numel; i++) {
+            float a;
+            tr_w_to_f32(&a, &g[i], 1);
+            a += s[i];
+            tr_f32_to_w(&g[i], &a, 1);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------- activation checkpointing */
+/* With checkpointing the adapter runs block l as block 0 of its one-block area, whose input is the
+** kept residual stream entering block l, and the final norm on the stream entering it. */
+static float *stream_in_ckpt(int l)
+{
+    if (l == 0) return tr_model_stream0();
+    return T.ckpt_out + (size_t)(l - 1) * ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL;
+}
+
+/* The block area must hold block l's activations before its backward: the plan's recompute (or,
+** for the last block, its forward) put them there. */
+static void check_area(int l)
+{
+    if (T.area_layer != l)
+        tr_die("backward of block %d, but the block area holds block %d (the plan lacks a recompute)",
+               l, T.area_layer);
+}
+
+/* ---------------------------------------------------------------------- modules */
+/* Every module through the model adapter (train_model.h) with its own parameter and gradient
+** pointers: P + first, Gp + first (tr_module_tensors). */
+static void forward(const ZrOpRow *op)
+{
+    int m = op->arg, first, n;
+    const ZrModuleRow *mr = &zg_modules[m];
+    tr_module_tensors(m, &first, &n);
+    load_params(m);
+    const float *const *p = P + first;
+    switch (mr->kind) {
+    case ZR_MOD_EMBED:
+        tr_model_embed_forward(T.inputs, p);
+        break;
+    case ZR_MOD_BLOCK:
+        if (!T.act_ckpt) {
+            tr_model_block_forward(mr->layer, NULL, p);
+            break;
+        }
+        /* the same kernel on the same input: a recompute gives the forward's bits */
+        tr_model_block_forward(0, stream_in_ckpt(mr->layer), p);
+        T.area_layer = mr->layer;
+        if (op->slot != ZR_RECOMPUTE)
+            memcpy(stream_in_ckpt(mr->layer + 1), tr_model_block_out(0),
+                   (size_t)ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL * 4);
+        break;
+    case ZR_MOD_FINAL_NORM:
+        tr_model_final_norm_forward(T.act_ckpt ? stream_in_ckpt(ZG_N_LAYERS) : NULL, p);
+        break;
+    case ZR_MOD_HEAD: {
+        int count = 0;
+        float loss = tr_model_head_forward(T.targets, p, &count);
+        T.loss_sum += loss * (float)count;
+        break;
+    }
+    }
+}
+
+static void backward(const ZrOpRow *op)
+{
+    int m = op->arg, first, n;
+    const ZrModuleRow *mr = &zg_modules[m];
+    tr_module_tensors(m, &first, &n);
+    load_params(m);
+    prepare_grads(op);
+    const float *const *p = P + first;
+    float *const *g = Gp + first;
+    switch (mr->kind) {
+    case ZR_MOD_HEAD:
+        tr_model_head_backward(T.targets, p, g, (float)(T.loss_scale / (double)ZG_TOKENS_PER_STEP));
+        break;
+    case ZR_MOD_FINAL_NORM:
+        tr_model_final_norm_backward(T.act_ckpt ? stream_in_ckpt(ZG_N_LAYERS) : NULL, p, g);
+        break;
+    case ZR_MOD_BLOCK:
+        if (T.act_ckpt) {
+            check_area(mr->layer);
+            tr_model_block_backward(0, stream_in_ckpt(mr->layer), p, g);
+            break;
+        }
+        tr_model_block_backward(mr->layer, NULL, p, g);
+        break;
+    case ZR_MOD_EMBED:
+        tr_model_embed_backward(T.inputs, g);
+        break;
+    }
+    finish_grads(op);
+}
+
+/* ---------------------------------------------------------------------- stage 3 gathers */
+static void param_swap_in(const ZrOpRow *op)
+{
+    int g = op->arg, s = op->slot;
+    int64_t off = zg_gathers[g].shard_offset, n = zg_gathers[g].shard_numel;
+    if (!T.param_buf[s]) tr_die("plan lacks param_buf_%d for PARAM_SWAP_IN", s);
+    if (T.params_shard) {
+        memcpy(T.param_buf[s], tr_w_at(T.params_shard, off), (size_t)n * ZG_DTYPE_SIZE);
+    } else {
+        ZR_CHECK(zr_nvme_read_async(T.nvme_param, T.param_buf[s], n * ZG_DTYPE_SIZE,
+                                    T.params_shard_nvme + off * ZG_DTYPE_SIZE, &T.pswap_req[s]));
+    }
+}
+
+static void gather(const ZrOpRow *op)
+{
+    int s = op->slot;
+    const ZrGatherRow *gr = &zg_gathers[op->arg];
+    TrReq *q = &T.gather_req[s];
+    const char *src;
+    int64_t src0;
+    if (T.param_buf[s]) {         /* parameters offloaded: PARAM_SWAP_IN brought the span in */
+        if (!T.params_shard && T.pswap_req[s].state == 1 && zr_nvme_wait(T.nvme_param, &T.pswap_req[s]) < 0)
+            tr_die("%s", zr_nvme_strerror(T.nvme_param));
+        src = T.param_buf[s];
+        src0 = gr->shard_offset;
+    } else {
+        src = T.params_shard;
+        src0 = 0;
+    }
+    if (q->n) tr_die("slot %d gathered again before its previous gather was waited for", s);
+    for (int t = gr->first_tensor; t < gr->first_tensor + gr->n_tensors; t++) {
+        if (zg_tensors[t].persistent) continue;
+        const void *send = src + (zg_tensors[t].shard_offset - src0) * ZG_DTYPE_SIZE;
+        ZR_CHECK(zr_all_gather(T.comm, send, tr_w_at(T.slot[s], zg_tensors[t].gather_offset),
+                               zg_tensors[t].part_numel, ZG_DTYPE, &q->h[q->n]));
+        q->n++;
+    }
+}
+
+static void wait_gather(const ZrOpRow *op)
+{
+    TrReq *q = &T.gather_req[op->slot];
+    for (int i = 0; i < q->n; i++) ZR_CHECK(zr_coll_wait(T.comm, q->h[i]));
+    q->n = 0;
+}
+
+/* The slot is dead until gathered again: in debug mode it is poisoned with NaN, so a schedule
+** that reads a released slot shows up as a NaN loss. */
+static void release(const ZrOpRow *op)
+{
+    const ZrRegionRow *r = T.slot_row[op->slot];
+    ZR_CHECK(zr_arena_release(T.arena[r->tier], r->offset_bytes, r->bytes));
+}
+
+/* ---------------------------------------------------------------------- gradient buckets */
+static void put_w(char *dst, const float *src, int64_t n, int64_t pad)
+{
+    tr_f32_to_w(dst, src, n);
+    memset(dst + n * ZG_DTYPE_SIZE, 0, (size_t)pad * ZG_DTYPE_SIZE);
+}
+
+static void grad_copy(const ZrOpRow *op)
+{
+    tr_grad_copy_each(op, T.bucket[tr_bucket_buf(op->arg)], Gp, put_w);
+}
+
+/* The lowered row says what moves (gen/lower.c decided the stage's rules once): stages 0/1
+** all-reduce "grads" in place, stage 2 a bucket buffer; stage 3 reduce-scatters the rank-major
+** bucket into "bucket_recv_<b>", or, for one fp32 micro-step, straight into grad32 (zero at this
+** point, and 0 + x is exact, so this equals accumulating); over one rank an in-place sum moves
+** nothing. libzrt sums every element in rank order in fp32 (16-bit rounded once), the same bits an
+** all-reduce of the bucket would give. */
+static void reduce(const ZrOpRow *op)
+{
+    ZrCollReq **req = &T.reduce_req[op->arg];
+    *req = NULL;
+    if (op->xfer == ZR_XFER_NONE) return;
+    const void *src = tr_region_at(op->src, op->src_off, op->src_dt);
+    void *dst = tr_region_at(op->dst, op->dst_off, op->dst_dt);
+    if (op->xfer == ZR_XFER_ALL_REDUCE)
+        ZR_CHECK(zr_all_reduce(T.comm, src, dst, op->count, (ZrDtype)op->src_dt, req));
+    else if (op->xfer == ZR_XFER_REDUCE_SCATTER)
+        ZR_CHECK(zr_reduce_scatter(T.comm, src, dst, op->count, (ZrDtype)op->src_dt, req));
+    else
+        tr_die("REDUCE of bucket %d lowered to %s", op->arg, zr_xfer_names[op->xfer]);
+}
+
+void tr_w_into_f32(float *d, const void *s, int64_t n, int add)
+{
+#if ZG_MIXED
+    /* widened a block at a time (the vector conversion), then the same adds element by element */
+    const uint16_t *h = s;
+    float x[1024];
+    for (int64_t a = 0; a < n; a += 1024) {
+        int64_t m = n - a < 1024 ? n - a : 1024;
+        tr_w_to_f32(x, h + a, m);
+        if (!add) { memcpy(d + a, x, (size_t)m * 4); continue; }
+        for (int64_t i = 0; i < m; i++) d[a + i] += x[i];
+    }
+#else
+    const float *f = s;
+    if (!add) { memcpy(d, f, (size_t)n * 4); return; }
+    for (int64_t i = 0; i < n; i++) d[i] += f[i];
+#endif
+}
+
+/* The hand-over of reduced gradients into grad32, as lowered: a flat range of which this rank's
+** shard part is taken (stages 0-2), or this rank's reduce-scattered chunk (stage 3; with grad32 on
+** NVMe an nvme_write: through the sub-group windows of tr_grad_take). */
+void tr_hand_over(const ZrOpRow *op)
+{
+    int64_t skip, dst, n = tr_hand_over_range(op, &skip, &dst);
+    if (n <= 0) return;
+    const char *src = (const char *)tr_region_at(op->src, op->src_off, op->src_dt) + skip * ZG_DTYPE_SIZE;
+    if (op->xfer == ZR_XFER_NVME_WRITE) tr_grad_take(dst, src, n, op->accumulate);
+    else tr_w_into_f32(tr_region_at(op->dst, dst, ZR_DT_FP32), src, n, op->accumulate);
+}
+
+/* NONE: the reduction already landed in grad32, or there is no grad32. */
+static void wait_reduce(const ZrOpRow *op)
+{
+    ZR_CHECK(zr_coll_wait(T.comm, T.reduce_req[op->arg]));
+    T.reduce_req[op->arg] = NULL;
+    if (op->xfer != ZR_XFER_NONE) tr_hand_over(op);
+}
+
+const TrOps tr_host_ops = {
+    .name = "host",
+    .swap_in = param_swap_in, .gather = gather, .wait_gather = wait_gather, .release = release,
+    .forward = forward, .backward = backward,
+    .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce,
+};
