@@ -126,6 +126,10 @@ build/bench/host/%.o: templates/host/%.c
 bin/bench/calibrate: bench/calibrate.c build/libzrt.a $(GEN_LIB_OBJ) $(CAL_HOST_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) $(GEN_CFLAGS) -Iruntime -Igen -Itemplates/host -o $@ $< $(CAL_HOST_OBJ) build/libzrt.a $(GEN_LIB_OBJ) $(RT_LIBS) $(GEN_LIBS) -lopenblas
+# Every benchmark includes bench/zb.h (the shared clock, median and result line).
+$(BENCH_BIN) bin/bench/calibrate: bench/zb.h
+# The runtime tests that need scratch files include tests/zt_tmp.h.
+$(TRT_BIN): tests/zt_tmp.h
 
 # `make test` and `make demo` are the README's two set-up commands: each first installs what a fresh
 # machine lacks (the same idempotent script CI uses), then re-runs make, because the pkg-config flags
