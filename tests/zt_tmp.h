@@ -25,6 +25,24 @@ static inline void zt_tmp_path(char *out, size_t n, const char *dir, const char 
     snprintf(out, n, "%s/%s", dir, name);
 }
 
+/* dir/name in one of four rotating buffers, so a call may pass up to four such paths at once. */
+static inline const char *zt_tmp_in(const char *dir, const char *name)
+{
+    static char p[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    zt_tmp_path(p[k], sizeof p[k], dir, name);
+    return p[k];
+}
+
+/* Removes dir and everything the test left in it; says so if it cannot. */
+static inline void zt_tmpdir_remove(const char *dir)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+}
+
 /* n pseudo-random bytes (xorshift64), the same for the same seed. */
 static inline void zt_fill_bytes(uint8_t *b, int64_t n, unsigned seed)
 {
