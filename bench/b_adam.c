@@ -101,28 +101,19 @@ int main(int argc, char **argv)
         t0 = zb_now();
         stream(p, m, v, g, n);
         double ts = zb_now() - t0;
-        adam[r] = (double)n / ta / 1e6;
-        bound[r] = (double)n / ts / 1e6;
-        ratio[r] = ts / ta;
-        printf("  pair %d: adam %.0f Mparam/s (%.1f GB/s), stream %.0f Mparam/s (%.1f GB/s)\n",
-               r, adam[r], adam[r] * 28e-3, bound[r], bound[r] * 28e-3);
+        zb_pair(r, n, ta, ts, "adam", 28e-3, adam, bound, ratio);
     }
     double med = zb_median(ratio, PAIRS), madam = zb_median(adam, PAIRS);
     double mbound = zb_median(bound, PAIRS);
     printf("cpu adam (%s, %d threads, %lld params): %.0f Mparam/s, bound %.0f Mparam/s, "
            "median ratio %.3f\n", zr_adam_impl_name(), threads, (long long)n, madam,
            mbound, med);
-    const char *out = getenv("ZB_RESULTS");
-    if (out) {
-        FILE *f = fopen(out, "a");
-        if (!f) { perror(out); return 1; }
-        fprintf(f, "{\"name\": \"cpu_adam_fp32_%lldM_%dthreads\", \"value\": %.1f, "
-                "\"unit\": \"Mparam/s\", \"peer\": \"memory bound (4R/3W stream, 28 B/param)\", "
-                "\"peer_value\": %.1f, \"ratio\": %.3f, \"note\": \"%s path; median of %d "
-                "alternating pairs; target >= 0.8\"}\n", (long long)(n / 1000000), threads,
-                madam, mbound, med, zr_adam_impl_name(), PAIRS);
-        fclose(f);
-    }
+    if (zb_append("{\"name\": \"cpu_adam_fp32_%lldM_%dthreads\", \"value\": %.1f, "
+                  "\"unit\": \"Mparam/s\", \"peer\": \"memory bound (4R/3W stream, 28 B/param)\", "
+                  "\"peer_value\": %.1f, \"ratio\": %.3f, \"note\": \"%s path; median of %d "
+                  "alternating pairs; target >= 0.8\"}\n", (long long)(n / 1000000), threads,
+                  madam, mbound, med, zr_adam_impl_name(), PAIRS))
+        return 1;
     free(p); free(m); free(v); free(g);
     return 0;
 }

@@ -103,28 +103,19 @@ int main(void)
         t0 = zb_now();
         stream(p, m, v, g, p16, n);
         double ts = zb_now() - t0;
-        adam[r] = (double)n / ta / 1e6;
-        bound[r] = (double)n / ts / 1e6;
-        ratio[r] = ts / ta;
-        printf("  pair %d: fused bf16 adam %.0f Mparam/s (%.1f GB/s), stream %.0f Mparam/s (%.1f GB/s)\n",
-               r, adam[r], adam[r] * 28e-3, bound[r], bound[r] * 28e-3);
+        zb_pair(r, n, ta, ts, "fused bf16 adam", 28e-3, adam, bound, ratio);
     }
     double med = zb_median(ratio, PAIRS), madam = zb_median(adam, PAIRS);
     double mbound = zb_median(bound, PAIRS);
     printf("fused 16-bit cpu adam (%s, %d threads, %lld params, bf16 g in, bf16 p out): "
            "%.0f Mparam/s, same-bytes stream %.0f Mparam/s, median ratio %.3f\n",
            zr_adam_impl_name(), threads, (long long)n, madam, mbound, med);
-    const char *out = getenv("ZB_RESULTS");
-    if (out) {
-        FILE *f = fopen(out, "a");
-        if (!f) { perror(out); return 1; }
-        fprintf(f, "{\"name\": \"cpu_adam_bf16_fused_%lldM_%dthreads\", \"value\": %.1f, "
-                "\"unit\": \"Mparam/s\", \"peer\": \"stream, same 28 B/param (bf16 g, bf16 p)\", "
-                "\"peer_value\": %.1f, \"ratio\": %.3f, \"note\": \"%s path, one pass; median of "
-                "%d alternating pairs; aim >= 0.9\"}\n", (long long)(n / 1000000), threads,
-                madam, mbound, med, zr_adam_impl_name(), PAIRS);
-        fclose(f);
-    }
+    if (zb_append("{\"name\": \"cpu_adam_bf16_fused_%lldM_%dthreads\", \"value\": %.1f, "
+                  "\"unit\": \"Mparam/s\", \"peer\": \"stream, same 28 B/param (bf16 g, bf16 p)\", "
+                  "\"peer_value\": %.1f, \"ratio\": %.3f, \"note\": \"%s path, one pass; median of "
+                  "%d alternating pairs; aim >= 0.9\"}\n", (long long)(n / 1000000), threads,
+                  madam, mbound, med, zr_adam_impl_name(), PAIRS))
+        return 1;
     free(p); free(m); free(v); free(g); free(p16);
     return 0;
 }

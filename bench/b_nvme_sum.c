@@ -102,7 +102,9 @@ int main(void)
     char note[400];
     snprintf(note, sizeof note, "256 MiB of 64 MiB shards, bs 1 MiB, qd 8, %s; every byte read checked; "
              "medians of %d alternated passes; CRC32C on one core here %.2f GB/s", dir, reps, crc_gbs);
-    emit("nvme_swap_write_with_checksums", zb_median(ow, reps), zb_median(fw, reps), zb_median(rw, reps), note);
-    emit("nvme_swap_read_with_checksums", zb_median(orr, reps), zb_median(fr, reps), zb_median(rr, reps), note);
+    emit("nvme_swap_write_with_checksums", zb_median(ow, reps), zb_median(fw, reps),
+         zb_median(rw, reps), note);
+    emit("nvme_swap_read_with_checksums", zb_median(orr, reps), zb_median(fr, reps),
+         zb_median(rr, reps), note);
     return 0;
 }

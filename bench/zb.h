@@ -8,6 +8,7 @@
 */
 #ifndef ZB_H
 #define ZB_H
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,35 @@ static inline void zb_emit_line(const char *line)
     FILE *o = path ? fopen(path, "a") : NULL;
     fputs(line, stdout);
     if (o) { fputs(line, o); fclose(o); }
+}
+
+/* Appends one formatted result line to $ZB_RESULTS only (for a benchmark whose stdout is its own
+** summary); 0, also when $ZB_RESULTS is unset, or -1 after perror when the file cannot be opened. */
+__attribute__((format(printf, 1, 2))) static inline int zb_append(const char *fmt, ...)
+{
+    const char *path = getenv("ZB_RESULTS");
+    if (!path) return 0;
+    FILE *o = fopen(path, "a");
+    if (!o) { perror(path); return -1; }
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(o, fmt, ap);
+    va_end(ap);
+    fclose(o);
+    return 0;
+}
+
+/* One alternated pair of a throughput figure against its stream bound: n items in ta seconds (the
+** figure) and ts seconds (the bound) give rate[r] and bound[r] in M items/s and ratio[r] = ts / ta,
+** printed as one "  pair" line (GB/s = M items/s times gb_per_mitem). */
+static inline void zb_pair(int r, int64_t n, double ta, double ts, const char *what,
+                           double gb_per_mitem, double *rate, double *bound, double *ratio)
+{
+    rate[r] = (double)n / ta / 1e6;
+    bound[r] = (double)n / ts / 1e6;
+    ratio[r] = ts / ta;
+    printf("  pair %d: %s %.0f Mparam/s (%.1f GB/s), stream %.0f Mparam/s (%.1f GB/s)\n",
+           r, what, rate[r], rate[r] * gb_per_mitem, bound[r], bound[r] * gb_per_mitem);
 }
 
 /* The result line of a bandwidth figure in GB/s against a named peer. */
