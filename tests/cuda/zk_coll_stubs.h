@@ -1,5 +1,5 @@
 /*
-** zk_coll_stubs.h — the libzrt collectives, stubbed (-ENOSYS), for the tests that compile the GPU
+** zk_coll_stubs.h — the libzrt collectives, stubbed (-ENOSYS), for the GEMM tests that compile the GPU
 ** stand-in (templates/cuda_trainer/zr_gpu_emu.cpp) into themselves and never reach a collective:
 ** the stand-in's collective calls must still link, and stubs keep these tests free of MPI.
 ** Include it after zr_gpu_emu.cpp (it uses ZrComm, ZrDtype and ZrCollReq from there).
