@@ -97,6 +97,7 @@ bin/tests/cuda/t_gpu_race: TCU_RACE :=
 bin/tests/cuda/t_gpu_gemm_ex: TCU_RACE :=
 bin/tests/cuda/t_gpu_gemm_lt: TCU_RACE :=
 bin/tests/cuda/t_gpu_gemm_lt: templates/cuda_trainer/zr_gpu_emu.cpp
+bin/tests/cuda/t_gpu_gemm_ex bin/tests/cuda/t_gpu_gemm_lt: tests/cuda/zk_coll_stubs.h
 bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h $(TCU_HOST_SRC) $(TCU_DEPS) build/libzrt.a
 	@mkdir -p $(@D) build/tests/cuda/$*
 	@for f in $(TCU_HOST_SRC); do \
@@ -126,6 +127,10 @@ build/bench/host/%.o: templates/host/%.c
 bin/bench/calibrate: bench/calibrate.c build/libzrt.a $(GEN_LIB_OBJ) $(CAL_HOST_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) $(GEN_CFLAGS) -Iruntime -Igen -Itemplates/host -o $@ $< $(CAL_HOST_OBJ) build/libzrt.a $(GEN_LIB_OBJ) $(RT_LIBS) $(GEN_LIBS) -lopenblas
+# Every benchmark includes bench/zb.h (the shared clock, median and result line).
+$(BENCH_BIN) bin/bench/calibrate: bench/zb.h
+# The runtime tests that need scratch files include tests/zt_tmp.h.
+$(TRT_BIN): tests/zt_tmp.h
 
 # `make test` and `make demo` are the README's two set-up commands: each first installs what a fresh
 # machine lacks (the same idempotent script CI uses), then re-runs make, because the pkg-config flags

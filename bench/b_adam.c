@@ -18,13 +18,7 @@
 #include <time.h>
 #include <omp.h>
 #include "zr_adam.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "zb.h"
 
 /* The bound: p += s*g, m += s*g, v += s*g — 4 reads and 3 writes per element, like Adam. */
 __attribute__((target("avx512f"))) static void stream512(float *p, float *m, float *v,
@@ -61,12 +55,6 @@ static void stream(float *p, float *m, float *v, const float *g, int64_t n)
     }
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     int64_t n = getenv("ZB_ADAM_N") ? atoll(getenv("ZB_ADAM_N")) : 100000000;
@@ -94,9 +82,9 @@ int main(int argc, char **argv)
         double best = 1e30;
         for (int i = 0; i < k; i++) {
             c.step++;
-            double t0 = now();
+            double t0 = zb_now();
             zr_adam_step(&c, p, m, v, g, ZR_DT_FP32, NULL, ZR_DT_FP32, n);
-            double t = now() - t0;
+            double t = zb_now() - t0;
             if (t < best) best = t;
         }
         printf("Mparam/s %.1f\n", (double)n / best / 1e6);
@@ -107,36 +95,25 @@ int main(int argc, char **argv)
     double ratio[PAIRS], adam[PAIRS], bound[PAIRS];
     for (int r = 0; r < PAIRS; r++) {
         c.step++;
-        double t0 = now();
+        double t0 = zb_now();
         zr_adam_step(&c, p, m, v, g, ZR_DT_FP32, NULL, ZR_DT_FP32, n);
-        double ta = now() - t0;
-        t0 = now();
+        double ta = zb_now() - t0;
+        t0 = zb_now();
         stream(p, m, v, g, n);
-        double ts = now() - t0;
-        adam[r] = (double)n / ta / 1e6;
-        bound[r] = (double)n / ts / 1e6;
-        ratio[r] = ts / ta;
-        printf("  pair %d: adam %.0f Mparam/s (%.1f GB/s), stream %.0f Mparam/s (%.1f GB/s)\n",
-               r, adam[r], adam[r] * 28e-3, bound[r], bound[r] * 28e-3);
+        double ts = zb_now() - t0;
+        zb_pair(r, n, ta, ts, "adam", 28e-3, adam, bound, ratio);
     }
-    qsort(ratio, PAIRS, sizeof *ratio, cmp_d);
-    qsort(adam, PAIRS, sizeof *adam, cmp_d);
-    qsort(bound, PAIRS, sizeof *bound, cmp_d);
-    double med = ratio[PAIRS / 2];
+    double med = zb_median(ratio, PAIRS), madam = zb_median(adam, PAIRS);
+    double mbound = zb_median(bound, PAIRS);
     printf("cpu adam (%s, %d threads, %lld params): %.0f Mparam/s, bound %.0f Mparam/s, "
-           "median ratio %.3f\n", zr_adam_impl_name(), threads, (long long)n, adam[PAIRS / 2],
-           bound[PAIRS / 2], med);
-    const char *out = getenv("ZB_RESULTS");
-    if (out) {
-        FILE *f = fopen(out, "a");
-        if (!f) { perror(out); return 1; }
-        fprintf(f, "{\"name\": \"cpu_adam_fp32_%lldM_%dthreads\", \"value\": %.1f, "
-                "\"unit\": \"Mparam/s\", \"peer\": \"memory bound (4R/3W stream, 28 B/param)\", "
-                "\"peer_value\": %.1f, \"ratio\": %.3f, \"note\": \"%s path; median of %d "
-                "alternating pairs; target >= 0.8\"}\n", (long long)(n / 1000000), threads,
-                adam[PAIRS / 2], bound[PAIRS / 2], med, zr_adam_impl_name(), PAIRS);
-        fclose(f);
-    }
+           "median ratio %.3f\n", zr_adam_impl_name(), threads, (long long)n, madam,
+           mbound, med);
+    if (zb_append("{\"name\": \"cpu_adam_fp32_%lldM_%dthreads\", \"value\": %.1f, "
+                  "\"unit\": \"Mparam/s\", \"peer\": \"memory bound (4R/3W stream, 28 B/param)\", "
+                  "\"peer_value\": %.1f, \"ratio\": %.3f, \"note\": \"%s path; median of %d "
+                  "alternating pairs; target >= 0.8\"}\n", (long long)(n / 1000000), threads,
+                  madam, mbound, med, zr_adam_impl_name(), PAIRS))
+        return 1;
     free(p); free(m); free(v); free(g);
     return 0;
 }

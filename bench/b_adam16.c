@@ -17,14 +17,8 @@
 #include <time.h>
 #include <omp.h>
 #include "zr_adam.h"
+#include "zb.h"
 #include "zr_half.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The bound: x = s*widen(g); p += x, m += x, v += x; p16 = high half of p. 4 reads, 4 writes. */
 __attribute__((target("avx512f,avx512bw"))) static void stream512(float *p, float *m, float *v,
@@ -74,12 +68,6 @@ static void stream(float *p, float *m, float *v, const uint16_t *g, uint16_t *p1
     }
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(void)
 {
     int64_t n = getenv("ZB_ADAM_N") ? atoll(getenv("ZB_ADAM_N")) : 100000000;
@@ -109,36 +97,25 @@ int main(void)
     double ratio[PAIRS], adam[PAIRS], bound[PAIRS];
     for (int r = 0; r < PAIRS; r++) {
         c.step++;
-        double t0 = now();
+        double t0 = zb_now();
         zr_adam_step(&c, p, m, v, g, ZR_DT_BF16, p16, ZR_DT_BF16, n);
-        double ta = now() - t0;
-        t0 = now();
+        double ta = zb_now() - t0;
+        t0 = zb_now();
         stream(p, m, v, g, p16, n);
-        double ts = now() - t0;
-        adam[r] = (double)n / ta / 1e6;
-        bound[r] = (double)n / ts / 1e6;
-        ratio[r] = ts / ta;
-        printf("  pair %d: fused bf16 adam %.0f Mparam/s (%.1f GB/s), stream %.0f Mparam/s (%.1f GB/s)\n",
-               r, adam[r], adam[r] * 28e-3, bound[r], bound[r] * 28e-3);
+        double ts = zb_now() - t0;
+        zb_pair(r, n, ta, ts, "fused bf16 adam", 28e-3, adam, bound, ratio);
     }
-    qsort(ratio, PAIRS, sizeof *ratio, cmp_d);
-    qsort(adam, PAIRS, sizeof *adam, cmp_d);
-    qsort(bound, PAIRS, sizeof *bound, cmp_d);
-    double med = ratio[PAIRS / 2];
+    double med = zb_median(ratio, PAIRS), madam = zb_median(adam, PAIRS);
+    double mbound = zb_median(bound, PAIRS);
     printf("fused 16-bit cpu adam (%s, %d threads, %lld params, bf16 g in, bf16 p out): "
            "%.0f Mparam/s, same-bytes stream %.0f Mparam/s, median ratio %.3f\n",
-           zr_adam_impl_name(), threads, (long long)n, adam[PAIRS / 2], bound[PAIRS / 2], med);
-    const char *out = getenv("ZB_RESULTS");
-    if (out) {
-        FILE *f = fopen(out, "a");
-        if (!f) { perror(out); return 1; }
-        fprintf(f, "{\"name\": \"cpu_adam_bf16_fused_%lldM_%dthreads\", \"value\": %.1f, "
-                "\"unit\": \"Mparam/s\", \"peer\": \"stream, same 28 B/param (bf16 g, bf16 p)\", "
-                "\"peer_value\": %.1f, \"ratio\": %.3f, \"note\": \"%s path, one pass; median of "
-                "%d alternating pairs; aim >= 0.9\"}\n", (long long)(n / 1000000), threads,
-                adam[PAIRS / 2], bound[PAIRS / 2], med, zr_adam_impl_name(), PAIRS);
-        fclose(f);
-    }
+           zr_adam_impl_name(), threads, (long long)n, madam, mbound, med);
+    if (zb_append("{\"name\": \"cpu_adam_bf16_fused_%lldM_%dthreads\", \"value\": %.1f, "
+                  "\"unit\": \"Mparam/s\", \"peer\": \"stream, same 28 B/param (bf16 g, bf16 p)\", "
+                  "\"peer_value\": %.1f, \"ratio\": %.3f, \"note\": \"%s path, one pass; median of "
+                  "%d alternating pairs; aim >= 0.9\"}\n", (long long)(n / 1000000), threads,
+                  madam, mbound, med, zr_adam_impl_name(), PAIRS))
+        return 1;
     free(p); free(m); free(v); free(g); free(p16);
     return 0;
 }

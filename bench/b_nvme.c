@@ -16,47 +16,17 @@
 #include <unistd.h>
 
 #include "zr_nvme.h"
+#include "zb.h"
 
 #define SHARDS 8
 #define SHARD_MB 160                      /* 8 x 160 MiB = 1.25 GiB */
 #define BS (1 << 20)                      /* aio.block_size default */
 #define QD 8                              /* aio.queue_depth default */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* GB/s of one pass of zr_nvme over all shards, every shard queued before waiting. */
 static double zr_pass(ZrNvme *f, char **buf, int write)
 {
-    const int64_t sz = (int64_t)SHARD_MB << 20;
-    ZrNvmeReq req[SHARDS];
-    memset(req, 0, sizeof req);
-    double t0 = now();
-    for (int s = 0; s < SHARDS; s++) {
-        int rc = write ? zr_nvme_write_async(f, buf[s], sz, s * sz, &req[s])
-                       : zr_nvme_read_async(f, buf[s], sz, s * sz, &req[s]);
-        if (rc) { fprintf(stderr, "b_nvme: submit: %s\n", strerror(-rc)); return -1; }
-    }
-    int rc = zr_nvme_wait_all(f);
-    double t = now() - t0;
-    if (rc) { fprintf(stderr, "b_nvme: %s\n", zr_nvme_strerror(f)); return -1; }
-    return (double)sz * SHARDS / t / 1e9;
+    return zb_nvme_pass(f, buf, SHARDS, (int64_t)SHARD_MB << 20, write, "b_nvme");
 }
 
 /* GB/s that fio reports for one job; -1 if fio fails. */
@@ -81,15 +51,7 @@ static double fio_pass(const char *file, int write)
 
 static void emit(const char *name, double v, double peer, double ratio, const char *note)
 {
-    const char *path = getenv("ZB_RESULTS");
-    FILE *o = path ? fopen(path, "a") : NULL;
-    char line[1024];
-    snprintf(line, sizeof line,
-             "{\"name\": \"%s\", \"value\": %.4f, \"unit\": \"GB/s\", \"peer\": \"fio io_uring "
-             "direct bs=1M qd=8 fixedbufs\", \"peer_value\": %.4f, \"ratio\": %.4f, \"note\": \"%s\"}\n",
-             name, v, peer, ratio, note);
-    fputs(line, stdout);
-    if (o) { fputs(line, o); fclose(o); }
+    zb_emit_gbs(name, v, "fio io_uring direct bs=1M qd=8 fixedbufs", peer, ratio, note);
 }
 
 int main(void)
@@ -136,12 +98,12 @@ int main(void)
     for (int s = 0; s < SHARDS; s++) zr_nvme_free(buf[s], (size_t)sz);
     zr_nvme_close(f);
     if (!ok) { fprintf(stderr, "b_nvme: a pass failed (is fio installed?)\n"); return 1; }
-    double mrw = median(rw, reps), mrr = median(rr, reps);
+    double mrw = zb_median(rw, reps), mrr = zb_median(rr, reps);
     const char *note = "1.25 GiB of 160 MiB shards, bs 1 MiB, qd 8, O_DIRECT; median of pairwise "
                        "ratios of alternated runs";
-    emit("nvme_swapper_write", median(zw, reps), median(fw, reps), mrw,
+    emit("nvme_swapper_write", zb_median(zw, reps), zb_median(fw, reps), mrw,
          note);
-    emit("nvme_swapper_read", median(zrd, reps), median(frd, reps), mrr,
+    emit("nvme_swapper_read", zb_median(zrd, reps), zb_median(frd, reps), mrr,
          note);
     return 0;
 }

@@ -17,62 +17,22 @@
 
 #include "zr_ckpt.h"
 #include "zr_nvme.h"
+#include "zb.h"
 
 #define SHARDS 4
 #define SHARD_MB 64                       /* 4 x 64 MiB = 256 MiB per pass */
 #define BS (1 << 20)                      /* aio.block_size default */
 #define QD 8                              /* aio.queue_depth default */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    double c[32];
-    memcpy(c, v, (size_t)n * sizeof *v);
-    qsort(c, (size_t)n, sizeof *c, cmp_d);
-    return n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
-}
-
 /* GB/s of one pass over all shards, every shard queued before waiting. */
 static double pass(ZrNvme *f, char **buf, int write)
 {
-    const int64_t sz = (int64_t)SHARD_MB << 20;
-    ZrNvmeReq req[SHARDS];
-    memset(req, 0, sizeof req);
-    double t0 = now();
-    for (int s = 0; s < SHARDS; s++) {
-        int rc = write ? zr_nvme_write_async(f, buf[s], sz, s * sz, &req[s])
-                       : zr_nvme_read_async(f, buf[s], sz, s * sz, &req[s]);
-        if (rc) { fprintf(stderr, "b_nvme_sum: submit: %s\n", strerror(-rc)); return -1; }
-    }
-    int rc = zr_nvme_wait_all(f);
-    double t = now() - t0;
-    if (rc) { fprintf(stderr, "b_nvme_sum: %s\n", zr_nvme_strerror(f)); return -1; }
-    return (double)sz * SHARDS / t / 1e9;
+    return zb_nvme_pass(f, buf, SHARDS, (int64_t)SHARD_MB << 20, write, "b_nvme_sum");
 }
 
 static void emit(const char *name, double v, double peer, double ratio, const char *note)
 {
-    const char *path = getenv("ZB_RESULTS");
-    FILE *o = path ? fopen(path, "a") : NULL;
-    char line[1024];
-    snprintf(line, sizeof line,
-             "{\"name\": \"%s\", \"value\": %.4f, \"unit\": \"GB/s\", \"peer\": \"same I/O without "
-             "checksums\", \"peer_value\": %.4f, \"ratio\": %.4f, \"note\": \"%s\"}\n",
-             name, v, peer, ratio, note);
-    fputs(line, stdout);
-    if (o) { fputs(line, o); fclose(o); }
+    zb_emit_gbs(name, v, "same I/O without checksums", peer, ratio, note);
 }
 
 static ZrNvme *open_one(const char *dir, const char *name, int flags, char **buf)
@@ -109,11 +69,11 @@ int main(void)
            SHARDS, SHARD_MB, BS, QD, dir, (long long)zr_nvme_sum_stripe(on), reps);
 
     /* the CRC32C rate of one core, over the same buffers */
-    double t0 = now();
+    double t0 = zb_now();
     uint32_t c = 0;
     for (int s = 0; s < SHARDS; s++) c += zr_crc32c(~0u, buf[s], (size_t)sz);
     (void)c;
-    double crc_gbs = (double)sz * SHARDS / (now() - t0) / 1e9;
+    double crc_gbs = (double)sz * SHARDS / (zb_now() - t0) / 1e9;
 
     double ow[32], fw[32], orr[32], fr[32], rw[32], rr[32];
     int ok = 1;
@@ -142,7 +102,9 @@ int main(void)
     char note[400];
     snprintf(note, sizeof note, "256 MiB of 64 MiB shards, bs 1 MiB, qd 8, %s; every byte read checked; "
              "medians of %d alternated passes; CRC32C on one core here %.2f GB/s", dir, reps, crc_gbs);
-    emit("nvme_swap_write_with_checksums", median(ow, reps), median(fw, reps), median(rw, reps), note);
-    emit("nvme_swap_read_with_checksums", median(orr, reps), median(fr, reps), median(rr, reps), note);
+    emit("nvme_swap_write_with_checksums", zb_median(ow, reps), zb_median(fw, reps),
+         zb_median(rw, reps), note);
+    emit("nvme_swap_read_with_checksums", zb_median(orr, reps), zb_median(fr, reps),
+         zb_median(rr, reps), note);
     return 0;
 }

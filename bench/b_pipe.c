@@ -14,24 +14,12 @@
 #include <unistd.h>
 
 #include "zr_pipe.h"
+#include "zb.h"
 
 #define NSG 8
 #define SG (4 << 20)                      /* elements per sub-group: 48 MiB of state */
 #define NBUF 4                            /* offload_optimizer.buffer_count default */
 #define REPS 5
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
@@ -93,20 +81,20 @@ int main(int argc, char **argv)
         for (int r = 0; r < REPS && !rc; r++) {
             ZrPipeStats st;
             c.step = r + 2;
-            double t0 = now();
+            double t0 = zb_now();
             rc |= zr_pipe_step(pp, &c, sg, NSG, g, ZR_DT_FP32, p16, ZR_DT_BF16);
-            wall[r] = now() - t0;
+            wall[r] = zb_now() - t0;
             zr_pipe_stats(pp, &st);
-            t0 = now();
+            t0 = zb_now();
             rc |= zr_pipe_step(pp, NULL, sg, NSG, NULL, ZR_DT_FP32, NULL, ZR_DT_BF16);
-            io[r] = now() - t0;
-            t0 = now();
+            io[r] = zb_now() - t0;
+            t0 = zb_now();
             for (int i = 0; i < NSG; i++) {
                 int64_t o = sg[i].shard_offset;
                 rc |= zr_adam_step(&c, p + o, m + o, v + o, g + o, ZR_DT_FP32, p16 + o, ZR_DT_BF16,
                                    SG);
             }
-            adam[r] = now() - t0;
+            adam[r] = zb_now() - t0;
             lims[r] = io[r] > adam[r] ? io[r] : adam[r];
             ratio[r] = lims[r] / wall[r];
             serial[r] = lims[r] / (io[r] + adam[r]);
@@ -119,11 +107,11 @@ int main(int argc, char **argv)
                    adam[r], ratio[r], serial[r], strict[r]);
         }
         if (rc) { fprintf(stderr, "b_pipe: failed: %s\n", zr_nvme_strerror(f)); return 1; }
-        qsort(ratio, REPS, sizeof *ratio, cmp_d);
-        qsort(wall, REPS, sizeof *wall, cmp_d);
-        qsort(lims, REPS, sizeof *lims, cmp_d);
-        qsort(serial, REPS, sizeof *serial, cmp_d);
-        qsort(strict, REPS, sizeof *strict, cmp_d);
+        qsort(ratio, REPS, sizeof *ratio, zb_cmp_d);
+        qsort(wall, REPS, sizeof *wall, zb_cmp_d);
+        qsort(lims, REPS, sizeof *lims, zb_cmp_d);
+        qsort(serial, REPS, sizeof *serial, zb_cmp_d);
+        qsort(strict, REPS, sizeof *strict, zb_cmp_d);
         double gbs = 2.0 * (double)end / wall[REPS / 2] / 1e9;
         char line[1024];
         snprintf(line, sizeof line,
@@ -136,10 +124,7 @@ int main(int argc, char **argv)
                  k ? "scalar_adam" : "default_adam", wall[REPS / 2], lims[REPS / 2],
                  ratio[REPS / 2], NSG, SG, NBUF, impl, gbs, serial[REPS / 2], strict[REPS / 2], REPS,
                  getenv("OMP_WAIT_POLICY"));
-        fputs(line, stdout);
-        const char *res = getenv("ZB_RESULTS");
-        FILE *o = res ? fopen(res, "a") : NULL;
-        if (o) { fputs(line, o); fclose(o); }
+        zb_emit_line(line);
     }
     zr_adam_force_impl(NULL);
     zr_pipe_destroy(pp);

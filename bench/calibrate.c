@@ -36,26 +36,9 @@
 #include "zr_coll.h"
 #include "zg_predict.h"
 #include "gpt2_host.h"
+#include "zb.h"
 
 enum { REPS = 5 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return v[n / 2];
-}
 
 static float *fill(size_t n)
 {
@@ -98,7 +81,7 @@ static void kernel_rates(int T, int C, double *mm, double *attn, double *ln)
     ** this shared machine weighs in as it does over a training step, not as a whole sample */
     for (int k = 0; k < KREPS; k++) {
         int it = 0;
-        double t0 = now(), t;
+        double t0 = zb_now(), t;
         do {
             zk_linear_forward(n, C, 3 * C, x, w, b, NULL, qkv, NULL);
             zk_linear_forward(n, C, C, y, w, b, x, dx, NULL);
@@ -109,31 +92,31 @@ static void kernel_rates(int T, int C, double *mm, double *attn, double *ln)
             zk_linear_backward(n, C, C, y, w, dy, dx, dw, db, NULL, NULL);
             zk_linear_backward(n, C, 3 * C, x, w, dqkv, dx, dw, db, NULL, NULL);
             it++;
-        } while ((t = now() - t0) < 0.04);
+        } while ((t = zb_now() - t0) < 0.04);
         rm[k] = it * mm_flops / t;
         for (size_t i = 0; i < (size_t)n * 3 * C; i++) qkv[i] = 0.01f * (float)(i % 97);
         it = 0;
-        t0 = now();
+        t0 = zb_now();
         do {
             zk_attention_forward(B, T, C, NH, qkv, att, y);
             zk_attention_backward(B, T, C, NH, qkv, att, dy, datt, dqkv);
             it++;
-        } while ((t = now() - t0) < 0.04);
+        } while ((t = zb_now() - t0) < 0.04);
         ra[k] = it * attn_flops / t;
         it = 0;
-        t0 = now();
+        t0 = zb_now();
         do {
             zk_layernorm_forward(n, C, eps, x, lw, lb, y, mean, rstd);
             zk_layernorm_forward(n, C, eps, y, lw, lb, dx, mean, rstd);
             zk_layernorm_backward(n, C, x, lw, mean, rstd, dy, dx, dw, db);
             zk_layernorm_backward(n, C, y, lw, mean, rstd, dy, dx, dw, db);
             it++;
-        } while ((t = now() - t0) < 0.04);
+        } while ((t = zb_now() - t0) < 0.04);
         rl[k] = it * ln_bytes / t;
     }
-    *mm = median(rm, KREPS);
-    *attn = median(ra, KREPS);
-    *ln = median(rl, KREPS);
+    *mm = zb_median(rm, KREPS);
+    *attn = zb_median(ra, KREPS);
+    *ln = zb_median(rl, KREPS);
     free(x); free(y); free(dy); free(dx); free(mean); free(rstd); free(qkv); free(dqkv);
     free(h); free(hg); free(dh); free(dhg); free(att); free(datt); free(w); free(dw); free(b);
     free(db); free(lw); free(lb);
@@ -145,22 +128,22 @@ static void mem_rates(double *stream, double *copy)
     float *a = fill(n), *b = fill(n);
     double rs[REPS], rc[REPS];
     for (int k = 0; k < REPS; k++) {
-        double t0 = now();
+        double t0 = zb_now();
 #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) b[i] = a[i] * 1.0001f;
-        rs[k] = 2.0 * n * sizeof(float) / (now() - t0);
-        t0 = now();
+        rs[k] = 2.0 * n * sizeof(float) / (zb_now() - t0);
+        t0 = zb_now();
 #pragma omp parallel
         {
             int t = omp_get_thread_num(), nt = omp_get_num_threads();
             size_t lo = n * t / nt, hi = n * (t + 1) / nt;
             memcpy(a + lo, b + lo, (hi - lo) * sizeof(float));
         }
-        rc[k] = n * sizeof(float) / (now() - t0);
+        rc[k] = n * sizeof(float) / (zb_now() - t0);
     }
     free(a); free(b);
-    *stream = median(rs, REPS);
-    *copy = median(rc, REPS);
+    *stream = zb_median(rs, REPS);
+    *copy = zb_median(rc, REPS);
 }
 
 static double adam_rate(void)
@@ -172,13 +155,13 @@ static double adam_rate(void)
                    .adamw = 1, .step = 1, .grad_scale = 1.0f};
     double r[REPS];
     for (int k = 0; k < REPS; k++) {
-        double t0 = now();
+        double t0 = zb_now();
         zr_adam_step(&c, p, m, v, g, ZR_DT_FP32, NULL, ZR_DT_BF16, n);
-        r[k] = (double)n / (now() - t0);
+        r[k] = (double)n / (zb_now() - t0);
         c.step++;
     }
     free(p); free(m); free(v); free(g);
-    return median(r, REPS);
+    return zb_median(r, REPS);
 }
 
 /* O_DIRECT sequential write then read of 256 MiB in 1 MiB requests; 0 if O_DIRECT fails. */
@@ -194,24 +177,24 @@ static void disk_rates(const char *dir, int rank, double *rd, double *wr)
     for (int k = 0; k < REPS; k++) {
         int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_DIRECT, 0600);
         if (fd < 0) { free(buf); return; }
-        double t0 = now();
+        double t0 = zb_now();
         for (size_t i = 0; i < nblk; i++)
             if (write(fd, buf, blk) != (ssize_t)blk) { close(fd); unlink(path); free(buf); return; }
         fdatasync(fd);
-        rw[k] = (double)(blk * nblk) / (now() - t0);
+        rw[k] = (double)(blk * nblk) / (zb_now() - t0);
         close(fd);
         fd = open(path, O_RDONLY | O_DIRECT);
         if (fd < 0) { unlink(path); free(buf); return; }
-        t0 = now();
+        t0 = zb_now();
         for (size_t i = 0; i < nblk; i++)
             if (read(fd, buf, blk) != (ssize_t)blk) break;
-        rr[k] = (double)(blk * nblk) / (now() - t0);
+        rr[k] = (double)(blk * nblk) / (zb_now() - t0);
         close(fd);
     }
     unlink(path);
     free(buf);
-    *rd = median(rr, REPS);
-    *wr = median(rw, REPS);
+    *rd = zb_median(rr, REPS);
+    *wr = zb_median(rw, REPS);
 }
 
 static void coll_rates(ZrComm *c, double *busbw, double *lat)
@@ -224,20 +207,20 @@ static void coll_rates(ZrComm *c, double *busbw, double *lat)
         ZrCollReq *q = NULL;
         zr_barrier(c, &q);
         zr_coll_wait(c, q);
-        double t0 = now();
+        double t0 = zb_now();
         zr_all_reduce(c, x, y, n, ZR_DT_FP32, &q);
         zr_coll_wait(c, q);
-        rb[k] = 2.0 * (w - 1) / w * (double)n * 4.0 / (now() - t0);
-        t0 = now();
+        rb[k] = 2.0 * (w - 1) / w * (double)n * 4.0 / (zb_now() - t0);
+        t0 = zb_now();
         for (int j = 0; j < 20; j++) {
             zr_all_reduce(c, x, y, 1, ZR_DT_FP32, &q);
             zr_coll_wait(c, q);
         }
-        rl[k] = (now() - t0) / 20;
+        rl[k] = (zb_now() - t0) / 20;
     }
     free(x); free(y);
-    *busbw = median(rb, REPS);
-    *lat = median(rl, REPS);
+    *busbw = zb_median(rb, REPS);
+    *lat = zb_median(rl, REPS);
 }
 
 int main(int argc, char **argv)

@@ -32,6 +32,13 @@ static const char *zt_cur_name;
 #define ZT_EQ_INT(a, b)                                                       \
     ZT_CHECKM((long long)(a) == (long long)(b), "%s == %s (%lld vs %lld)",    \
               #a, #b, (long long)(a), (long long)(b))
+/* Like ZT_EQ_INT for a call with side effects: evaluates it once (ZT_EQ_INT repeats it in its message). */
+#define ZT_EQ_CALL(call, want)                                                \
+    do {                                                                      \
+        long long r_ = (long long)(call);                                     \
+        ZT_CHECKM(r_ == (long long)(want), "%s = %lld, want %lld", #call, r_, \
+                  (long long)(want));                                         \
+    } while (0)
 #define ZT_EQ_STR(a, b)                                                       \
     ZT_CHECKM(strcmp((a), (b)) == 0, "%s == %s (\"%s\" vs \"%s\")", #a, #b, (a), (b))
 /* |a-b| <= atol + rtol*|b| */

@@ -22,18 +22,7 @@
 #include <math.h>
 #include "zt.h"
 
-/* The stand-in's collectives call libzrt; nothing here reaches them. */
-extern "C" {
-int zr_comm_create(ZrComm **c) { *c = nullptr; return -ENOSYS; }
-void zr_comm_destroy(ZrComm *c) { (void)c; }
-int zr_comm_world(const ZrComm *c) { (void)c; return 1; }
-int zr_all_gather(ZrComm *c, const void *s, void *r, int64_t n, ZrDtype d, ZrCollReq **q)
-{ (void)c; (void)s; (void)r; (void)n; (void)d; (void)q; return -ENOSYS; }
-int zr_reduce_scatter(ZrComm *c, const void *s, void *r, int64_t n, ZrDtype d, ZrCollReq **q)
-{ (void)c; (void)s; (void)r; (void)n; (void)d; (void)q; return -ENOSYS; }
-int zr_all_reduce(ZrComm *c, const void *s, void *r, int64_t n, ZrDtype d, ZrCollReq **q)
-{ (void)c; (void)s; (void)r; (void)n; (void)d; (void)q; return -ENOSYS; }
-}
+#include "zk_coll_stubs.h"      /* the stand-in's collectives call libzrt; nothing here reaches them */
 
 static uint16_t to16(float v, ZrDtype t) { return t == ZR_DT_BF16 ? zr_f32_to_bf16(v) : zr_f32_to_fp16(v); }
 static float from16(uint16_t h, ZrDtype t) { return t == ZR_DT_BF16 ? zr_bf16_to_f32(h) : zr_fp16_to_f32(h); }

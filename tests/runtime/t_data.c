@@ -11,17 +11,11 @@
 #include <unistd.h>
 #include "zr.h"
 #include "zt.h"
+#include "zt_tmp.h"
 
 static char dir[64];
 
-static const char *tmp(const char *name)
-{
-    static char p[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
-    return p[k];
-}
+static const char *tmp(const char *name) { return zt_tmp_in(dir, name); }
 
 static void put_file(const char *path, const void *a, size_t na, const void *b, size_t nb)
 {
@@ -233,16 +227,13 @@ static void t_world_independent(void)
 
 int main(void)
 {
-    char cmd[128];
-    snprintf(dir, sizeof dir, "/tmp/zt_data_XXXXXX");
-    if (!mkdtemp(dir)) { printf("mkdtemp failed\n"); return 1; }
+    if (zt_tmpdir_make(dir, sizeof dir, "data")) return 1;
     ZT_RUN(t_formats);
     ZT_RUN(t_errors);
     ZT_RUN(t_vocab);
     ZT_RUN(t_tokens32);
     ZT_RUN(t_batch_order);
     ZT_RUN(t_world_independent);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+    zt_tmpdir_remove(dir);
     return zt_end();
 }

@@ -17,16 +17,11 @@
 
 #include "zr_nvme.h"
 #include "zt.h"
+#include "zt_tmp.h"
 
 static char tmpdir[256];
 
-/* Evaluates the call once (ZT_EQ_INT would repeat it in its message). */
-#define EQ(call, want)                                                                \
-    do {                                                                              \
-        long long r_ = (long long)(call);                                             \
-        ZT_CHECKM(r_ == (long long)(want), "%s = %lld, want %lld", #call, r_,         \
-                  (long long)(want));                                                 \
-    } while (0)
+#define EQ ZT_EQ_CALL                   /* the short name, used on most lines here */
 
 static uint8_t pat(int64_t pos, unsigned seed)
 {
@@ -38,11 +33,6 @@ static uint8_t pat(int64_t pos, unsigned seed)
 static void fill(uint8_t *b, int64_t n, int64_t pos, unsigned seed)
 {
     for (int64_t i = 0; i < n; i++) b[i] = pat(pos + i, seed);
-}
-
-static void path_in(char *out, size_t n, const char *dir, const char *name)
-{
-    snprintf(out, n, "%s/%s", dir, name);
 }
 
 /* Captures what fn writes on stderr into buf. */
@@ -67,7 +57,7 @@ static void capture_stderr(char *buf, size_t n, void (*fn)(void *), void *arg)
 static void odd_round_trip(const char *dir, const char *name, int flags, int want_direct)
 {
     char path[1024];
-    path_in(path, sizeof path, dir, name);
+    zt_tmp_path(path, sizeof path, dir, name);
     const int64_t size = (3 << 20) + 12345;
     ZrNvmeCfg cfg = {64 << 10, 4, flags | ZR_NVME_F_UNLINK};
     ZrNvme *f = NULL;
@@ -113,7 +103,7 @@ static void t_direct_odd_round_trip(void) { odd_round_trip(tmpdir, "odd.swp", 0,
 static void t_given_bounce(void)
 {
     char path[1024];
-    path_in(path, sizeof path, tmpdir, "bounce.swp");
+    zt_tmp_path(path, sizeof path, tmpdir, "bounce.swp");
     ZrNvmeCfg cfg = {64 << 10, 4, ZR_NVME_F_UNLINK};
     ZrNvme *f = NULL;
     EQ(zr_nvme_open(&f, path, 1 << 20, &cfg), 0);
@@ -150,7 +140,7 @@ static void t_devshm_round_trip(void)
 static void t_aligned_large_pieces(void)
 {
     char path[1024];
-    path_in(path, sizeof path, tmpdir, "big.swp");
+    zt_tmp_path(path, sizeof path, tmpdir, "big.swp");
     const int64_t size = 6 << 20;
     ZrNvmeCfg cfg = {0, 0, ZR_NVME_F_UNLINK};            /* defaults: 1 MiB, qd 8 */
     ZrNvme *f = NULL;
@@ -181,7 +171,7 @@ static void t_aligned_large_pieces(void)
 static void t_many_in_flight(void)
 {
     char path[1024];
-    path_in(path, sizeof path, tmpdir, "many.swp");
+    zt_tmp_path(path, sizeof path, tmpdir, "many.swp");
     enum { N = 300, LEN = 9001 };
     const int64_t size = (int64_t)N * LEN;
     ZrNvmeCfg cfg = {16 << 10, 16, ZR_NVME_F_UNLINK};
@@ -220,7 +210,7 @@ static void t_many_in_flight(void)
 static void t_shared_sectors(void)
 {
     char path[1024];
-    path_in(path, sizeof path, tmpdir, "shared.swp");
+    zt_tmp_path(path, sizeof path, tmpdir, "shared.swp");
     enum { N = 1500, LEN = 1000 };
     const int64_t size = (int64_t)N * LEN;
     ZrNvmeCfg cfg = {4096, 32, ZR_NVME_F_UNLINK};
@@ -248,7 +238,7 @@ static void t_shared_sectors(void)
 static void t_errors(void)
 {
     char path[1024];
-    path_in(path, sizeof path, tmpdir, "err.swp");
+    zt_tmp_path(path, sizeof path, tmpdir, "err.swp");
     ZrNvme *f = NULL;
     ZrNvmeCfg cfg = {0, 0, ZR_NVME_F_UNLINK};
     ZrNvmeCfg bad = {0, ZR_NVME_QD_MAX + 1, 0};
@@ -302,8 +292,8 @@ static void t_buffered_fallback_ramfs(void)
     struct mnt m = {"ramfs", "", ""};
     if (mount_tmp(&m) != 0) ZT_SKIP("cannot mount ramfs: %s", strerror(errno));
     char p1[1024], p2[1024], err[2048];
-    path_in(p1, sizeof p1, m.dir, "a.swp");
-    path_in(p2, sizeof p2, m.dir, "b.swp");
+    zt_tmp_path(p1, sizeof p1, m.dir, "a.swp");
+    zt_tmp_path(p2, sizeof p2, m.dir, "b.swp");
     struct open_args a = {p1, 100000, -1, NULL}, b = {p2, 5000, -1, NULL};
     capture_stderr(err, sizeof err, do_open, &a);
     EQ(a.rc, 0);
@@ -335,7 +325,7 @@ static void t_full_disk_tmpfs(void)
     struct mnt m = {"tmpfs", "size=4m", ""};
     if (mount_tmp(&m) != 0) ZT_SKIP("cannot mount a small tmpfs: %s", strerror(errno));
     char p1[1024], err[2048];
-    path_in(p1, sizeof p1, m.dir, "opt.swp");
+    zt_tmp_path(p1, sizeof p1, m.dir, "opt.swp");
     struct open_args a = {p1, 8 << 20, 0, NULL};
     capture_stderr(err, sizeof err, do_open, &a);
     EQ(a.rc, -ENOSPC);
@@ -401,7 +391,7 @@ static int fsize_child(const char *path)
 static void t_full_disk_rlimit(void)
 {
     char path[1024];
-    path_in(path, sizeof path, tmpdir, "fsize.swp");
+    zt_tmp_path(path, sizeof path, tmpdir, "fsize.swp");
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
@@ -418,8 +408,7 @@ static void t_full_disk_rlimit(void)
 
 int main(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/zt_nvme_XXXXXX");    /* /tmp is the repo's disk here */
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (zt_tmpdir_make(tmpdir, sizeof tmpdir, "nvme")) return 1;
     ZT_RUN(t_buffered_fallback_ramfs);
     ZT_RUN(t_direct_odd_round_trip);
     ZT_RUN(t_given_bounce);

@@ -14,31 +14,18 @@
 
 #include "zr_nvme.h"
 #include "zt.h"
+#include "zt_tmp.h"
 
 static char tmpdir[256];
 
-#define EQ(call, want)                                                                \
-    do {                                                                              \
-        long long r_ = (long long)(call);                                             \
-        ZT_CHECKM(r_ == (long long)(want), "%s = %lld, want %lld", #call, r_,         \
-                  (long long)(want));                                                 \
-    } while (0)
-
-static void fill(uint8_t *b, int64_t n, unsigned seed)
-{
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (int64_t i = 0; i < n; i++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        b[i] = (uint8_t)x;
-    }
-}
+#define EQ ZT_EQ_CALL                   /* the short name, used on most lines here */
 
 static ZrNvme *open_in(const char *name, int64_t size, int flags)
 {
     char path[512];
     ZrNvme *f = NULL;
     ZrNvmeCfg cfg = {16384, 8, ZR_NVME_F_UNLINK | flags};
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    zt_tmp_path(path, sizeof path, tmpdir, name);
     int rc = zr_nvme_open(&f, path, size, &cfg);
     ZT_CHECKM(rc == 0 && f, "open %s: %d", path, rc);
     return rc == 0 ? f : NULL;
@@ -61,7 +48,7 @@ static void t_eio_write_then_read(void)
     uint8_t *src = zr_nvme_alloc(n), *dst = zr_nvme_alloc(n);
     ZrNvme *f = open_in("eio.swp", n, 0);
     if (!f || !src || !dst) return;
-    fill(src, n, 1);
+    zt_fill_bytes(src, n, 1);
     EQ(zr_nvme_fault_set("eio@2:w"), 0);
     EQ(zr_nvme_write(f, src, n, 0), -EIO);
     ZT_CHECKM(strstr(zr_nvme_strerror(f), "eio.swp") && strstr(zr_nvme_strerror(f), "write of 65536") &&
@@ -83,7 +70,7 @@ static void short_round_trip(int flags, int64_t off, int64_t n)
     uint8_t *src = malloc((size_t)n + 1), *dst = malloc((size_t)n + 1);
     ZrNvme *f = open_in(flags ? "short_b.swp" : "short_d.swp", off + n, flags);
     if (!f || !src || !dst) { free(src); free(dst); zr_nvme_close(f); return; }
-    fill(src + 1, n, 2);
+    zt_fill_bytes(src + 1, n, 2);
     EQ(zr_nvme_fault_set("short@1x100000000"), 0);
     EQ(zr_nvme_write(f, src + 1, n, off), 0);
     EQ(zr_nvme_read(f, dst + 1, n, off), 0);
@@ -104,7 +91,7 @@ static void t_eagain_storm(void)
     uint8_t *src = zr_nvme_alloc(n), *dst = zr_nvme_alloc(n);
     ZrNvme *f = open_in("again.swp", n, 0);
     if (!f || !src || !dst) return;
-    fill(src, n, 3);
+    zt_fill_bytes(src, n, 3);
     EQ(zr_nvme_fault_set("eagain@1x600"), 0);            /* absorbed: retried */
     EQ(zr_nvme_write(f, src, n, 0), 0);
     EQ(zr_nvme_read(f, dst, n, 0), 0);
@@ -157,8 +144,7 @@ static void t_check_dir(void)
 
 int main(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/zt_nvmef_XXXXXX");
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (zt_tmpdir_make(tmpdir, sizeof tmpdir, "nvmef")) return 1;
     ZT_RUN(t_fault_spec);
     ZT_RUN(t_eio_write_then_read);
     ZT_RUN(t_short_direct);

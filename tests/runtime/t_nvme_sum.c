@@ -16,31 +16,18 @@
 #include "zr_ckpt.h"
 #include "zr_nvme.h"
 #include "zt.h"
+#include "zt_tmp.h"
 
 static char tmpdir[256];
 
-#define EQ(call, want)                                                                \
-    do {                                                                              \
-        long long r_ = (long long)(call);                                             \
-        ZT_CHECKM(r_ == (long long)(want), "%s = %lld, want %lld", #call, r_,         \
-                  (long long)(want));                                                 \
-    } while (0)
-
-static void fill(uint8_t *b, int64_t n, unsigned seed)
-{
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (int64_t i = 0; i < n; i++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        b[i] = (uint8_t)x;
-    }
-}
+#define EQ ZT_EQ_CALL                   /* the short name, used on most lines here */
 
 static ZrNvme *open_in(const char *name, int64_t size, int flags, char *path_out)
 {
     char path[512];
     ZrNvme *f = NULL;
     ZrNvmeCfg cfg = {16384, 8, ZR_NVME_F_UNLINK | flags};
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    zt_tmp_path(path, sizeof path, tmpdir, name);
     if (path_out) snprintf(path_out, 512, "%s", path);
     int rc = zr_nvme_open(&f, path, size, &cfg);
     ZT_CHECKM(rc == 0 && f, "open %s: %d", path, rc);
@@ -62,7 +49,7 @@ static void t_recorded_crc(void)
     ZrNvme *f = open_in("rec.swp", 1 << 20, 0, NULL);
     if (!f || !src || !dst) return;
     EQ(zr_nvme_sum_stripe(f), 4096);
-    fill(src, n, 1);
+    zt_fill_bytes(src, n, 1);
     EQ(zr_nvme_write(f, src, n, off), 0);
     for (int64_t s = 0; s < n; s += 4096) {
         uint32_t crc = 0;
@@ -96,7 +83,7 @@ static void flip_round(int flags, const char *name)
     if (!f || !src || !dst) return;
     static char what[] = "optimizer state of sub-group 3";
     zr_nvme_set_describe(f, describe, what);
-    fill(src, n, 2);
+    zt_fill_bytes(src, n, 2);
     EQ(zr_nvme_fault_set("flip@3"), 0);                   /* the third of 4 pieces of 16 KiB */
     EQ(zr_nvme_write(f, src, n, off), 0);
     EQ(zr_nvme_fault_set(NULL), 0);
@@ -126,7 +113,7 @@ static void t_other_writer(void)
     uint8_t *src = zr_nvme_alloc(n), *dst = zr_nvme_alloc(n);
     ZrNvme *f = open_in("other.swp", 1 << 20, 0, path);
     if (!f || !src || !dst) return;
-    fill(src, n, 3);
+    zt_fill_bytes(src, n, 3);
     EQ(zr_nvme_write(f, src, n, off), 0);
     EQ(zr_nvme_read(f, dst, n, off), 0);
     int fd = open(path, O_WRONLY);
@@ -148,7 +135,7 @@ static void t_nosum(void)
     ZrNvme *f = open_in("nosum.swp", 1 << 20, ZR_NVME_F_NOSUM, NULL);
     if (!f || !src || !dst) return;
     EQ(zr_nvme_sum_stripe(f), 0);
-    fill(src, n, 4);
+    zt_fill_bytes(src, n, 4);
     EQ(zr_nvme_fault_set("flip@1"), 0);
     EQ(zr_nvme_write(f, src, n, 0), 0);
     EQ(zr_nvme_fault_set(NULL), 0);
@@ -166,7 +153,7 @@ static void t_unaligned(void)
     uint8_t *src = malloc((size_t)n + 1), *dst = malloc((size_t)n + 1);
     ZrNvme *f = open_in("unal.swp", 1 << 20, 0, NULL);
     if (!f || !src || !dst) { free(src); free(dst); zr_nvme_close(f); return; }
-    fill(src + 1, n, 5);
+    zt_fill_bytes(src + 1, n, 5);
     EQ(zr_nvme_write(f, src + 1, n, off), 0);
     EQ(zr_nvme_read(f, dst + 1, n, off), 0);
     ZT_CHECK(memcmp(src + 1, dst + 1, (size_t)n) == 0);
@@ -213,7 +200,7 @@ static void t_crc_lanes(void)
     const size_t n = 3 * 8192 * 2 + 3 * 256 * 3 + 77;
     uint8_t *b = malloc(n + 8);
     if (!b) return;
-    fill(b, (int64_t)n + 8, 9);
+    zt_fill_bytes(b, (int64_t)n + 8, 9);
     static const size_t lens[] = {0, 1, 7, 8, 767, 768, 769, 3 * 256 * 5 + 13, 4096, 24575, 24576,
                                   24577, 3 * 8192 + 3 * 256 + 5, 65536 - 8};
     int bad = 0;
@@ -229,8 +216,7 @@ static void t_crc_lanes(void)
 
 int main(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/zt_nvmes_XXXXXX");
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (zt_tmpdir_make(tmpdir, sizeof tmpdir, "nvmes")) return 1;
     ZT_RUN(t_crc_lanes);
     ZT_RUN(t_recorded_crc);
     ZT_RUN(t_flip_direct);

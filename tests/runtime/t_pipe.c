@@ -12,13 +12,9 @@
 #include "zr_half.h"
 #include "zr_pipe.h"
 #include "zt.h"
+#include "zt_tmp.h"
 
-#define EQ(call, want)                                                                \
-    do {                                                                              \
-        long long r_ = (long long)(call);                                             \
-        ZT_CHECKM(r_ == (long long)(want), "%s = %lld, want %lld", #call, r_,         \
-                  (long long)(want));                                                 \
-    } while (0)
+#define EQ ZT_EQ_CALL                   /* the short name, used on most lines here */
 
 static char tmpdir[256];
 static uint64_t rng = 88172645463325252ull;
@@ -270,8 +266,7 @@ static void t_layout(void)
 
 int main(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/zt_pipe_XXXXXX");     /* /tmp is the repo's disk here */
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (zt_tmpdir_make(tmpdir, sizeof tmpdir, "pipe")) return 1;
     ZT_RUN(t_layout);
     ZT_RUN(t_fp32_grad_bf16_out_4buf);
     ZT_RUN(t_bf16_grad_fp16_out_3buf);

@@ -18,19 +18,13 @@
 #include "zr_half.h"
 #include "zr_st.h"
 #include "zt.h"
+#include "zt_tmp.h"
 
 #define PY "/usr/bin/python3"
 
 static char dir[64];
 
-static const char *tmp(const char *name)
-{
-    static char p[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
-    return p[k];
-}
+static const char *tmp(const char *name) { return zt_tmp_in(dir, name); }
 
 static const char *script(void)
 {
@@ -616,9 +610,7 @@ static void t_ranges_only(void)
 
 int main(void)
 {
-    char cmd[128];
-    snprintf(dir, sizeof dir, "/tmp/zt_st_XXXXXX");
-    if (!mkdtemp(dir)) { printf("mkdtemp failed\n"); return 1; }
+    if (zt_tmpdir_make(dir, sizeof dir, "st")) return 1;
     make_values();
     ZT_RUN(t_write_read);
     ZT_RUN(t_python_reads_ours);
@@ -632,7 +624,6 @@ int main(void)
     ZT_RUN(t_index_errors);
     ZT_RUN(t_hf_config);
     ZT_RUN(t_ranges_only);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+    zt_tmpdir_remove(dir);
     return zt_end();
 }

@@ -11,19 +11,13 @@
 #include <unistd.h>
 #include "zr.h"
 #include "zt.h"
+#include "zt_tmp.h"
 
 #define PY "/usr/bin/python3"
 
 static char dir[64];
 
-static const char *tmp(const char *name)
-{
-    static char p[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
-    return p[k];
-}
+static const char *tmp(const char *name) { return zt_tmp_in(dir, name); }
 
 static int py(const char *args)
 {
@@ -196,15 +190,12 @@ static void t_progress(void)
 
 int main(void)
 {
-    char cmd[128];
-    snprintf(dir, sizeof dir, "/tmp/zt_trace_XXXXXX");
-    if (!mkdtemp(dir)) { printf("mkdtemp failed\n"); return 1; }
+    if (zt_tmpdir_make(dir, sizeof dir, "trace")) return 1;
     ZT_RUN(t_trace_threads_merge);
     ZT_RUN(t_trace_full_buffer);
     ZT_RUN(t_log_format);
     ZT_RUN(t_log_file);
     ZT_RUN(t_progress);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+    zt_tmpdir_remove(dir);
     return zt_end();
 }
