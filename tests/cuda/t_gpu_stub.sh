@@ -42,7 +42,8 @@ print(n)
 PY
 )
 WARN="-Wall -Wextra -Werror"
-CFLAGS="-std=c11 -O1 -g -D_GNU_SOURCE $WARN -Wshadow -Wundef -Wstrict-prototypes -Wmissing-prototypes"
+CFLAGS="-std=c11 -O1 -g -D_GNU_SOURCE $WARN -Wshadow -Wundef -Wstrict-prototypes -Wmissing-prototypes ${EXTRA_CFLAGS:-}"
+# (make test SAN=1 exports the sanitizer flags in EXTRA_CFLAGS/EXTRA_LDFLAGS: libzrt is built with them)
 MPI_CFLAGS=$(pkg-config --cflags ompi-c)
 RT_LIBS="$(pkg-config --libs liburing ompi-c) -fopenmp -lm -lpthread -ldl"
 build() {
@@ -55,7 +56,7 @@ build() {
   cc -std=c11 -O1 -g $WARN -Iruntime -I"$out" $MPI_CFLAGS -c tests/cuda/x_gpu_stub.c -o "$tmp/x.o" &&
   cc -std=c11 -O1 -I"$out" -c "$out/zg_kernels_bin.c" -o "$tmp/blobs.o" &&
   cc -o "$tmp/x_gpu_stub" "$tmp/x.o" "$tmp/blobs.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_gpu_blaslt.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
-     -L"$tmp" -lzr_cuda_stub -Wl,-rpath,"$tmp" $RT_LIBS
+     -L"$tmp" -lzr_cuda_stub -Wl,-rpath,"$tmp" $RT_LIBS ${EXTRA_LDFLAGS:-}
 }
 if build >"$tmp/build.log" 2>&1; then ok build_against_stubs; else fail build_against_stubs; head -30 "$tmp/build.log"; zt_end; fi
 export ZR_LIBCUDA=$tmp/libzr_cuda_stub.so
@@ -109,7 +110,7 @@ open(sys.argv[2], 'w').write(s[:m.start(2)] + new + s[m.end(2):])
 PY
 if cc -std=c11 -O1 -I"$out" -c "$tmp/blobs_missing.c" -o "$tmp/blobs_missing.o" 2>"$tmp/cc.log" &&
    cc -o "$tmp/x_missing" "$tmp/x.o" "$tmp/blobs_missing.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_gpu_blaslt.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
-      -L"$tmp" -lzr_cuda_stub -Wl,-rpath,"$tmp" $RT_LIBS 2>>"$tmp/cc.log"; then
+      -L"$tmp" -lzr_cuda_stub -Wl,-rpath,"$tmp" $RT_LIBS ${EXTRA_LDFLAGS:-} 2>>"$tmp/cc.log"; then
   timeout 60 "$tmp/x_missing" open >"$tmp/out" 2>"$tmp/err"; rc=$?
   if [ $rc -eq 4 ] && grep -q "open failed.*cuModuleGetFunction(zd_add_f32) in module convert: CUDA_ERROR_NOT_FOUND" "$tmp/err"
   then ok missing_kernel_fails_at_open; else fail missing_kernel_fails_at_open; show; fi
