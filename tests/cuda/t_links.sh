@@ -8,6 +8,8 @@
 #   cost_per_step_per_rank byte for byte: h2d_bytes, d2h_bytes, net_bytes. One rule is per rank and
 #   stated here: where every rank's optimizer updates every element (ZeRO-0 on 2 ranks) only rank
 #   0 sums the gradient's squares, so ranks > 0 bring down norm_d2h_bytes less (docs/PLAN.md).
+#   - `--check` on the ZeRO-3 2-rank all-device plan passes (it alone copies the reduced buckets
+#     to the host there, for the host reference's comparison);
 #   - the D2H of reduced buckets that only --check needs, put back into the executor (a mutant of
 #     the generated cuda_exec.c), makes the ZeRO-2 comparison fail;
 #   - the offload plans (optimizer on the CPU at ZeRO 2; ZeRO 3 with parameters on the CPU and the
@@ -107,6 +109,19 @@ for cfg in "${list[@]}"; do
   elif out=$(compare "$tag" "$2" "$1" check); then ok "links_equal_plan_$tag ($out)"
   else fail "links_equal_plan_$tag" "$out"; fi
 done
+
+# --check still compares the device's gradients with the host reference where Adam runs on the
+# device (it alone takes the reduced buckets to the host there)
+tag=s3_w2_onone_pnone_fp32
+if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
+  c=$tmp/$tag/check.out
+  if mpirun --oversubscribe -np 2 "$tmp/$tag/out/train-cuda-emu" --data "$tmp/corpus.bin" --steps 1 --threads 1 \
+       --quiet --check >"$c" 2>&1 && grep -q "check rank 1: h.1.mlp.c_proj.weight" "$c" && ! grep -q "over tolerance" "$c"; then
+    ok "check_with_device_adam_$tag ($(grep -c '^check rank' "$c") lines)"
+  else
+    fail "check_with_device_adam_$tag" "$(tail -3 "$c" | tr '\n' ' ')"
+  fi
+fi
 
 # the comparison can fail: the reduced buckets' D2H put back (host_takes() always true) is traffic
 # the all-device plan does not have
