@@ -221,16 +221,19 @@ static void lower_op(Lower *L, ZgOp *o)
         break;
     }
     case ZG_OP_ALLGATHER_PARAMS:
-        o->xfer = L->ws > 1 || L->stage == 3 ? ZG_XFER_ALL_GATHER : ZG_XFER_NONE;
+        o->xfer = L->ws > 1 ? ZG_XFER_ALL_GATHER : ZG_XFER_NONE;
         o->stream = ZG_STREAM_COMM;
         if (L->stage < 3) {                   /* in place: rank r's partition at r * count */
             o->src = o->dst = rid(p, "params16");
             o->count = p->shard.part_numel;
-        } else {                              /* the persistent tensors, whole, into "persist" */
+        } else {
+            /* the persistent tensors, whole, into "persist": every rank writes its slices into the
+            ** zeroed region and one all-reduce of all of it sums them (x + 0 is exact; no staging
+            ** for padded slices). Still a row at one rank: the slices are copied */
+            o->xfer = ZG_XFER_ALL_REDUCE;
             o->src = rid(p, "params_shard");
             o->dst = rid(p, "persist");
-            for (int t = 0; t < p->n_tensors; t++)
-                if (p->tensors[t].persistent) o->count += p->tensors[t].part_numel;
+            o->count = zg_persist_region_numel(p);
         }
         break;
     case ZG_NOPS:

@@ -135,11 +135,7 @@ static void layout(ZgPlan *p)
     } else {
         ZgTier pt = offload_tier(&z->offload_param);
         region(&lo, "params_shard", ZG_MEM_PARAM16, pt, S * n16, false);
-        int64_t persist = 0;
-        for (int i = 0; i < p->n_tensors; i++)
-            if (p->tensors[i].persistent)
-                persist = p->tensors[i].persist_offset + p->tensors[i].numel;
-        region(&lo, "persist", ZG_MEM_PARAM16, ZG_TIER_DEVICE, persist * n16, false);
+        region(&lo, "persist", ZG_MEM_PARAM16, ZG_TIER_DEVICE, zg_persist_region_numel(p) * n16, false);
         for (int s = 0; s < p->n_gather_slots; s++)
             region(&lo, zg_fmt("gather_slot_%d", s), ZG_MEM_GATHER_SLOTS, ZG_TIER_DEVICE,
                    p->gather_slot_numel * n16, false);
@@ -275,12 +271,10 @@ static void cost_ops(const ZgPlan *p, const ZgOp *ops, int n, int64_t times, ZgC
                 h2d = p->subgroups[a].numel * n16;
             break;
         case ZG_OP_ALLGATHER_PARAMS:
-            if (z->stage < 3) {
-                net = (ws - 1) * p->shard.part_numel * n16;
-            } else {
-                for (int t = 0; t < p->n_tensors; t++)
-                    if (p->tensors[t].persistent) net += (ws - 1) * p->tensors[t].part_numel * n16;
-            }
+            /* stage 3: the persistent tensors are rebuilt by one all-reduce of the whole "persist"
+            ** region (every rank's slices into zeros; lower.c's row), so that is what is received */
+            if (z->stage < 3) net = (ws - 1) * p->shard.part_numel * n16;
+            else net = 2 * (ws - 1) * (zg_persist_region_numel(p) * n16) / ws;
             break;
         default:
             break;
@@ -291,6 +285,15 @@ static void cost_ops(const ZgPlan *p, const ZgOp *ops, int n, int64_t times, ZgC
         add_times(&c->nvme_read_bytes, rd, times);
         add_times(&c->nvme_write_bytes, wr, times);
     }
+}
+
+/* Elements of the "persist" region (stage 3): the persistent tensors at their persist_offset. */
+int64_t zg_persist_region_numel(const ZgPlan *p)
+{
+    int64_t n = 0;
+    for (int i = 0; i < p->n_tensors; i++)
+        if (p->tensors[i].persistent) n = p->tensors[i].persist_offset + p->tensors[i].numel;
+    return n;
 }
 
 static void cost(ZgPlan *p)
@@ -310,6 +313,17 @@ static void cost(ZgPlan *p)
         add_times(&c->nvme_write_bytes, g, gas);
         add_times(&c->nvme_read_bytes, g, gas);
     }
+    /* what the device needs of the host each micro-step and gives back, whatever the stage: the
+    ** batch's token ids and targets up (int32 each), the per-token losses down (fp32) */
+    int64_t bt = (int64_t)z->micro_batch * m->seq_len;
+    add_times(&c->batch_h2d_bytes, 2 * bt * 4, gas);
+    add_times(&c->loss_d2h_bytes, bt * 4, gas);
+    /* the optimizer state on the device: Adam runs there, and only the gradient's sum of squares
+    ** (one double) comes down for the step rule (the norm and the fp16 overflow decision) */
+    if (z->offload_optimizer.device == ZG_OFFLOAD_NONE) c->norm_d2h_bytes = 8;
+    add_times(&c->h2d_bytes, c->batch_h2d_bytes, 1);
+    add_times(&c->d2h_bytes, c->loss_d2h_bytes, 1);
+    add_times(&c->d2h_bytes, c->norm_d2h_bytes, 1);
     double tokens = (double)z->micro_batch * (double)gas * (double)m->seq_len;
     double per_token = 6.0 * (double)p->n_params +
                        6.0 * (double)m->n_layers * (double)m->d_model * (double)m->seq_len;

@@ -366,6 +366,9 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jint(j, "d2h_bytes", p->cost.d2h_bytes);
     jint(j, "nvme_read_bytes", p->cost.nvme_read_bytes);
     jint(j, "nvme_write_bytes", p->cost.nvme_write_bytes);
+    jint(j, "batch_h2d_bytes", p->cost.batch_h2d_bytes);
+    jint(j, "loss_d2h_bytes", p->cost.loss_d2h_bytes);
+    jint(j, "norm_d2h_bytes", p->cost.norm_d2h_bytes);
     jdbl(j, "flops", p->cost.flops);
     jclose(j, '}');
     j->depth = 0;

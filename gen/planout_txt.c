@@ -378,8 +378,13 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
     hr(f, "cost per optimizer step per rank");
     const ZgCost *c = &p->cost;
     fprintf(f, "network (collectives, received): %.3f GiB\n", gib(c->net_bytes));
-    fprintf(f, "PCIe host -> device (H2D):       %.3f GiB\n", gib(c->h2d_bytes));
-    fprintf(f, "PCIe device -> host (D2H):       %.3f GiB\n", gib(c->d2h_bytes));
+    fprintf(f, "PCIe host -> device (H2D):       %.3f GiB (%lld bytes; of them the batches' token ids and "
+               "targets %lld)\n", gib(c->h2d_bytes), (long long)c->h2d_bytes, (long long)c->batch_h2d_bytes);
+    fprintf(f, "PCIe device -> host (D2H):       %.3f GiB (%lld bytes; of them the per-token losses %lld, the "
+               "gradient's sum of squares %lld%s)\n", gib(c->d2h_bytes), (long long)c->d2h_bytes,
+            (long long)c->loss_d2h_bytes, (long long)c->norm_d2h_bytes,
+            c->norm_d2h_bytes && p->shard.opt_replicated && m->world_size > 1
+                ? ", rank 0 only: every rank's optimizer updates every element" : "");
     fprintf(f, "NVMe read / write:               %.3f / %.3f GiB\n", gib(c->nvme_read_bytes),
             gib(c->nvme_write_bytes));
     fprintf(f, "compute: %.4e FLOP ((6N + 6*L*C*T) per token x %lld tokens)\n", c->flops,

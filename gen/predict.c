@@ -278,9 +278,7 @@ static void optimizer_step(Sim *s, const ZgOp *ops, int n)
         case ZG_OP_ALLGATHER_PARAMS: {
             double b = 0;
             if (z->stage < 3) b = (ws - 1) * (double)p->shard.part_numel * n16;
-            else
-                for (int t = 0; t < p->n_tensors; t++)
-                    if (p->tensors[t].persistent) b += (ws - 1) * (double)p->tensors[t].part_numel * n16;
+            else b = 2.0 * (ws - 1) / ws * (double)zg_persist_region_numel(p) * n16;   /* lower.c's all-reduce */
             int last_opt = done;
             for (int k = 0; k < p->n_subgroups; k++)
                 if (ev_end(s, s->opt_done[k]) > ev_end(s, last_opt)) last_opt = s->opt_done[k];

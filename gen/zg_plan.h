@@ -328,9 +328,14 @@ typedef struct ZgMemPlan {
 /* Bytes moved per rank per optimizer step and FLOPs (cost readable before launch; planout). */
 typedef struct ZgCost {
     int64_t net_bytes;          /* collectives: bytes received per rank (ring algorithms) */
-    int64_t h2d_bytes;          /* host -> device copies (PCIe): offloaded params in, updated params */
-    int64_t d2h_bytes;          /* device -> host copies (PCIe): reduced gradient shards out */
+    int64_t h2d_bytes;          /* host -> device copies (PCIe): offloaded params in, updated params,
+                                ** the batches */
+    int64_t d2h_bytes;          /* device -> host copies (PCIe): reduced gradient shards out, the
+                                ** losses, the sum of squares */
     int64_t nvme_read_bytes, nvme_write_bytes;
+    int64_t batch_h2d_bytes;    /* of h2d_bytes: the micro-steps' token ids and targets */
+    int64_t loss_d2h_bytes;     /* of d2h_bytes: the micro-steps' per-token losses */
+    int64_t norm_d2h_bytes;     /* of d2h_bytes: the sum of squares when Adam runs on the device */
     double flops;               /* per rank per step: (6N + 6*L*C*T) * tokens */
 } ZgCost;
 
@@ -418,6 +423,8 @@ int64_t zg_acts_ckpt_bytes(const ZgModel *m, int64_t micro_batch);
 int64_t zg_scratch_bytes(const ZgModel *m, int64_t micro_batch);
 /* memplan.c: host bytes per node (pinned + host per rank times ranks per node). */
 int64_t zg_mem_host_per_node(const ZgPlan *p);
+/* memplan.c: elements of stage 3's "persist" region (0 without persistent tensors). */
+int64_t zg_persist_region_numel(const ZgPlan *p);
 /* Device bytes per rank the plan needs: the device arena plus the device headroom. */
 int64_t zg_mem_device_need(const ZgPlan *p);
 /* The headroom's parts as text ("CUDA context 512 MiB, cuBLAS workspace 32 MiB, NCCL 640 MiB", or

@@ -20,7 +20,9 @@
 **   REDUCE b          nccl     ev_compute (recorded here on compute)      ev_reduced[b]
 **   WAIT_REDUCE b     d2h      ev_reduced[b]; D2H of the reduced range    ev_d2h[b], ev_buf_free
 **                              into the host shadow; the host does the row's hand-over into
-**                              grad32 later (cz_flush, or before the same shadow range is refilled)
+**                              grad32 later (cz_flush, or before the same shadow range is refilled).
+**                              With Adam on the device (and no --check) no D2H: the hand-over
+**                              runs on the device only, as the plan's cost counts it
 ** REDUCE runs the plan's lowered row: stage 3 reduce-scatters the rank-major bucket into the
 ** device "bucket_recv_<b>" (or grad32 on the device), and only this rank's chunk crosses to the
 ** host. Only where the row's destination is host memory (a direct reduce-scatter into an offloaded
@@ -303,6 +305,14 @@ static void reduce(const ZrOpRow *op)
 
 static size_t dt_bytes(int dt) { return dt == ZR_DT_FP32 ? 4 : 2; }
 
+/* The host's copy of the reduced gradients: wanted where the host's Adam reads it, or --check's
+** comparison with the host reference. With Adam on the device (the plan's cost: nothing of the
+** gradients crosses PCIe) the reduced buckets stay on the device. */
+static int host_takes(void)
+{
+    return !CZ.dev_opt || CZ.check;
+}
+
 /* Host side of a reduced bucket: its D2H copy into the shadow is done; the hand-over into grad32. */
 static void finish_bucket(int k)
 {
@@ -313,9 +323,8 @@ static void finish_bucket(int k)
 }
 
 /* The optimizer on the device reads the device's grad32, which follows the host's hand-over
-** (finish_bucket) with the same arithmetic, on the d2h stream right after the bucket's D2H: so the
-** device and the host hold the same fp32 gradient shard, and the host computes the norm and the
-** fp16 overflow decision from its copy exactly as the host trainer does. */
+** (finish_bucket) with the same arithmetic, on the d2h stream (after the bucket's D2H where there
+** is one): so under --check the device and the host hold the same fp32 gradient shard. */
 static void dev_take(const ZrOpRow *h)
 {
     if (!CZ.dev_opt || !T.grad32 || h->xfer == ZR_XFER_NONE) return;
@@ -329,15 +338,16 @@ static void dev_take(const ZrOpRow *h)
 }
 
 /* Only what REDUCE left for this rank crosses to the host (stage 3: its chunk), into the shadow at
-** the same offsets; the host's hand-over runs later (finish_bucket: before that shadow range is
-** refilled, or in cz_flush), so the host never waits for the device inside a micro-step. */
+** the same offsets, and only where the host takes it (host_takes); the host's hand-over runs later
+** (finish_bucket: before that shadow range is refilled, or in cz_flush), so the host never waits
+** for the device inside a micro-step. */
 static void wait_reduce(const ZrOpRow *op)
 {
-    int k = op->arg;
+    int k = op->arg, host_copy = host_takes();
     const ZrOpRow *l = &landed[k];
     char *host = tr_region_at(l->src, l->src_off, l->src_dt);
     size_t bytes = (size_t)l->count * dt_bytes(l->src_dt);
-    for (int j = 0; j < ZG_N_BUCKETS; j++) {     /* a shadow range about to be refilled */
+    for (int j = 0; host_copy && j < ZG_N_BUCKETS; j++) {     /* a shadow range about to be refilled */
         if (!pend[j]) continue;
         char *h = tr_region_at(landed[j].src, landed[j].src_off, landed[j].src_dt);
         if (h < host + bytes && host < h + (size_t)landed[j].count * dt_bytes(landed[j].src_dt)) finish_bucket(j);
@@ -349,18 +359,23 @@ static void wait_reduce(const ZrOpRow *op)
         take[k].src_dt = l->src_dt;
     }
     CZ_CHECK(zr_gpu_wait(CZ.d2h, CZ.ev_reduced[k]));
-    CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, host, cz_dev(host), bytes));
+    if (host_copy) CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, host, cz_dev(host), bytes));
     dev_take(&take[k]);
-    CZ_CHECK(zr_gpu_record(CZ.ev_d2h[k], CZ.d2h));
+    if (host_copy) CZ_CHECK(zr_gpu_record(CZ.ev_d2h[k], CZ.d2h));
     if (zg_buckets[k].buffer >= 0) CZ_CHECK(zr_gpu_record(CZ.ev_buf_free[tr_bucket_buf(k)], CZ.d2h));
-    pend[k] = 1;
+    pend[k] = host_copy;
 }
 
 /* End of the step's micro-steps: the host's part of every copy (reduced gradients into grad32,
-** losses) is finished, and no copy out of host memory that the optimizer rewrites is pending. */
+** losses) is finished, and no copy out of host memory that the optimizer rewrites is pending.
+** Every rank also waits for the step's reductions and their device hand-overs (the d2h stream),
+** with or without host copies: the step rule's all-reduce follows on the host's communicator, and
+** a rank that enters it with its last reductions still queued holds them back from the ranks that
+** wait for the device first (the stand-in runs queued work only while its host waits). */
 void cz_flush(void)
 {
     for (int k = 0; k < ZG_N_BUCKETS; k++) finish_bucket(k);
+    CZ_CHECK(zr_gpu_stream_sync(CZ.d2h));
     for (int m = 0; m < ZG_GRAD_ACCUM; m++) {
         if (!CZ.loss_pending[m]) continue;
         CZ.loss_pending[m] = 0;

@@ -494,9 +494,12 @@ static void t_regions_by_config(void)
     ZT_EQ_INT(p->cost.nvme_read_bytes, rd);
     ZT_EQ_INT(p->cost.nvme_write_bytes, wr);
     /* every parameter span read from NVMe then crosses PCIe to the device; with the optimizer on
-    ** the device no gradient shard goes back to the host */
-    ZT_EQ_INT(p->cost.h2d_bytes, rd - wr);
-    ZT_EQ_INT(p->cost.d2h_bytes, 0);
+    ** the device no gradient shard goes back to the host: besides the spans, each micro-step's
+    ** token ids and targets go up (int32 each) and its per-token losses come down (fp32), and the
+    ** step's sum of squares (one double) */
+    int64_t tokens = (int64_t)z.micro_batch * m.seq_len * z.grad_accum;
+    ZT_EQ_INT(p->cost.h2d_bytes, rd - wr + 8 * tokens);
+    ZT_EQ_INT(p->cost.d2h_bytes, 4 * tokens + 8);
 }
 
 /* Stage 3: the reduce-scatter's receive chunk exists exactly where something must be added into

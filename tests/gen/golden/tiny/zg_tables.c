@@ -401,7 +401,7 @@ const ZrOpRow zg_step_ops[4] = {
     {ZR_OP_SWAP_IN,          0, -1, ZR_XFER_NVME_READ,  ZR_STREAM_HOST, ZG_REGION_MASTER,       ZG_REGION_OPT_BUF_0, 0, 0, 421248, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* read sub-group 0's master, m, v from NVMe into opt_buf_0 */
     {ZR_OP_OPTIMIZER,        0, -1, ZR_XFER_NONE,       ZR_STREAM_HOST, ZG_REGION_GRAD32,       ZG_REGION_OPT_BUF_0, 0, 0, 421248, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* AdamW on sub-group 0: shard elements [0, 421248) */
     {ZR_OP_SWAP_OUT,         0, -1, ZR_XFER_NVME_WRITE, ZR_STREAM_HOST, ZG_REGION_OPT_BUF_0,    ZG_REGION_MASTER,    0, 0, 421248, ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* write sub-group 0's master, m, v back to NVMe */
-    {ZR_OP_ALLGATHER_PARAMS, 0, -1, ZR_XFER_ALL_GATHER, ZR_STREAM_COMM, ZG_REGION_PARAMS_SHARD, ZG_REGION_PERSIST,   0, 0, 3456,   ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* re-gather the persistent tensors (6912 elements) into persist */
+    {ZR_OP_ALLGATHER_PARAMS, 0, -1, ZR_XFER_ALL_REDUCE, ZR_STREAM_COMM, ZG_REGION_PARAMS_SHARD, ZG_REGION_PERSIST,   0, 0, 6912,   ZR_DT_FP32, ZR_DT_FP32, 0, -1},  /* re-gather the persistent tensors (6912 elements) into persist */
 };
 
 /* ---------------------------------------------------------------------- Hugging Face config.json */
