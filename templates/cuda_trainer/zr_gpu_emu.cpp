@@ -149,6 +149,7 @@ struct Block { void *p; size_t n; };
 
 struct ZrGpu {
     std::vector<ZrGpuStream *> streams;
+    std::vector<ZrGpuEvent *> dead_events;   /* destroyed, freed at close (queued waits may name them) */
     std::vector<Block> dev;
     ZrComm *comm = nullptr;
     uint64_t rng = 0x243f6a8885a308d3ull;
@@ -426,7 +427,11 @@ extern "C" int zr_gpu_event_create(ZrGpu *g, ZrGpuEvent **out)
     (*out)->g = g;
     return 0;
 }
-extern "C" void zr_gpu_event_destroy(ZrGpuEvent *e) { delete e; }
+/* As cudaEventDestroy: a wait already queued on e still completes, so e itself lives until close. */
+extern "C" void zr_gpu_event_destroy(ZrGpuEvent *e)
+{
+    if (e) e->g->dead_events.push_back(e);
+}
 
 extern "C" int zr_gpu_record(ZrGpuEvent *e, ZrGpuStream *s)
 {
@@ -477,6 +482,7 @@ extern "C" void zr_gpu_close(ZrGpu *g)
 {
     if (!g) return;
     while (!g->streams.empty()) zr_gpu_stream_destroy(g->streams.back());
+    for (auto *e : g->dead_events) delete e;
     while (!g->dev.empty()) zr_gpu_free(g, g->dev.back().p);
     int rank = g->comm && zr_comm_rank ? zr_comm_rank(g->comm) : -1;   /* -1: no collectives */
     if (g->comm) zr_comm_destroy(g->comm);
@@ -576,6 +582,8 @@ extern "C" int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int 
     if (compute != ZR_GPU_COMPUTE_32F || at != bt || (ct != ZR_DT_FP32 && ct != at) ||
         (at != ZR_DT_FP32 && at != ZR_DT_BF16 && at != ZR_DT_FP16))
         return fail(s->g, -EINVAL, "zr_gpu_gemm_ex: unsupported dtypes/compute type");
+    if ((uintptr_t)A % dt_size(at) || (uintptr_t)B % dt_size(bt) || (uintptr_t)C % dt_size(ct))
+        return fail(s->g, -EINVAL, "zr_gpu_gemm_ex: a matrix is not aligned to its element size (cuBLAS needs it)");
     size_t ra = (size_t)(ta ? K : M), ca = (size_t)(ta ? M : K);
     size_t rb = (size_t)(tb ? N : K), cb = (size_t)(tb ? K : N);
     size_t na = (ra - 1) * (size_t)lda + ca, nb = (rb - 1) * (size_t)ldb + cb;

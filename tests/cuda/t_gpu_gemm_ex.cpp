@@ -66,7 +66,9 @@ static double run_case(ZrDtype t, ZrDtype ct, int ta, int tb, int M, int N, int 
         if (ct == ZR_DT_FP32) memcpy(&C[i * 4], &c0[i], 4);
         else { uint16_t h = to16(c0[i], ct); memcpy(&C[i * 2], &h, 2); c0[i] = from16(h, ct); }
     }
-    char *dA = r.dev, *dB = dA + A.size() * 2 + 256, *dC = dB + B.size() * 2 + 256;
+    /* each matrix 256-byte aligned, as device allocations are (the stand-in refuses misaligned ones) */
+    auto up = [](size_t n) { return (n + 255) / 256 * 256; };
+    char *dA = r.dev, *dB = dA + up(A.size() * 2) + 256, *dC = dB + up(B.size() * 2) + 256;
     zr_gpu_copy(r.s, ZR_GPU_H2D, dA, A.data(), A.size() * 2);
     zr_gpu_copy(r.s, ZR_GPU_H2D, dB, B.data(), B.size() * 2);
     zr_gpu_copy(r.s, ZR_GPU_H2D, dC, C.data(), C.size());

@@ -78,8 +78,9 @@ int main(void)
 }
 C
   # shellcheck disable=SC2046
-  if cc -std=c11 -O2 -D_GNU_SOURCE -fopenmp -Iruntime -o "$tmp/adam" "$tmp/adam.c" build/libzrt.a \
-       $(pkg-config --libs liburing ompi-c 2>/dev/null) -fopenmp -lm -lpthread 2>"$tmp/cc.log"; then
+  # (EXTRA_CFLAGS/EXTRA_LDFLAGS: make test SAN=1 exports the sanitizers libzrt was built with)
+  if cc -std=c11 -O2 -D_GNU_SOURCE -fopenmp ${EXTRA_CFLAGS:-} -Iruntime -o "$tmp/adam" "$tmp/adam.c" build/libzrt.a \
+       $(pkg-config --libs liburing ompi-c 2>/dev/null) -fopenmp -lm -lpthread ${EXTRA_LDFLAGS:-} 2>"$tmp/cc.log"; then
     out=$("$tmp/adam" 2>&1); rc=$?
     if [ $rc -eq 0 ]; then ok "adam_without_correction ($out)"; else bad adam_without_correction "rc $rc: $out"; fi
   else

@@ -18,7 +18,7 @@ ${CC:-cc} $SANF "$tmp/p.c" -o "$tmp/p" >/dev/null 2>&1 && "$tmp/p" || zt_skip_al
 src="$tmp/src"
 mkdir -p "$src"
 cp -r Makefile gen runtime templates specs scripts docs "$src/"
-mkdir -p "$src/tests" && cp -r tests/zt.h tests/lib.sh tests/gen tests/runtime tests/bad "$src/tests/"
+mkdir -p "$src/tests" && cp -r tests/*.h tests/lib.sh tests/gen tests/runtime tests/bad "$src/tests/"
 units=$(cd "$src" && ls tests/gen/t_*.c tests/runtime/t_*.c | sed 's|^tests/\(.*\)\.c$|bin/tests/\1|')
 t0=$SECONDS
 if make -s -C "$src" -j2 SAN=1 OPT=-O1 all $units >"$tmp/build.log" 2>&1; then ok "sanitized build ($((SECONDS - t0)) s)"
