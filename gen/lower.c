@@ -250,7 +250,7 @@ static void lower_list(Lower *L, ZgOp *ops, int n)
 void zg_lower_build(ZgPlan *p)
 {
     Lower L = {.p = p, .stage = p->zero->stage, .ws = p->model->world_size, .w = p->zero->dtype};
-    L.direct = L.stage == 3 && p->zero->grad_accum == 1 && L.w == ZG_DTYPE_FP32 && !p->grad_nvme;
+    L.direct = p->reduce_direct;
     lower_list(&L, p->sched.micro, p->sched.n_micro);
     lower_list(&L, p->sched.last, p->sched.n_last);
     lower_list(&L, p->sched.step, p->sched.n_step);

@@ -210,6 +210,8 @@ static void push_mem(lua_State *L, const ZgMemPlan *m)
     lua_setfield(L, -2, "cat_bytes");
     SETI("arena_align", m->arena_align);
     SETI("acts_bytes", m->acts_bytes); SETI("scratch_bytes", m->scratch_bytes);
+    SETI("grad_land_slots", m->grad_land_slots); SETI("grad_land_numel", m->grad_land_numel);
+    SETI("param_land_numel", m->param_land_numel);
 }
 
 /* Pushes an array of n rows made by row(L, p, i). */
@@ -308,6 +310,7 @@ void zg_lua_push_plan(lua_State *L, const ZgPlan *p)
     SETI("max_use_numel", p->max_use_numel);
     SETB("act_ckpt", p->act_ckpt);
     SETB("grad_nvme", p->grad_nvme);
+    SETB("adam_device", p->adam_device);
     lua_createtable(L, 0, 4);
     push_ops(L, p->sched.micro, p->sched.n_micro); lua_setfield(L, -2, "micro");
     push_ops(L, p->sched.last, p->sched.n_last); lua_setfield(L, -2, "last");

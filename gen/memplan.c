@@ -192,6 +192,30 @@ static void layout(ZgPlan *p)
         int files = mp->n_nvme_files > 1 ? mp->n_nvme_files : 1;      /* one engine per swap file */
         region(&lo, "nvme_bounce", ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED, files * qd * bs, true);
     }
+    /* the landings of the GPU's per-step DMAs with Adam on the host, pinned whatever pin_memory
+    ** says (an async copy needs it): each reduced part the host takes comes down into a slot of
+    ** "grad_land" (as many slots as bucket buffers, so a bucket's D2H overlaps the host's add of
+    ** the previous one), and each sub-group's update goes up from "param_land" (two: Adam on the
+    ** next sub-group writes one while the other crosses). The host backend, whose device tier is
+    ** host memory, reads the buckets and writes the working copy where they are. */
+    if (!p->adam_device) {
+        int64_t land = 0;
+        for (int k = 0; k < p->n_buckets; k++) {
+            int64_t n = z->stage == 3 ? p->buckets[k].padded_numel / p->model->world_size
+                                      : p->buckets[k].numel < O ? p->buckets[k].numel : O;
+            if (n > land) land = n;
+        }
+        mp->grad_land_slots = p->n_bucket_buffers > 2 ? p->n_bucket_buffers : 2;
+        mp->grad_land_numel = land;
+        region(&lo, "grad_land", ZG_MEM_STAGING, ZG_TIER_PINNED, mp->grad_land_slots * land * n16, false);
+        bool home_dev = z->stage < 3 || z->offload_param.device == ZG_OFFLOAD_NONE;
+        mp->param_land_numel = home_dev ? sg_max : 0;
+        region(&lo, "param_land", ZG_MEM_STAGING, ZG_TIER_PINNED, 2 * mp->param_land_numel * n16, false);
+    }
+    /* stage 3 with the parameters on NVMe: the persistent tensors' slices, read from the swap file
+    ** after the step, go up from here into "persist" */
+    if (z->stage == 3 && z->offload_param.device == ZG_OFFLOAD_NVME)
+        region(&lo, "persist_land", ZG_MEM_STAGING, ZG_TIER_PINNED, zg_persist_region_numel(p) * n16, false);
     /* staging */
     if (z->dtype != ZG_DTYPE_FP32)
         region(&lo, "stage32", ZG_MEM_STAGING, ZG_TIER_DEVICE, 2 * p->max_use_numel * 4, false);
@@ -233,57 +257,77 @@ static void add_times(int64_t *acc, int64_t x, int64_t times)
     if (__builtin_mul_overflow(x, times, &prod) || __builtin_add_overflow(*acc, prod, acc)) *acc = INT64_MAX;
 }
 
-/* Bytes per rank per optimizer step, summed over the op lists (micro x (gas-1), last, step). */
-static void cost_ops(const ZgPlan *p, const ZgOp *ops, int n, int64_t times, ZgCost *c)
+/* What one op moves per rank, per link (the cost's and the prediction's one source). */
+ZgOpBytes zg_op_bytes(const ZgPlan *p, const ZgOp *o)
 {
     const ZgZero *z = p->zero;
     int64_t ws = p->model->world_size, n16 = zg_dtype_size(z->dtype);
     bool opt_off = z->offload_optimizer.device != ZG_OFFLOAD_NONE;
-    for (int i = 0; i < n; i++) {
-        int a = ops[i].arg;
-        int64_t net = 0, h2d = 0, d2h = 0, rd = 0, wr = 0;
-        switch (ops[i].kind) {
-        case ZG_OP_GATHER:
-            net = (ws - 1) * p->gathers[a].part_numel * n16;
-            break;
-        case ZG_OP_PARAM_SWAP_IN:
-            /* NVMe -> pinned (read), then pinned -> device either way */
-            if (z->offload_param.device == ZG_OFFLOAD_NVME) rd = p->gathers[a].shard_numel * n16;
-            h2d = p->gathers[a].shard_numel * n16;
-            break;
-        case ZG_OP_REDUCE:
-            if (z->stage == 3) net = (ws - 1) * (p->buckets[a].padded_numel / ws) * n16;
-            else net = 2 * (ws - 1) * p->buckets[a].numel * n16 / ws;
-            break;
-        case ZG_OP_WAIT_REDUCE:
-            if (opt_off) d2h = p->buckets[a].padded_numel / ws * n16;
-            break;
-        case ZG_OP_SWAP_IN:     /* master, m, v (+ gradients); or (ZG_SWAP_PARAMS) the fp32 params */
-            rd = (p->sg_swap == ZG_SWAP_PARAMS ? 1 : p->grad_nvme ? 4 : 3) * p->subgroups[a].numel * 4;
-            break;
-        case ZG_OP_SWAP_OUT:
-            wr = (p->sg_swap == ZG_SWAP_PARAMS ? 1 : 3) * p->subgroups[a].numel * 4;
-            break;
-        case ZG_OP_OPTIMIZER:
-            if (p->sg_swap == ZG_SWAP_PARAMS) break;          /* SWAP_OUT writes them */
-            if (z->offload_param.device == ZG_OFFLOAD_NVME) wr = p->subgroups[a].numel * n16;
-            else if (opt_off && z->offload_param.device == ZG_OFFLOAD_NONE)
-                h2d = p->subgroups[a].numel * n16;
-            break;
-        case ZG_OP_ALLGATHER_PARAMS:
-            /* stage 3: the persistent tensors are rebuilt by one all-reduce of the whole "persist"
-            ** region (every rank's slices into zeros; lower.c's row), so that is what is received */
-            if (z->stage < 3) net = (ws - 1) * p->shard.part_numel * n16;
-            else net = 2 * (ws - 1) * (zg_persist_region_numel(p) * n16) / ws;
-            break;
-        default:
-            break;
+    int a = o->arg;
+    ZgOpBytes b = {0};
+    switch (o->kind) {
+    case ZG_OP_GATHER:
+        b.net = (ws - 1) * p->gathers[a].part_numel * n16;
+        break;
+    case ZG_OP_PARAM_SWAP_IN:
+        /* CPU: the group's span of the pinned shard H2D into the device param_buf. NVMe: the span
+        ** read into the pinned param_buf, then each gathered tensor's own part H2D straight into
+        ** its place in the slot (the persistent slices between stay behind) */
+        if (z->offload_param.device == ZG_OFFLOAD_NVME) {
+            b.nvme_read = p->gathers[a].shard_numel * n16;
+            b.h2d = p->gathers[a].part_numel * n16;
+        } else {
+            b.h2d = p->gathers[a].shard_numel * n16;
         }
-        add_times(&c->net_bytes, net, times);
-        add_times(&c->h2d_bytes, h2d, times);
-        add_times(&c->d2h_bytes, d2h, times);
-        add_times(&c->nvme_read_bytes, rd, times);
-        add_times(&c->nvme_write_bytes, wr, times);
+        break;
+    case ZG_OP_REDUCE:
+        if (z->stage == 3) b.net = (ws - 1) * (p->buckets[a].padded_numel / ws) * n16;
+        else b.net = 2 * (ws - 1) * p->buckets[a].numel * n16 / ws;
+        break;
+    case ZG_OP_WAIT_REDUCE:     /* Adam on the host: this rank's part comes down */
+        if (!p->adam_device) b.d2h = p->buckets[a].padded_numel / ws * n16;
+        break;
+    case ZG_OP_SWAP_IN:     /* master, m, v (+ gradients); or (ZG_SWAP_PARAMS) the fp32 params */
+        b.nvme_read = (p->sg_swap == ZG_SWAP_PARAMS ? 1 : p->grad_nvme ? 4 : 3) * p->subgroups[a].numel * 4;
+        break;
+    case ZG_OP_SWAP_OUT:
+        b.nvme_write = (p->sg_swap == ZG_SWAP_PARAMS ? 1 : 3) * p->subgroups[a].numel * 4;
+        break;
+    case ZG_OP_OPTIMIZER:
+        if (p->sg_swap == ZG_SWAP_PARAMS) break;          /* SWAP_OUT writes them */
+        if (z->offload_param.device == ZG_OFFLOAD_NVME) b.nvme_write = p->subgroups[a].numel * n16;
+        else if (opt_off && z->offload_param.device == ZG_OFFLOAD_NONE)
+            b.h2d = p->subgroups[a].numel * n16;
+        break;
+    case ZG_OP_ALLGATHER_PARAMS:
+        /* stage 3: the persistent tensors are rebuilt by one all-reduce of the whole "persist"
+        ** region (every rank's slices into zeros; lower.c's row), so that is what is received */
+        if (z->stage < 3) b.net = (ws - 1) * p->shard.part_numel * n16;
+        else b.net = 2 * (ws - 1) * (zg_persist_region_numel(p) * n16) / ws;
+        /* parameters offloaded: this rank's slices cross H2D into "persist" first; rank 0's
+        ** (a slice is min(part, what is left of the tensor), so no rank moves more) */
+        if (z->stage == 3 && z->offload_param.device != ZG_OFFLOAD_NONE)
+            for (int t = 0; t < p->n_tensors; t++)
+                if (p->tensors[t].persistent)
+                    b.h2d += (p->tensors[t].part_numel < p->tensors[t].numel ? p->tensors[t].part_numel
+                                                                           : p->tensors[t].numel) * n16;
+        break;
+    default:
+        break;
+    }
+    return b;
+}
+
+/* Bytes per rank per optimizer step, summed over the op lists (micro x (gas-1), last, step). */
+static void cost_ops(const ZgPlan *p, const ZgOp *ops, int n, int64_t times, ZgCost *c)
+{
+    for (int i = 0; i < n; i++) {
+        ZgOpBytes b = zg_op_bytes(p, &ops[i]);
+        add_times(&c->net_bytes, b.net, times);
+        add_times(&c->h2d_bytes, b.h2d, times);
+        add_times(&c->d2h_bytes, b.d2h, times);
+        add_times(&c->nvme_read_bytes, b.nvme_read, times);
+        add_times(&c->nvme_write_bytes, b.nvme_write, times);
     }
 }
 
@@ -320,7 +364,7 @@ static void cost(ZgPlan *p)
     add_times(&c->loss_d2h_bytes, bt * 4, gas);
     /* the optimizer state on the device: Adam runs there, and only the gradient's sum of squares
     ** (one double) comes down for the step rule (the norm and the fp16 overflow decision) */
-    if (z->offload_optimizer.device == ZG_OFFLOAD_NONE) c->norm_d2h_bytes = 8;
+    if (p->adam_device) c->norm_d2h_bytes = 8;
     add_times(&c->h2d_bytes, c->batch_h2d_bytes, 1);
     add_times(&c->d2h_bytes, c->loss_d2h_bytes, 1);
     add_times(&c->d2h_bytes, c->norm_d2h_bytes, 1);

@@ -154,10 +154,12 @@ static void make_buckets(ZgPlan *p)
     for (int k = 0; k < p->n_buckets; k++)
         p->buckets[k].buffer = stage >= 2 ? k % p->n_bucket_buffers : -1;
     /* Stage 3 receives its reduce-scattered chunk in a buffer of its own and adds it into grad32,
-    ** except where nothing needs adding (one fp32 micro-step: straight into the zeroed grad32) or
-    ** nothing moves (one rank: its chunk is the whole bucket buffer). */
-    bool direct = z->dtype == ZG_DTYPE_FP32 && z->grad_accum <= 1 && !zg_grads_on_nvme(z);
-    p->bucket_recv_numel = stage == 3 && ws > 1 && !direct ? p->bucket_buffer_numel / ws : 0;
+    ** except where nothing needs adding (one fp32 micro-step: straight into the zeroed grad32, when
+    ** that is device memory, which a collective can write) or nothing moves (one rank: its chunk is
+    ** the whole bucket buffer). */
+    p->reduce_direct = stage == 3 && z->dtype == ZG_DTYPE_FP32 && z->grad_accum <= 1 &&
+                       z->offload_optimizer.device == ZG_OFFLOAD_NONE;
+    p->bucket_recv_numel = stage == 3 && ws > 1 && !p->reduce_direct ? p->bucket_buffer_numel / ws : 0;
 }
 
 /* Stage 3: one gather group per module with non-persistent tensors. */
@@ -240,6 +242,10 @@ static void make_subgroups(ZgPlan *p)
     /* fp32 has no separate master unless the optimizer is offloaded: with the parameters on NVMe
     ** the master IS the NVMe shard, swapped like the optimizer's state would be */
     p->grad_nvme = zg_grads_on_nvme(z);
+    /* Adam on the device needs its state and the working copy there: with offload_param alone the
+    ** host runs it (the device cannot write the parameters' host home in its pass) */
+    p->adam_device = z->offload_optimizer.device == ZG_OFFLOAD_NONE &&
+                     (z->stage < 3 || z->offload_param.device == ZG_OFFLOAD_NONE);
     p->sg_swap = opt_nvme ? ZG_SWAP_OPTIMIZER
                : z->stage == 3 && par_nvme && z->dtype == ZG_DTYPE_FP32 &&
                  z->offload_optimizer.device == ZG_OFFLOAD_NONE ? ZG_SWAP_PARAMS : ZG_SWAP_NONE;

@@ -218,6 +218,7 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jstr(j, "param_shard", region_tier(p, z->stage < 3 ? "params16" : "params_shard"));
     jstr(j, "grad_shard", region_tier(p, z->stage < 2 && !*region_tier(p, "grad32") ? "grads" : "grad32"));
     jstr(j, "optimizer_state", region_tier(p, "adam_m"));
+    jstr(j, "adam", p->adam_device ? "device" : "host");
     jclose(j, '}');
     jclose(j, '}');
 
@@ -348,6 +349,9 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jbool(j, "act_ckpt", p->act_ckpt);
     jint(j, "acts_bytes", p->mem.acts_bytes);
     jint(j, "scratch_bytes", p->mem.scratch_bytes);
+    jint(j, "grad_land_slots", p->mem.grad_land_slots);
+    jint(j, "grad_land_numel", p->mem.grad_land_numel);
+    jint(j, "param_land_numel", p->mem.param_land_numel);
     jint(j, "host_bytes_per_node", zg_mem_host_per_node(p));
     /* device memory a CUDA rank needs beside the arena (memplan.c); the parts are zgen's estimate,
     ** device_headroom_bytes their sum or hardware.device_headroom */

@@ -306,6 +306,10 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
                     : !strcmp(r->name, "grad32") ? "owned fp32 gradient shard" : "working parameters, ",
                     r->name[0] == 'p' ? zg_dtype_name(z->dtype) : "", zg_tier_name(r->tier));
     }
+    fprintf(f, "Adam runs on the %s%s\n", p->adam_device ? "device" : "host",
+            p->adam_device || z->offload_optimizer.device != ZG_OFFLOAD_NONE ? ""
+            : " (its state stays in the device tier, as DeepSpeed places it, but the parameters it "
+              "updates are offloaded; a GPU rank reads and writes that state through host memory)");
     fprintf(f, "optimizer shard %lld elements in %d sub-group(s) (boundaries multiple of %lld)\n",
             (long long)s->opt_numel, p->n_subgroups, (long long)p->sg_align);
     owners_txt(p, f);

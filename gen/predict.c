@@ -155,25 +155,24 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
     const ZgZero *z = p->zero;
     const ZgHw *hw = s->hw;
     double n16 = zg_dtype_size(z->dtype), ws = p->model->world_size;
-    bool opt_off = z->offload_optimizer.device != ZG_OFFLOAD_NONE;
+    bool host_adam = !p->adam_device;     /* the plan's step runs Adam on the host */
     int param_in = -1;          /* the PARAM_SWAP_IN the next GATHER waits for */
     for (int i = 0; i < n; i++) {
         const ZgOp *o = &ops[i];
         int a = o->arg, e, dep[2];
         switch (o->kind) {
         case ZG_OP_PARAM_SWAP_IN: {
-            double b = (double)p->gathers[a].shard_numel * n16;
+            ZgOpBytes b = zg_op_bytes(p, o);
             dep[0] = s->slot_free[o->slot];
-            if (z->offload_param.device == ZG_OFFLOAD_NVME)
-                dep[0] = run1(s, ZG_RES_NVME_READ, ZG_NOPS + ZG_PX_NVME_READ, a, b / hw->nvme_read_bw, dep[0]);
-            param_in = run1(s, ZG_RES_H2D, o->kind, a, b / hw->h2d_bw, dep[0]);
+            if (b.nvme_read)
+                dep[0] = run1(s, ZG_RES_NVME_READ, ZG_NOPS + ZG_PX_NVME_READ, a, (double)b.nvme_read / hw->nvme_read_bw, dep[0]);
+            param_in = run1(s, ZG_RES_H2D, o->kind, a, (double)b.h2d / hw->h2d_bw, dep[0]);
             break;
         }
         case ZG_OP_GATHER:
             dep[0] = s->slot_free[o->slot];
             dep[1] = param_in;
-            s->gather_done[a] = run(s, ZG_RES_NET, o->kind, a,
-                                    coll_time(s, (ws - 1) * (double)p->gathers[a].part_numel * n16), dep, 2);
+            s->gather_done[a] = run(s, ZG_RES_NET, o->kind, a, coll_time(s, (double)zg_op_bytes(p, o).net), dep, 2);
             param_in = -1;
             break;
         case ZG_OP_WAIT_GATHER:
@@ -192,17 +191,15 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
             s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a,
                                    bucket_module_numel(p, a, s->last_bwd) * (4.0 + n16) / hw->mem_bw, -1);
             break;
-        case ZG_OP_REDUCE: {
-            double b = z->stage == 3 ? (ws - 1) * ((double)p->buckets[a].padded_numel / ws) * n16
-                                     : 2.0 * (ws - 1) * (double)p->buckets[a].numel * n16 / ws;
-            s->reduce_done[a] = run1(s, ZG_RES_NET, o->kind, a, coll_time(s, b), s->last_compute);
+        case ZG_OP_REDUCE:
+            s->reduce_done[a] = run1(s, ZG_RES_NET, o->kind, a, coll_time(s, (double)zg_op_bytes(p, o).net),
+                                     s->last_compute);
             break;
-        }
         case ZG_OP_WAIT_REDUCE: {
-            double part = z->stage >= 2 || opt_off ? (double)p->buckets[a].padded_numel / ws : 0;
+            double part = z->stage >= 2 || host_adam ? (double)p->buckets[a].padded_numel / ws : 0;
             e = s->reduce_done[a];
-            if (opt_off) {              /* D2H into pinned memory, the host adds it into grad32 */
-                e = run1(s, ZG_RES_D2H, ZG_NOPS + ZG_PX_D2H, a, part * n16 / hw->d2h_bw, e);
+            if (host_adam) {              /* D2H into pinned memory, the host adds it into grad32 */
+                e = run1(s, ZG_RES_D2H, ZG_NOPS + ZG_PX_D2H, a, (double)zg_op_bytes(p, o).d2h / hw->d2h_bw, e);
                 s->grad_done[a] = run1(s, ZG_RES_CPU, ZG_NOPS + ZG_PX_ACCUM, a,
                                        part * (n16 + 8.0) / hw->host_mem_bw, e);
                 s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a, 0, e);
@@ -232,57 +229,55 @@ static void optimizer_step(Sim *s, const ZgOp *ops, int n)
     const ZgPlan *p = s->p;
     const ZgZero *z = p->zero;
     const ZgHw *hw = s->hw;
-    double n16 = zg_dtype_size(z->dtype), ws = p->model->world_size;
-    bool opt_off = z->offload_optimizer.device != ZG_OFFLOAD_NONE;
-    int opt_res = opt_off ? ZG_RES_CPU : ZG_RES_COMPUTE;
+    double n16 = zg_dtype_size(z->dtype);
+    bool host_adam = !p->adam_device;     /* the plan's step runs Adam on the host */
+    int opt_res = host_adam ? ZG_RES_CPU : ZG_RES_COMPUTE;
     /* Adam needs every gradient and the global norm: one pass over the owned gradients. */
     int all = s->last_compute;
     for (int k = 0; k < p->n_buckets; k++)
         if (ev_end(s, s->grad_done[k]) > ev_end(s, all)) all = s->grad_done[k];
     double shard = (double)p->shard.opt_numel;
-    double norm_bw = opt_off ? hw->host_mem_bw : hw->mem_bw;
+    double norm_bw = host_adam ? hw->host_mem_bw : hw->mem_bw;
     if (p->grad_nvme)               /* the norm reads the gradient shard back from NVMe */
         all = run1(s, ZG_RES_NVME_READ, ZG_NOPS + ZG_PX_NVME_READ, 0, shard * 4.0 / hw->nvme_read_bw, all);
     int norm = run1(s, opt_res, ZG_NOPS + ZG_PX_NORM, 0,
-                    shard * (z->stage >= 2 || opt_off ? 4.0 : n16) / norm_bw, all);
+                    shard * (z->stage >= 2 || host_adam ? 4.0 : n16) / norm_bw, all);
     int done = norm;
     for (int i = 0; i < n; i++) {
         const ZgOp *o = &ops[i];
         int a = o->arg, dep[3];
         double sg = a >= 0 && a < p->n_subgroups ? (double)p->subgroups[a].numel : 0;
-        double sb = (p->sg_swap == ZG_SWAP_PARAMS ? 1.0 : 3.0) * sg * 4.0;
-        double sb_in = sb + (p->grad_nvme ? sg * 4.0 : 0);     /* + the sub-group's gradients */
         switch (o->kind) {
         case ZG_OP_SWAP_IN:
             dep[0] = a - p->n_sg_buffers >= 0 ? s->swap_out[a - p->n_sg_buffers] : -1;
-            dep[1] = opt_off ? s->last[ZG_RES_CPU] : -1;     /* the driver issues it */
-            s->swap_in[a] = run(s, ZG_RES_NVME_READ, o->kind, a, sb_in / hw->nvme_read_bw, dep, 2);
+            dep[1] = host_adam ? s->last[ZG_RES_CPU] : -1;     /* the driver issues it */
+            s->swap_in[a] = run(s, ZG_RES_NVME_READ, o->kind, a, (double)zg_op_bytes(p, o).nvme_read / hw->nvme_read_bw, dep, 2);
             break;
         case ZG_OP_OPTIMIZER: {
             dep[0] = norm;
             dep[1] = s->swap_in[a];
-            double t = opt_off || hw->host ? sg / hw->cpu_adam_rate
+            double t = host_adam || hw->host ? sg / hw->cpu_adam_rate
                                            : sg * (28.0 + n16) / hw->mem_bw;
             int e = run(s, opt_res, o->kind, a, t + hw->op_overhead_s, dep, 2);
-            if (p->sg_swap != ZG_SWAP_PARAMS && z->offload_param.device == ZG_OFFLOAD_NVME)
-                e = run1(s, ZG_RES_NVME_WRITE, o->kind, a, sg * n16 / hw->nvme_write_bw, e);
-            else if (opt_off && z->offload_param.device == ZG_OFFLOAD_NONE)
-                e = run1(s, ZG_RES_H2D, ZG_NOPS + ZG_PX_H2D, a, sg * n16 / hw->h2d_bw, e);
+            ZgOpBytes b = zg_op_bytes(p, o);     /* the updated working copy: to NVMe, or H2D */
+            if (b.nvme_write) e = run1(s, ZG_RES_NVME_WRITE, o->kind, a, (double)b.nvme_write / hw->nvme_write_bw, e);
+            else if (b.h2d) e = run1(s, ZG_RES_H2D, ZG_NOPS + ZG_PX_H2D, a, (double)b.h2d / hw->h2d_bw, e);
             s->opt_done[a] = e;
             if (ev_end(s, e) > ev_end(s, done)) done = e;
             break;
         }
         case ZG_OP_SWAP_OUT:
-            s->swap_out[a] = run1(s, ZG_RES_NVME_WRITE, o->kind, a, sb / hw->nvme_write_bw, s->opt_done[a]);
+            s->swap_out[a] = run1(s, ZG_RES_NVME_WRITE, o->kind, a, (double)zg_op_bytes(p, o).nvme_write / hw->nvme_write_bw,
+                                  s->opt_done[a]);
             break;
         case ZG_OP_ALLGATHER_PARAMS: {
-            double b = 0;
-            if (z->stage < 3) b = (ws - 1) * (double)p->shard.part_numel * n16;
-            else b = 2.0 * (ws - 1) / ws * (double)zg_persist_region_numel(p) * n16;   /* lower.c's all-reduce */
+            ZgOpBytes b = zg_op_bytes(p, o);
             int last_opt = done;
             for (int k = 0; k < p->n_subgroups; k++)
                 if (ev_end(s, s->opt_done[k]) > ev_end(s, last_opt)) last_opt = s->opt_done[k];
-            run1(s, ZG_RES_NET, o->kind, a, coll_time(s, b), last_opt);
+            if (b.h2d)              /* stage 3, parameters offloaded: this rank's persistent slices up first */
+                last_opt = run1(s, ZG_RES_H2D, ZG_NOPS + ZG_PX_H2D, a, (double)b.h2d / hw->h2d_bw, last_opt);
+            run1(s, ZG_RES_NET, o->kind, a, coll_time(s, (double)b.net), last_opt);
             break;
         }
         default:

@@ -314,6 +314,12 @@ typedef struct ZgMemPlan {
                                                 ** holding grad32, master, adam_m, adam_v) */
     const char *nvme_file_path[2];              /* the directory of each */
     int64_t nvme_file_bytes[2];                 /* the size of each; tier_bytes[NVME] is the sum */
+    /* The pinned landings of a GPU rank's per-step DMAs with Adam on the host (docs/PLAN.md
+    ** "Landings"): "grad_land" holds grad_land_slots slots of grad_land_numel gradient elements
+    ** (the reduced part a WAIT_REDUCE hands over, D2H, before the host adds it into grad32);
+    ** "param_land" two sub-groups of the updated working copy on their way H2D. 0: none. */
+    int grad_land_slots;
+    int64_t grad_land_numel, param_land_numel;
     int64_t acts_bytes, scratch_bytes;          /* the activation formula (docs/PLAN.md);
                                                 ** acts_bytes is the checkpointed one with
                                                 ** ZgPlan.act_ckpt */
@@ -389,6 +395,14 @@ typedef struct ZgPlan {
     int64_t sub_group_numel;                /* sub_group_size used; 0 before planning = config's */
     int64_t ds_default_bytes[ZG_NMEM];      /* per rank, all tiers, by category, with every
                                             ** sized_auto key at DeepSpeed's default */
+    bool reduce_direct;                     /* stage 3 reduce-scatters straight into grad32 (one
+                                            ** fp32 micro-step, grad32 in device memory: plan.c) */
+    bool adam_device;                       /* a GPU rank runs Adam on the device: the optimizer
+                                            ** state is there and so is the working copy it
+                                            ** updates (offload_optimizer none, and no
+                                            ** offload_param). Otherwise the host runs it and the
+                                            ** step's traffic is the offloaded one (memplan.c's
+                                            ** landings and cost; docs/PLAN.md) */
     bool grad_nvme;                         /* stage 3 with the optimizer on NVMe (ZeRO-Infinity):
                                             ** "grad32" lives on NVMe, a fourth part of each
                                             ** opt_buf_<b> stages one sub-group's gradients
@@ -423,6 +437,10 @@ int64_t zg_acts_ckpt_bytes(const ZgModel *m, int64_t micro_batch);
 int64_t zg_scratch_bytes(const ZgModel *m, int64_t micro_batch);
 /* memplan.c: host bytes per node (pinned + host per rank times ranks per node). */
 int64_t zg_mem_host_per_node(const ZgPlan *p);
+/* memplan.c: what one op row moves per rank per link, in bytes (the plan's cost sums these; the
+** prediction times them). */
+typedef struct ZgOpBytes { int64_t net, h2d, d2h, nvme_read, nvme_write; } ZgOpBytes;
+ZgOpBytes zg_op_bytes(const ZgPlan *p, const ZgOp *o);
 /* memplan.c: elements of stage 3's "persist" region (0 without persistent tensors). */
 int64_t zg_persist_region_numel(const ZgPlan *p);
 /* Device bytes per rank the plan needs: the device arena plus the device headroom. */

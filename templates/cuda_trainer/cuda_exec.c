@@ -18,15 +18,15 @@
 **   FORWARD/BACKWARD  compute
 **   GRAD_COPY b       compute  ev_buf_free[bucket buffer]
 **   REDUCE b          nccl     ev_compute (recorded here on compute)      ev_reduced[b]
-**   WAIT_REDUCE b     d2h      ev_reduced[b]; D2H of the reduced range    ev_d2h[b], ev_buf_free
-**                              into the host shadow; the host does the row's hand-over into
-**                              grad32 later (cz_flush, or before the same shadow range is refilled).
-**                              With Adam on the device (and no --check) no D2H: the hand-over
-**                              runs on the device only, as the plan's cost counts it
+**   WAIT_REDUCE b     d2h      ev_reduced[b]; D2H of the part the host    ev_d2h[b], ev_buf_free
+**                              takes into a slot of the pinned "grad_land"; the host does the
+**                              row's hand-over into grad32 from there later (cz_flush, or before
+**                              the slot is refilled). With Adam on the device (and no --check) no
+**                              D2H: the hand-over runs on the device only, as the plan's cost
+**                              counts it
 ** REDUCE runs the plan's lowered row: stage 3 reduce-scatters the rank-major bucket into the
 ** device "bucket_recv_<b>" (or grad32 on the device), and only this rank's chunk crosses to the
-** host. Only where the row's destination is host memory (a direct reduce-scatter into an offloaded
-** grad32), which NCCL cannot write, the bucket is all-reduced in place and chunk `rank` kept.
+** host.
 ** 16-bit plans (bf16, fp16) convert exactly where the host executor does, with convert.cu's kernels
 ** (zr_half.h's bits): the module gradient area is the fp32 second half of "stage32", GRAD_COPY
 ** rounds it into the 16-bit bucket, stages 0/1 add it into the 16-bit "grads" after each BACKWARD,
@@ -269,10 +269,8 @@ static int dev_region(int r)
 }
 
 /* The lowered row (gen/lower.c): an all-reduce in place, or a reduce-scatter into its destination,
-** or nothing (one rank). NCCL cannot write host memory, so a reduce-scatter whose destination the
-** plan puts in host memory (stage 3's direct reduction into an offloaded grad32) all-reduces the
-** source in place instead and takes chunk `rank` (the same sums; libzrt and NCCL forbid an in-place
-** reduce-scatter); its hand-over is then the row's own: that chunk into the destination. */
+** or nothing (one rank). A collective writes device memory only, and gen lowers no reduction into
+** host memory (stage 3's direct reduce-scatter is planned only where grad32 is on the device). */
 static void reduce(const ZrOpRow *op)
 {
     int k = op->arg;
@@ -290,12 +288,8 @@ static void reduce(const ZrOpRow *op)
         l->src_off = op->dst_off;
         l->src_dt = op->dst_dt;
     } else if (op->xfer == ZR_XFER_REDUCE_SCATTER) {
-        void *p = cz_dev(tr_region_at(op->src, op->src_off, op->src_dt));
-        CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_ALL_REDUCE, p, p, op->count * T.ws, (ZrDtype)op->src_dt));
-        l->src_off += (int64_t)T.rank * op->count;
-        l->xfer = ZR_XFER_COPY;
-        l->accumulate = 0;
-        l->flat = -1;
+        tr_die("REDUCE %d: the plan reduce-scatters into host memory (region %d), which a collective cannot write",
+               k, op->dst);
     } else if (op->xfer == ZR_XFER_ALL_REDUCE) {
         void *p = cz_dev(tr_region_at(op->src, op->src_off, op->src_dt));
         CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_ALL_REDUCE, p, p, op->count, (ZrDtype)op->src_dt));
@@ -337,33 +331,79 @@ static void dev_take(const ZrOpRow *h)
     else CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2D, d, src, (size_t)n * 4));
 }
 
-/* Only what REDUCE left for this rank crosses to the host (stage 3: its chunk), into the shadow at
-** the same offsets, and only where the host takes it (host_takes); the host's hand-over runs later
-** (finish_bucket: before that shadow range is refilled, or in cz_flush), so the host never waits
-** for the device inside a micro-step. */
+/* The range of a reduced bucket that crosses to the host: only what the host reads of it, the
+** part the hand-over takes (this rank's part of the flat range, or stage 3's chunk), or with no
+** hand-over (stages 0/1 without grad32: the host's Adam reads "grads" itself) the reduced range's
+** part inside this rank's optimizer shard. The plan's cost counts exactly these bytes. */
+static char *host_range(const ZrOpRow *h, size_t *bytes)
+{
+    int64_t skip, dst, n = tr_hand_over_range(h, &skip, &dst);
+    *bytes = n > 0 ? (size_t)n * dt_bytes(h->src_dt) : 0;
+    return (char *)tr_region_at(h->src, h->src_off, h->src_dt) + (n > 0 ? skip : 0) * (int64_t)dt_bytes(h->src_dt);
+}
+
+/* Only what the host reads of what REDUCE left for this rank crosses to the host (host_range),
+** and only where the host takes it (host_takes): with Adam on the host into a slot of the pinned
+** "grad_land" (gen/memplan.c; the row's hand-over then reads the slot), else (--check's copy with
+** Adam on the device) into the shadow at the same offsets. The host's hand-over runs later
+** (finish_bucket: before its slot or shadow range is refilled, or in cz_flush), so the host never
+** waits for the device inside a micro-step. */
+static char *pend_at[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
+static size_t pend_bytes[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
+static int land_region = -2, land_next, land_bucket[ZG_GRAD_LAND_SLOTS > 0 ? ZG_GRAD_LAND_SLOTS : 1];
+
+/* The next slot of "grad_land" for bucket k's part of n elements (its previous bucket's hand-over
+** done first), as the row the hand-over reads; -1 when the plan has no landing. */
+static int land_take(int k, ZrOpRow *h, int64_t n)
+{
+    if (land_region == -2) {
+        land_region = tr_region_index("grad_land");
+        for (int j = 0; j < ZG_GRAD_LAND_SLOTS; j++) land_bucket[j] = -1;
+    }
+    if (land_region < 0 || ZG_GRAD_LAND_SLOTS == 0) return -1;
+    if (n > ZG_GRAD_LAND_NUMEL) tr_die("bucket %d hands over %lld elements; grad_land holds %lld", k, (long long)n,
+                                       (long long)ZG_GRAD_LAND_NUMEL);
+    int j = land_next;
+    land_next = (land_next + 1) % (ZG_GRAD_LAND_SLOTS > 0 ? ZG_GRAD_LAND_SLOTS : 1);
+    if (land_bucket[j] >= 0) finish_bucket(land_bucket[j]);
+    land_bucket[j] = k;
+    int64_t skip, dst;
+    tr_hand_over_range(h, &skip, &dst);
+    h->src = land_region;
+    h->src_off = (int64_t)j * ZG_GRAD_LAND_NUMEL;
+    h->dst_off = dst;
+    h->flat = -1;
+    h->count = n;
+    return j;
+}
+
 static void wait_reduce(const ZrOpRow *op)
 {
     int k = op->arg, host_copy = host_takes();
     const ZrOpRow *l = &landed[k];
-    char *host = tr_region_at(l->src, l->src_off, l->src_dt);
-    size_t bytes = (size_t)l->count * dt_bytes(l->src_dt);
-    for (int j = 0; host_copy && j < ZG_N_BUCKETS; j++) {     /* a shadow range about to be refilled */
-        if (!pend[j]) continue;
-        char *h = tr_region_at(landed[j].src, landed[j].src_off, landed[j].src_dt);
-        if (h < host + bytes && host < h + (size_t)landed[j].count * dt_bytes(landed[j].src_dt)) finish_bucket(j);
-    }
     take[k] = l->xfer != ZR_XFER_NONE ? *l : *op;
     if (l->xfer == ZR_XFER_NONE) {               /* the row's hand-over, reading where the sums are */
         take[k].src = l->src;
         take[k].src_off = l->src_off;
         take[k].src_dt = l->src_dt;
     }
+    size_t bytes = 0;
+    char *from = host_range(take[k].xfer != ZR_XFER_NONE ? &take[k] : l, &bytes), *host = from;
     CZ_CHECK(zr_gpu_wait(CZ.d2h, CZ.ev_reduced[k]));
-    if (host_copy) CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, host, cz_dev(host), bytes));
     dev_take(&take[k]);
+    if (host_copy && bytes && take[k].xfer != ZR_XFER_NONE &&
+        land_take(k, &take[k], (int64_t)(bytes / dt_bytes(take[k].src_dt))) >= 0) {
+        host = tr_region_at(take[k].src, take[k].src_off, take[k].src_dt);
+    } else {
+        for (int j = 0; host_copy && bytes && j < ZG_N_BUCKETS; j++)   /* a shadow range about to be refilled */
+            if (pend[j] && pend_at[j] < host + bytes && host < pend_at[j] + pend_bytes[j]) finish_bucket(j);
+    }
+    if (host_copy && bytes) CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, host, cz_dev(from), bytes));
     if (host_copy) CZ_CHECK(zr_gpu_record(CZ.ev_d2h[k], CZ.d2h));
     if (zg_buckets[k].buffer >= 0) CZ_CHECK(zr_gpu_record(CZ.ev_buf_free[tr_bucket_buf(k)], CZ.d2h));
     pend[k] = host_copy;
+    pend_at[k] = host;
+    pend_bytes[k] = bytes;
 }
 
 /* End of the step's micro-steps: the host's part of every copy (reduced gradients into grad32,

@@ -11,13 +11,14 @@
 **   params_init,     the host's, then the working copy to the device
 **   ckpt_load
 **   ops              cuda_exec.c's cz_ops: the executor's op table on the device's streams
-**   optim_step       with the optimizer state in the device tier (offload_optimizer none): the
-**                      host trainer's step (train_optim.c's tr_step: norm all-reduce, fp16 scaler,
-**                      clipping, lr) with the sum of squares on the device (sumsq.cu; 8 bytes D2H),
-**                      then zd_adamw on the device shards (the bits of zr_adam_step) and the
-**                      parameter gathers on the device; nothing is copied H2D. Otherwise the CPU
-**                      optimizer (tr_optim_step) on the shard the executor brought back, then the
-**                      new working copy to the device. --check compares the first step here
+**   optim_step       where gen places Adam on the device (ZG_ADAM_DEVICE): the host trainer's
+**                      step (train_optim.c's tr_step: norm all-reduce, fp16 scaler, clipping, lr)
+**                      with the sum of squares on the device (sumsq.cu; 8 bytes D2H), then
+**                      zd_adamw on the device shards (the bits of zr_adam_step) and the parameter
+**                      gathers on the device; nothing is copied H2D. Otherwise the CPU optimizer
+**                      (tr_optim_step_with) on the parts the executor brought down into
+**                      "grad_land", each sub-group's update up from "param_land" as soon as Adam
+**                      leaves it, and the gathers on the device. --check compares the first step
 **   layout_free      the GPU closed, then tr_layout_free
 **   flag             --check, --sync-debug
 ** --check: runs the first step's micro-steps on the device and then on the host reference (the
@@ -51,27 +52,20 @@ static int local_rank(void)
     return T.rank;
 }
 
+/* The pinned "param_land" (gen/memplan.c: two sub-groups of the working copy), where the host's
+** Adam writes a sub-group's update for its H2D (CZ.ev_land[j]: slot j's last H2D is done). */
+static char *param_land;
+
 /* ---------------------------------------------------------------------- the optimizer on the device */
 static int dev(const void *p) { return p && cz_is_dev(p); }
 
-/* Adam runs on the device when every piece of the optimizer step lives in the device tier: the
-** master (or, fp32 without one, the parameters), m, v, the working copy and the gradient shard. */
-static int dev_opt_possible(void)
-{
-    if (!ZG_ADAM_W_MODE || !ZG_BIAS_CORRECTION || T.master_nvme >= 0 || T.n_master_bufs || T.n_opt_bufs) return 0;
-    if (!dev(T.adam_m) || !dev(T.adam_v) || (T.master && !dev(T.master))) return 0;
-    if (!dev(tr_opt_home()) || (T.persist && !dev(T.persist))) return 0;
-    if (T.grad32 ? !dev(T.grad32) : !dev(T.grads) || (ZG_MIXED && !dev(T.stage32))) return 0;
-    return 1;
-}
-
 /* zd_adamw's constants (adamw.cu's ZdAdamK, passed by value), as runtime/zr_adam.c computes them. */
-typedef struct { float gs, b1, b2, omb1, omb2, eps, lrwd, step_size, rbc2; int decay; } CzAdamK;
+typedef struct { float gs, b1, b2, omb1, omb2, eps, lrwd, step_size, rbc2, wd; int decay, adamw; } CzAdamK;
 
 static CzAdamK adam_consts(float lr, float wd)
 {
     CzAdamK k;
-    double t = (double)(T.applied + 1);
+    double t = ZG_BIAS_CORRECTION ? (double)(T.applied + 1) : (double)INT64_MAX;   /* as train_optim.c */
     k.gs = T.grad_scale;
     k.b1 = (float)ZG_BETA1;
     k.b2 = (float)ZG_BETA2;
@@ -81,7 +75,9 @@ static CzAdamK adam_consts(float lr, float wd)
     k.lrwd = lr * wd;
     k.step_size = (float)((double)lr / (1.0 - pow((double)k.b1, t)));
     k.rbc2 = (float)(1.0 / sqrt(1.0 - pow((double)k.b2, t)));
+    k.wd = wd;
     k.decay = wd != 0.0f;
+    k.adamw = ZG_ADAM_W_MODE;
     return k;
 }
 
@@ -130,13 +126,38 @@ static void dev_optimizer(int k, float lr)
     }
 }
 
-/* One persistent tensor's slice into "persist" (the row's destination), device to device. */
+static int dev_region(int r) { return r >= 0 && zg_regions[r].tier == ZR_TIER_DEVICE; }
+
+/* One persistent tensor's slice into "persist" (the row's destination, on the device): from the
+** shard on the device, or with the parameters offloaded from the pinned shard or, on NVMe, from
+** where tr_persist_fill read it into the pinned "persist_land": only this rank's slices cross. */
+static int persist_land = -2;
+
 static void dev_persist_slice(int64_t at, int64_t from, int64_t n, void *ctx)
 {
     const ZrOpRow *op = ctx;
     void *dst = cz_dev(tr_region_at(op->dst, op->dst_off + at, op->dst_dt));
-    const void *src = cz_dev(tr_region_at(op->src, op->src_off + from, op->src_dt));
-    CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, dst, src, (size_t)n * ZG_DTYPE_SIZE));
+    if (dev_region(op->src))
+        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, dst, cz_dev(tr_region_at(op->src, op->src_off + from, op->src_dt)),
+                             (size_t)n * ZG_DTYPE_SIZE));
+    else if (zg_regions[op->src].tier != ZR_TIER_NVME)
+        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, dst, tr_region_at(op->src, op->src_off + from, op->src_dt),
+                             (size_t)n * ZG_DTYPE_SIZE));
+    else
+        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, dst, tr_region_at(persist_land, at, op->dst_dt),
+                             (size_t)n * ZG_DTYPE_SIZE));
+}
+
+/* The host's part of the persistent row with the shard on NVMe: the slices into "persist_land". */
+static void persist_fill_land(const ZrOpRow *op)
+{
+    if (persist_land == -2) persist_land = tr_region_index("persist_land");
+    if (persist_land < 0) tr_die("the plan keeps the parameters on NVMe but has no persist_land");
+    ZrOpRow r = *op;
+    r.dst = persist_land;
+    r.dst_off = 0;
+    CZ_CHECK(zr_gpu_event_sync(CZ.ev_opt2));     /* its last H2D (the previous step's) is done */
+    tr_persist_fill(&r);
 }
 
 /* ALLGATHER_PARAMS on the device, as train_optim.c reads the row: in place, this rank's partition
@@ -150,6 +171,7 @@ static void dev_allgather(const ZrOpRow *op)
     if (op->src != op->dst) {
         count = tr_persist_slices(NULL, NULL);
         if (count == 0) return;
+        if (zg_regions[op->src].tier == ZR_TIER_NVME) persist_fill_land(op);
         CZ_CHECK(zr_gpu_memset(CZ.compute, recv, 0, (size_t)count * ZG_DTYPE_SIZE));
         tr_persist_slices(dev_persist_slice, (void *)op);
         send = recv;
@@ -261,6 +283,14 @@ static void dev_optim_step(void)
     if (state_read_after_step()) cz_pull_state();
 }
 
+/* The pages of CZ's batch and loss arrays (their anonymous struct is 4096-aligned, so its size
+** is whole pages and no other object shares them: a page cannot be registered twice). */
+static size_t host_io_bytes(void)
+{
+    size_t n = (size_t)((char *)&CZ.loss_h[ZG_GRAD_ACCUM] - (char *)CZ.tok_h);
+    return (n + 4095) / 4096 * 4096;
+}
+
 static void cz_layout_init(void)
 {
     tr_layout_init();
@@ -284,16 +314,19 @@ static void cz_layout_init(void)
     CZ_CHECK(zr_gpu_event_create(CZ.gpu, &CZ.ev_opt));
     CZ_CHECK(zr_gpu_event_create(CZ.gpu, &CZ.ev_opt2));
     CZ_CHECK(zr_gpu_event_create(CZ.gpu, &CZ.ev_h2d));
+    for (int j = 0; j < 2; j++) CZ_CHECK(zr_gpu_event_create(CZ.gpu, &CZ.ev_land[j]));
+    param_land = tr_region_named("param_land");
     void *base = NULL;
     CZ_CHECK(zr_gpu_malloc(CZ.gpu, &base, (size_t)(ZG_TIER_BYTES_DEVICE > 0 ? ZG_TIER_BYTES_DEVICE : 1)));
     CZ.dev_base = base;
     if (T.arena[ZR_TIER_PINNED])
         CZ_CHECK(zr_gpu_host_register(CZ.gpu, zr_arena_at(T.arena[ZR_TIER_PINNED], 0, 1),
                                       (size_t)zr_arena_bytes(T.arena[ZR_TIER_PINNED])));
+    CZ_CHECK(zr_gpu_host_register(CZ.gpu, CZ.tok_h, host_io_bytes()));
     CZ_CHECK(zr_gpu_coll_init(CZ.gpu, T.comm, CZ.nccl));
     cz_regions_init();
     const char *host_adam = getenv("ZR_CUDA_HOST_ADAM");      /* 1: the host optimizer regardless */
-    CZ.dev_opt = dev_opt_possible() && !(host_adam && strcmp(host_adam, "1") == 0);
+    CZ.dev_opt = ZG_ADAM_DEVICE && !(host_adam && strcmp(host_adam, "1") == 0);   /* gen's placement */
     cz_acts_init();
     if (T.rank == 0 && (!T.a.quiet || getenv("ZR_CUDA_VERBOSE")))
         fprintf(stderr, "train-cuda: %s; device allocation %lld bytes (the plan's device tier); activations %s "
@@ -307,6 +340,7 @@ static void cz_layout_init(void)
 static void cz_layout_free(void)
 {
     if (CZ.gpu) {
+        zr_gpu_host_unregister(CZ.gpu, CZ.tok_h);
         if (T.arena[ZR_TIER_PINNED])
             zr_gpu_host_unregister(CZ.gpu, zr_arena_at(T.arena[ZR_TIER_PINNED], 0, 1));
         zr_gpu_close(CZ.gpu);
@@ -381,13 +415,61 @@ static void check_step(void)
     exit(bad ? 3 : 0);
 }
 
+/* ---------------------------------------------------------------------- the host's Adam */
+/* One step op with Adam on the host (the optimizer state offloaded): the host's op, and then
+** - OPTIMIZER k, where the working copy's home is on the device: Adam writes the sub-group's update
+**   into a slot of "param_land" (T.param_out), which crosses H2D at once while Adam runs on the
+**   next sub-group into the other slot: this rank's part only, from pinned memory;
+** - ALLGATHER_PARAMS whose destination is on the device runs there, as lowered (the partitions'
+**   all-gather, or stage 3's persistent tensors rebuilt from this rank's slices).
+** So the step moves what the plan's cost counts, and only between pinned memory and the device. */
+static void host_step_op(const ZrOpRow *op, double lr)
+{
+    if (op->kind == ZR_OP_ALLGATHER_PARAMS && dev_region(op->dst)) {
+        CZ_CHECK(zr_gpu_record(CZ.ev_h2d, CZ.h2d));         /* every sub-group's update has landed */
+        CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_h2d));
+        dev_allgather(op);
+        return;
+    }
+    char *home = tr_opt_home();
+    if (op->kind != ZR_OP_OPTIMIZER || !dev(home)) { tr_step_op(op, lr); return; }
+    const ZrSubGroupRow *sg = &zg_subgroups[op->arg];
+    if (!param_land) {          /* ZR_CUDA_HOST_ADAM=1 on a plan with Adam on the device (a test) */
+        tr_step_op(op, lr);
+        char *at = home + sg->shard_offset * ZG_DTYPE_SIZE;
+        CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D, cz_dev(at), at, (size_t)sg->numel * ZG_DTYPE_SIZE));
+        return;
+    }
+    int j = op->arg % 2;
+    char *slot = param_land + (int64_t)j * ZG_PARAM_LAND_NUMEL * ZG_DTYPE_SIZE;
+    CZ_CHECK(zr_gpu_event_sync(CZ.ev_land[j]));         /* its last H2D is done */
+    T.param_out = slot - sg->shard_offset * ZG_DTYPE_SIZE;
+    tr_step_op(op, lr);
+    T.param_out = NULL;
+    char *at = home + sg->shard_offset * ZG_DTYPE_SIZE;
+    CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D, cz_dev(at), slot, (size_t)sg->numel * ZG_DTYPE_SIZE));
+    CZ_CHECK(zr_gpu_record(CZ.ev_land[j], CZ.h2d));
+}
+
+static void host_optim_step(void)
+{
+    CZ_CHECK(zr_gpu_event_sync(CZ.ev_h2d));    /* the last push out of the shadow is done */
+    CZ_CHECK(zr_gpu_record(CZ.ev_compute, CZ.compute));
+    CZ_CHECK(zr_gpu_wait(CZ.h2d, CZ.ev_compute));   /* the device has stopped reading the working copy */
+    tr_optim_step_with(host_step_op);
+    /* the next step's work waits for the updates (compute, and nccl for the gathers) */
+    CZ_CHECK(zr_gpu_record(CZ.ev_h2d, CZ.h2d));
+    CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_h2d));
+    CZ_CHECK(zr_gpu_record(CZ.ev_opt, CZ.compute));
+    CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_opt));
+    if (state_read_after_step()) cz_pull_state();
+}
+
 static void cz_optim_step(void)
 {
     if (CZ.check) check_step();
-    if (CZ.dev_opt) { dev_optim_step(); return; }
-    CZ_CHECK(zr_gpu_event_sync(CZ.ev_h2d));    /* the last push out of the shadow is done */
-    tr_optim_step();
-    cz_push_params();
+    if (CZ.dev_opt) dev_optim_step();
+    else host_optim_step();
 }
 
 /* --check probes for a GPU at once (before MPI and the data), as its no-GPU answer is the point. */

@@ -10,10 +10,12 @@
 **                 code (layout init/free, params init, checkpoint load, optimizer step), the
 **                 flags --check and --sync-debug
 ** Memory. The plan's device tier is ONE device allocation; a region at offset o of the device tier
-** is at dev_base + o. The host trainer's files keep their arena of the device tier as a host
-** "shadow" with the same offsets: it is where host code (init, checkpoints, the CPU optimizer)
-** reads and writes parameters and reduced gradients, and what crosses to and from the device is
-** always a region range at the same offset on both sides (cz_dev maps a shadow pointer).
+** is at dev_base + o. The host trainer's files keep their arena of the device tier as a host copy
+** with the same offsets (cz_dev maps its pointers to the device's): host code that knows nothing of
+** the device reads and writes it (init, checkpoints, the export, --check, and the host's Adam where
+** the plan leaves its state in the device tier), and only those cold paths copy between it and the
+** device. Every per-step copy runs between the device and pinned memory the plan holds (the
+** landings of docs/PLAN.md, the pinned arena) or the registered batch and loss pages.
 */
 #ifndef CUDA_TRAIN_H
 #define CUDA_TRAIN_H
@@ -49,13 +51,18 @@ typedef struct Cz {
     ZrGpuEvent *ev_buf_free[TR_MAX_BUFS];
     ZrGpuEvent *ev_compute, *ev_h2d, *ev_loss[ZG_GRAD_ACCUM];
     ZrGpuEvent *ev_opt, *ev_opt2;           /* the device optimizer's hand-overs between streams */
-    int32_t tok_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
-    int32_t tgt_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
-    float loss_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
+    ZrGpuEvent *ev_land[2];                 /* the host optimizer's param_land slots: H2D done */
+    struct {                    /* the batches' and losses' host side, registered (pinned) as
+                                ** whole pages of their own (cz_host_io_register) */
+        _Alignas(4096) int32_t tok_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
+        int32_t tgt_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
+        float loss_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
+    };
     int loss_pending[ZG_GRAD_ACCUM];
     int check;                  /* --check */
     int sync_debug;             /* --sync-debug */
-    int dev_opt;                /* Adam runs on the device (optimizer state in the device tier) */
+    int dev_opt;                /* Adam runs on the device: gen's placement (ZG_ADAM_DEVICE); the test
+                                ** switch ZR_CUDA_HOST_ADAM=1 runs the host's Adam instead */
 } Cz;
 
 extern Cz CZ;

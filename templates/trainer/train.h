@@ -79,6 +79,10 @@ typedef struct Trainer {
     const ZrRegionRow *slot_row[TR_MAX_SLOTS];
     void *param_buf[TR_MAX_SLOTS];  /* stage 3 + param offload: the span PARAM_SWAP_IN brings in */
     void *param_wb;             /* stage 3 + param NVMe: write-back buffer (W) */
+    char *param_out;            /* set by a backend around one OPTIMIZER op: where Adam writes that
+                                ** sub-group's working copy (train-cuda: a slot of the pinned
+                                ** "param_land", then H2D), as the home's address of shard element 0;
+                                ** NULL: the home itself */
     void *grads;                /* stages 0/1: every gradient, flat (W) */
     void *bucket[TR_MAX_BUFS];  /* stages 2/3 bucket buffers (W) */
     void *bucket_recv[TR_MAX_BUFS];  /* stage 3: this rank's reduce-scattered chunk (W), or NULL */
@@ -163,6 +167,8 @@ void *tr_w_at(void *base, int64_t elem);
 /* Element `elem` (of dtype dt, a ZrDtype) of plan region r (a zg_regions index): how every lowered
 ** op row's source and destination become addresses. */
 void *tr_region_at(int r, int64_t elem, int dt);
+int tr_region_index(const char *name);  /* the plan's region `name`: its index, -1 when it has none */
+void *tr_region_named(const char *name);  /* its memory; NULL when it has none or it is on NVMe */
 /* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32
 ** (train_ops.c) */
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add);
@@ -226,6 +232,10 @@ void tr_hand_over(const ZrOpRow *op);
 
 /* train_optim.c */
 void tr_optim_step(void);               /* after the last micro-step: norm, scaler, Adam, gathers */
+/* tr_optim_step with another runner of the step ops (a backend that moves some of them, e.g.
+** train-cuda with the host's Adam: each sub-group's update to the device, the gathers there). */
+void tr_optim_step_with(void (*run_op)(const ZrOpRow *op, double lr));
+void tr_step_op(const ZrOpRow *op, double lr);   /* the host's: swaps, Adam, gathers */
 float *tr_opt_state_at(int part, int64_t i);  /* in-memory master (0), m (1), v (2) element i */
 void tr_opt_shard_grads(float *dst);    /* this rank's owned gradient shard as fp32 */
 void tr_params_gather(void);            /* all-gather the working copy from the owned parts */
@@ -241,6 +251,9 @@ void *tr_opt_home(void);
 ** order (f may be NULL); returns the elements of "persist" they span, 0 when there are none. */
 typedef void TrSlice(int64_t at, int64_t from, int64_t n, void *ctx);
 int64_t tr_persist_slices(TrSlice *f, void *ctx);
+/* ALLGATHER_PARAMS's persistent row, this rank's part: its slices, read from the shard wherever it
+** lives (memory or NVMe), into the row's destination zeroed first; returns its elements (0: none). */
+int64_t tr_persist_fill(const ZrOpRow *op);
 /* The gradient hand-over into the owned fp32 shard: elements [off, off+n) (+)= the W elements of
 ** src. grad32 in memory: straight in; on NVMe (ZG_GRAD_NVME): through the sub-group windows, each
 ** written through when the hand-over moves on (read back first once this step has written it). */

@@ -60,6 +60,12 @@ static const ZrRegionRow *find_region(const char *name)
     return NULL;
 }
 
+int tr_region_index(const char *name)
+{
+    const ZrRegionRow *r = find_region(name);
+    return r ? (int)(r - zg_regions) : -1;
+}
+
 /* Pointer to region `name`, or NULL when the plan has none (or it lives on NVMe: *nvme_off). */
 static void *region(const char *name, int64_t *nvme_off, int64_t *bytes)
 {
@@ -75,6 +81,12 @@ static void *region(const char *name, int64_t *nvme_off, int64_t *bytes)
     void *p = zr_arena_at(T.arena[r->tier], r->offset_bytes, r->bytes);
     ZR_CHECK_PTR(p);
     return p;
+}
+
+void *tr_region_named(const char *name)
+{
+    int64_t nvme_off;
+    return region(name, &nvme_off, NULL);
 }
 
 static void nvme_rw(ZrNvme *f, int write, void *buf, int64_t bytes, int64_t off)

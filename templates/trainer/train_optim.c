@@ -248,7 +248,7 @@ static void optimizer(int k, double lr)
                 tr_die("%s", zr_nvme_strerror(T.nvme_param));
             home = (char *)T.param_wb - s0 * ZG_DTYPE_SIZE;
         } else {
-            home = home_at(0);
+            home = T.param_out ? T.param_out : home_at(0);
         }
     }
     if (T.nvme) tr_span(ZR_TRACK_IO, "swap-in wait", tw);   /* waiting is I/O, not Adam */
@@ -303,12 +303,12 @@ static void persist_slice(int64_t at, int64_t from, int64_t n, void *ctx)
 }
 
 /* The row's persistent tensors (its destination differs from its source): every rank writes its
-** slices into an all-zero "persist" and one all-reduce sums them (x + 0 is exact), so no staging
-** buffer is needed for padded slices. */
-static void regather_persistent(const ZrOpRow *op)
+** slices into an all-zero "persist" (tr_persist_fill) and one all-reduce sums them (x + 0 is exact),
+** so no staging buffer is needed for padded slices. */
+int64_t tr_persist_fill(const ZrOpRow *op)
 {
     int64_t numel = tr_persist_slices(NULL, NULL);
-    if (numel == 0) return;
+    if (numel == 0) return 0;
     /* shard on NVMe: the sub-groups' write-backs must land before their slices are read */
     if (!T.params_shard && T.wb_req.state == 1 && zr_nvme_wait(T.nvme_param, &T.wb_req) < 0)
         tr_die("%s", zr_nvme_strerror(T.nvme_param));
@@ -316,6 +316,14 @@ static void regather_persistent(const ZrOpRow *op)
     void *persist = tr_region_at(op->dst, op->dst_off, op->dst_dt);
     memset(persist, 0, (size_t)numel * ZG_DTYPE_SIZE);
     tr_persist_slices(persist_slice, (void *)op);
+    return numel;
+}
+
+static void regather_persistent(const ZrOpRow *op)
+{
+    int64_t numel = tr_persist_fill(op);
+    if (numel == 0) return;
+    void *persist = tr_region_at(op->dst, op->dst_off, op->dst_dt);
     ZR_CHECK(zr_all_reduce(T.comm, persist, persist, numel, (ZrDtype)op->dst_dt, NULL));
 }
 
@@ -376,7 +384,7 @@ static double owned_sumsq(void)
     return s;
 }
 
-static void run_step_op(const ZrOpRow *op, double lr)
+void tr_step_op(const ZrOpRow *op, double lr)
 {
     switch (op->kind) {
     case ZR_OP_SWAP_IN: swap_in(op->arg); break;
@@ -433,15 +441,17 @@ int tr_step(double (*owned)(void), void (*run_op)(const ZrOpRow *op, double lr))
     return 1;
 }
 
-void tr_optim_step(void)
+void tr_optim_step_with(void (*run_op)(const ZrOpRow *op, double lr))
 {
-    if (!tr_step(owned_sumsq, run_step_op) || !T.nvme) return;
+    if (!tr_step(owned_sumsq, run_op) || !T.nvme) return;
     double t0 = tr_now();
     if (zr_nvme_wait_all(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
     if (T.nvme_param != T.nvme && zr_nvme_wait_all(T.nvme_param) < 0)
         tr_die("%s", zr_nvme_strerror(T.nvme_param));
     tr_span(ZR_TRACK_IO, "swap-out wait", t0);
 }
+
+void tr_optim_step(void) { tr_optim_step_with(tr_step_op); }
 
 /* ---------------------------------------------------------------------- whole-shard access */
 float *tr_opt_state_at(int part, int64_t i)

@@ -157,6 +157,7 @@
 #define ZG_GATHER_SLOT_NUMEL            ${cfmt.i64(plan.gather_slot_numel)}
 #define ZG_MAX_USE_NUMEL                ${cfmt.i64(plan.max_use_numel)}
 #define ZG_ACT_CKPT                     ${cfmt.bool(plan.act_ckpt)}  /* "acts" holds the checkpointed layout; FORWARD rows with slot ZR_RECOMPUTE rebuild blocks */
+#define ZG_ADAM_DEVICE                  ${cfmt.bool(plan.adam_device)}  /* a GPU rank runs Adam on the device (gen/plan.c) */
 #define ZG_GRAD_NVME                    ${cfmt.bool(plan.grad_nvme)}  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
 #define ZG_SG_ALIGN                     ${cfmt.i64(plan.sg_align)}
 #define ZG_NVME_ALIGN                   ${cfmt.i64(plan.nvme_align)}
@@ -177,6 +178,10 @@
 @@ end
 #define ZG_ACTS_BYTES                   ${cfmt.i64(plan.mem.acts_bytes)}
 #define ZG_SCRATCH_BYTES                ${cfmt.i64(plan.mem.scratch_bytes)}
+/* the pinned landings of a GPU's per-step DMAs with Adam on the host (gen/memplan.c); 0: none */
+#define ZG_GRAD_LAND_SLOTS              ${plan.mem.grad_land_slots}
+#define ZG_GRAD_LAND_NUMEL              ${cfmt.i64(plan.mem.grad_land_numel)}
+#define ZG_PARAM_LAND_NUMEL             ${cfmt.i64(plan.mem.param_land_numel)}
 
 /* ---------------------------------------------------------------------- table sizes */
 #define ZG_N_TENSORS                    ${#plan.tensors}

@@ -41,7 +41,10 @@ import os, signal, subprocess, sys, time
 zgen, spec, out, name = sys.argv[1:5]
 sig = getattr(signal, "SIG" + name)
 os.makedirs(out, exist_ok=True)
-p = subprocess.Popen([zgen, spec, "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+# a job started in the background by a non-interactive shell inherits SIGINT ignored, and zgen keeps
+# an ignored signal ignored (as nohup expects): the child starts with the default disposition
+p = subprocess.Popen([zgen, spec, "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL))
 seen = None
 deadline = time.time() + 120
 while p.poll() is None and time.time() < deadline:

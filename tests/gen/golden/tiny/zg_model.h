@@ -141,6 +141,7 @@
 #define ZG_GATHER_SLOT_NUMEL            INT64_C(196608)
 #define ZG_MAX_USE_NUMEL                INT64_C(198272)
 #define ZG_ACT_CKPT                     0  /* "acts" holds the checkpointed layout; FORWARD rows with slot ZR_RECOMPUTE rebuild blocks */
+#define ZG_ADAM_DEVICE                  0  /* a GPU rank runs Adam on the device (gen/plan.c) */
 #define ZG_GRAD_NVME                    1  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
 #define ZG_SG_ALIGN                     INT64_C(524288)
 #define ZG_NVME_ALIGN                   INT64_C(1048576)
@@ -153,15 +154,19 @@
 /* ---------------------------------------------------------------------- memory per rank */
 #define ZG_ARENA_ALIGN                  INT64_C(64)
 #define ZG_TIER_BYTES_DEVICE            INT64_C(31276544)  /* 29.83 MiB */
-#define ZG_TIER_BYTES_PINNED            INT64_C(44040192)  /* 42.00 MiB */
+#define ZG_TIER_BYTES_PINNED            INT64_C(44434432)  /* 42.38 MiB */
 #define ZG_TIER_BYTES_HOST              INT64_C(0)  /* 0 B */
 #define ZG_TIER_BYTES_NVME              INT64_C(8388608)  /* 8.00 MiB */
 #define ZG_PEAK_BYTES_DEVICE            INT64_C(31276544)
-#define ZG_PEAK_BYTES_PINNED            INT64_C(44040192)
+#define ZG_PEAK_BYTES_PINNED            INT64_C(44434432)
 #define ZG_PEAK_BYTES_HOST              INT64_C(0)
 #define ZG_PEAK_BYTES_NVME              INT64_C(8388608)
 #define ZG_ACTS_BYTES                   INT64_C(22059008)
 #define ZG_SCRATCH_BYTES                INT64_C(4718592)
+/* the pinned landings of a GPU's per-step DMAs with Adam on the host (gen/memplan.c); 0: none */
+#define ZG_GRAD_LAND_SLOTS              2
+#define ZG_GRAD_LAND_NUMEL              INT64_C(49280)
+#define ZG_PARAM_LAND_NUMEL             INT64_C(0)
 
 /* ---------------------------------------------------------------------- table sizes */
 #define ZG_N_TENSORS                    52
@@ -170,7 +175,7 @@
 #define ZG_N_GATHERS                    5
 #define ZG_N_GATHER_SLOTS               2
 #define ZG_N_SUBGROUPS                  1
-#define ZG_N_REGIONS                    23
+#define ZG_N_REGIONS                    24
 #define ZG_N_MICRO_OPS                  99
 #define ZG_N_LAST_MICRO_OPS             99
 #define ZG_N_STEP_OPS                   4

@@ -112,7 +112,7 @@ const ZrSubGroupRow zg_subgroups[1] = {
 
 /* ---------------------------------------------------------------------- memory regions */
 /* name, cat, tier, offset_bytes, bytes */
-const ZrRegionRow zg_regions[23] = {
+const ZrRegionRow zg_regions[24] = {
     {"params_shard",  ZR_MEM_PARAM16,      ZR_TIER_PINNED, 0,        1684992},   /* pinned: this rank's parameter shard, working dtype, 1.61 MiB */
     {"persist",       ZR_MEM_PARAM16,      ZR_TIER_DEVICE, 0,        27648},     /* device: persistent tensors, whole, 27.00 KiB */
     {"gather_slot_0", ZR_MEM_GATHER_SLOTS, ZR_TIER_DEVICE, 27648,    786432},    /* device: one gathered parameter group, 768.00 KiB */
@@ -132,6 +132,7 @@ const ZrRegionRow zg_regions[23] = {
     {"opt_buf_2",     ZR_MEM_SWAP_BUFFERS, ZR_TIER_PINNED, 18874368, 8388608},   /* pinned: NVMe staging of one sub-group's master|m|v, 8.00 MiB */
     {"opt_buf_3",     ZR_MEM_SWAP_BUFFERS, ZR_TIER_PINNED, 27262976, 8388608},   /* pinned: NVMe staging of one sub-group's master|m|v, 8.00 MiB */
     {"nvme_bounce",   ZR_MEM_SWAP_BUFFERS, ZR_TIER_PINNED, 35651584, 8388608},   /* pinned: swap_buffers, 8.00 MiB */
+    {"grad_land",     ZR_MEM_STAGING,      ZR_TIER_PINNED, 44040192, 394240},    /* pinned: staging, 385.00 KiB */
     {"grad_stage",    ZR_MEM_STAGING,      ZR_TIER_DEVICE, 3574784,  793088},    /* device: fp32 gradients of one module, 774.50 KiB */
     {"tied_grad",     ZR_MEM_STAGING,      ZR_TIER_DEVICE, 4367872,  131072},    /* device: fp32 wte gradient from lm_head to embed's backward, 128.00 KiB */
     {"acts",          ZR_MEM_ACTIVATIONS,  ZR_TIER_DEVICE, 4498944,  22059008},  /* device: activations of one micro-batch, 21.04 MiB */
@@ -139,7 +140,7 @@ const ZrRegionRow zg_regions[23] = {
 };
 
 /* The swap file of each region (NVMe tier: ZG_NVME_FILE_DIR_<file>; 0 for the other tiers). */
-const int zg_region_file[23] = {
+const int zg_region_file[24] = {
     0,  /* params_shard */
     0,  /* persist */
     0,  /* gather_slot_0 */
@@ -159,6 +160,7 @@ const int zg_region_file[23] = {
     0,  /* opt_buf_2 */
     0,  /* opt_buf_3 */
     0,  /* nvme_bounce */
+    0,  /* grad_land */
     0,  /* grad_stage */
     0,  /* tied_grad */
     0,  /* acts */
@@ -168,20 +170,20 @@ const int zg_region_file[23] = {
 /* Arena bytes per tier per rank, and the peak over a step. */
 const int64_t zg_tier_bytes[ZR_NTIERS] = {
     31276544,       /* device: 29.83 MiB */
-    44040192,       /* pinned: 42.00 MiB */
+    44434432,       /* pinned: 42.38 MiB */
     0,              /* host: 0 B */
     8388608,        /* nvme: 8.00 MiB */
 };
 const int64_t zg_peak_bytes[ZR_NTIERS] = {
     31276544,       /* device */
-    44040192,       /* pinned */
+    44434432,       /* pinned */
     0,              /* host */
     8388608,        /* nvme */
 };
 /* Bytes per tier and category: param16, master, grad, adam_m, adam_v, gather_slots, comm_buckets, swap_buffers, activations, staging. */
 const int64_t zg_cat_bytes[ZR_NTIERS][ZR_NMEM] = {
     {27648, 0, 0, 0, 0, 1572864, 1182720, 791552, 26777600, 924160},  /* device */
-    {1684992, 0, 0, 0, 0, 0, 0, 41943040, 0, 0},  /* pinned */
+    {1684992, 0, 0, 0, 0, 0, 0, 41943040, 0, 394240},  /* pinned */
     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},  /* host */
     {0, 2097152, 2097152, 2097152, 2097152, 0, 0, 0, 0, 0},  /* nvme */
 };

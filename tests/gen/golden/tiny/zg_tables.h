@@ -48,11 +48,12 @@ enum {
     ZG_REGION_OPT_BUF_2             = 16, /* pinned, 8.00 MiB */
     ZG_REGION_OPT_BUF_3             = 17, /* pinned, 8.00 MiB */
     ZG_REGION_NVME_BOUNCE           = 18, /* pinned, 8.00 MiB */
-    ZG_REGION_GRAD_STAGE            = 19, /* device, 774.50 KiB */
-    ZG_REGION_TIED_GRAD             = 20, /* device, 128.00 KiB */
-    ZG_REGION_ACTS                  = 21, /* device, 21.04 MiB */
-    ZG_REGION_SCRATCH               = 22, /* device, 4.50 MiB */
-    ZG_REGION_END_ = 23
+    ZG_REGION_GRAD_LAND             = 19, /* pinned, 385.00 KiB */
+    ZG_REGION_GRAD_STAGE            = 20, /* device, 774.50 KiB */
+    ZG_REGION_TIED_GRAD             = 21, /* device, 128.00 KiB */
+    ZG_REGION_ACTS                  = 22, /* device, 21.04 MiB */
+    ZG_REGION_SCRATCH               = 23, /* device, 4.50 MiB */
+    ZG_REGION_END_ = 24
 };
 
 /* Modules: index in zg_modules; block l is ZG_MODULE_BLOCK0 + l. */
