@@ -1,8 +1,9 @@
 /*
 ** zr_gpu_cuda.c — runtime/zr_gpu.h on a real GPU: the CUDA driver API for memory, streams, events,
 ** copies and kernel launches (modules loaded from the cubin/PTX blobs zgen embedded with NVRTC at
-** generation time), cuBLAS for gemm, and NCCL through libzrt's collectives (zr_coll_nccl.c, on a
-** communicator of its own whose NCCL stream is ours).
+** generation time). The gemms (cuBLAS, cuBLASLt) are zr_gpu_blaslt.c's, the collectives (NCCL
+** through libzrt's zr_coll_nccl.c) zr_gpu_coll.c's; the structures they share are in
+** zr_gpu_cuda_int.h.
 ** Built only in CUDA builds (-DZR_WITH_CUDA, the emitted Makefile's `make cuda`); in libzrt's
 ** ordinary build this file compiles to nothing, so libzrt needs no CUDA. The CPU stand-in with the
 ** same interface is templates/cuda_trainer/zr_gpu_emu.cpp.
@@ -36,21 +37,9 @@
 #include <string.h>
 #include <time.h>
 
-/* the vendor headers do not pass our warnings (-Wundef, -Wstrict-prototypes) */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wundef"
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <cuda.h>
-#include <cuda_runtime.h>
-#include <cublas_v2.h>
-#ifdef ZR_WITH_NCCL
-#include <nccl.h>
-#endif
-#pragma GCC diagnostic pop
-
 #include "zr_gpu.h"
 #include "zr_coll_int.h"      /* defines: zr_coll_nccl_abort (a wait that times out aborts NCCL) */
-#include "zr_gpu_cuda_int.h"  /* defines: zr_gpu_blaslt_close (cuBLASLt state, zr_gpu_blaslt.c) */
+#include "zr_gpu_cuda_int.h"  /* defines: struct ZrGpu, zr_gpu_blaslt_close, zr_gpu_blas_fail, zr_gpu_reqs_wait */
 
 /* The driver (libcuda.so.1) comes with the NVIDIA driver, not with the toolkit: it is opened at run
 ** time, so train-cuda starts on a machine without one and says so instead of failing to load.
@@ -95,44 +84,6 @@ static int driver_load(void)
     return 0;
 }
 
-#define ZG_MAX_MODULES 64
-#define ZG_MAX_FUNCS 256
-#define ZG_MAX_REQS 4096
-#define ZG_MAX_STREAMS 64
-#define ZG_MAX_PINNED 1024
-
-typedef struct { char name[64]; CUfunction f; int max_threads, static_smem, dyn_smem; } GpuFunc;  /* dyn_smem: opt-in raised to */
-typedef struct { const char *p; size_t n; } Pinned;
-
-struct ZrGpu {
-    CUdevice dev;
-    CUcontext ctx;
-    int ord, arch, driver, needed;     /* driver and needed: CUDA versions, 1000 * major + 10 * minor */
-    CUmodule mod[ZG_MAX_MODULES];
-    int n_mod, n_cubin, n_ptx;
-    GpuFunc fn[ZG_MAX_FUNCS];
-    int n_fn;
-    cublasHandle_t blas;
-    int blas_fast;                   /* the handle's math mode is DEFAULT (16-bit GEMMs), not PEDANTIC */
-    ZrComm *comm;
-    ZrCollReq *req[ZG_MAX_REQS];     /* collectives in flight (freed as they complete) */
-    int n_req;
-    int group_depth, group_first;    /* an open collective group; its members are req[group_first..] */
-    ZrGpuBytes moved;                /* per link, counted at enqueue (zr_gpu_bytes) */
-    ZrGpuStream *streams[ZG_MAX_STREAMS];
-    int n_streams;
-    Pinned pinned[ZG_MAX_PINNED];
-    int n_pinned, pageable_warned;
-    int sync_debug;
-    double wait_timeout_s;
-    ZrGpuWaitHook hook;
-    void *hook_arg;
-    char err[1024], desc[256];
-};
-
-struct ZrGpuStream { ZrGpu *g; CUstream s; char name[32]; char last_kernel[64]; };
-struct ZrGpuEvent { ZrGpu *g; CUevent e; char last_stream[32]; };
-
 /* "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory)" into g->err (or open_err). */
 static int cu_fail(ZrGpu *g, CUresult r, const char *what)
 {
@@ -155,13 +106,6 @@ static void cu_warn(ZrGpu *g, CUresult r, const char *what)
     cu_fail(g, r, what);
     fprintf(stderr, "zr_gpu: %s\n", g ? g->err : open_err);
     if (g) memcpy(g->err, keep, sizeof keep);
-}
-
-static int blas_fail(ZrGpu *g, cublasStatus_t st, const char *what)
-{
-    snprintf(g ? g->err : open_err, g ? sizeof g->err : sizeof open_err, "%s: %s (%s)", what,
-             cublasGetStatusName(st), cublasGetStatusString(st));
-    return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO;
 }
 
 const char *zr_gpu_backend(void) { return "cuda"; }
@@ -331,9 +275,9 @@ int zr_gpu_open(ZrGpu **out, int local_rank, const ZrGpuBlob *blobs, int n_blobs
     g->arch = maj * 10 + min;
     if (blobs && (rc = load_modules(g, blobs, n_blobs)) < 0) { fail_open(g); return rc; }
     cublasStatus_t st = cublasCreate(&g->blas);
-    if (st != CUBLAS_STATUS_SUCCESS) { g->blas = NULL; rc = blas_fail(g, st, "cublasCreate"); fail_open(g); return rc; }
+    if (st != CUBLAS_STATUS_SUCCESS) { g->blas = NULL; rc = zr_gpu_blas_fail(g, st, "cublasCreate"); fail_open(g); return rc; }
     st = cublasSetMathMode(g->blas, CUBLAS_PEDANTIC_MATH);   /* fp32 stays fp32 (no TF32) */
-    if (st != CUBLAS_STATUS_SUCCESS) { rc = blas_fail(g, st, "cublasSetMathMode"); fail_open(g); return rc; }
+    if (st != CUBLAS_STATUS_SUCCESS) { rc = zr_gpu_blas_fail(g, st, "cublasSetMathMode"); fail_open(g); return rc; }
     const char *sd = getenv("ZR_SYNC_DEBUG");
     g->sync_debug = sd && *sd && strcmp(sd, "0") != 0;
     const char *wt = getenv("ZR_GPU_WAIT_TIMEOUT_S");
@@ -408,18 +352,12 @@ static int stream_wait(ZrGpuStream *s)
     return poll_wait(s->g, q_stream, (void *)s->s, what, s->last_kernel);
 }
 
-static void reqs_wait(ZrGpu *g)
-{
-    for (int i = 0; i < g->n_req; i++) zr_coll_wait(g->comm, g->req[i]);
-    g->n_req = 0;
-}
-
 void zr_gpu_close(ZrGpu *g)
 {
     if (!g) return;
     for (int i = 0; i < g->n_streams; i++)       /* nothing may still run on what is freed below */
         if (stream_wait(g->streams[i]) < 0) fprintf(stderr, "zr_gpu: close: %s\n", g->err);
-    if (g->comm) { reqs_wait(g); zr_comm_destroy(g->comm); }
+    if (g->comm) { zr_gpu_reqs_wait(g); zr_comm_destroy(g->comm); }
     zr_gpu_blaslt_close(g);
     if (g->blas) {
         cublasStatus_t st = cublasDestroy(g->blas);
@@ -615,159 +553,6 @@ int zr_gpu_launch(ZrGpuStream *s, const char *kernel, const unsigned grid[3], co
     return 0;
 }
 
-/* The handle's math mode: PEDANTIC for fp32 (no TF32, no reduced-precision reductions), DEFAULT with
-** reduced-precision reductions disallowed for 16-bit operands (tensor cores, fp32 accumulation
-** throughout, split-K partial sums in fp32). Set only when it changes. */
-static int blas_mode(ZrGpu *g, int fast)
-{
-    if (g->blas_fast == fast) return 0;
-    cublasStatus_t st = cublasSetMathMode(g->blas, fast ? (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-                                          CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
-                                                        : CUBLAS_PEDANTIC_MATH);
-    if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(g, st, "cublasSetMathMode");
-    g->blas_fast = fast;
-    return 0;
-}
-
-static cudaDataType_t cuda_dt(ZrDtype t)
-{
-    return t == ZR_DT_BF16 ? CUDA_R_16BF : t == ZR_DT_FP16 ? CUDA_R_16F : CUDA_R_32F;
-}
-
-int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const void *A,
-                   ZrDtype at, int lda, const void *B, ZrDtype bt, int ldb, float beta, void *C,
-                   ZrDtype ct, int ldc, ZrGpuCompute compute)
-{
-    ZrGpu *g = s->g;
-    if (compute != ZR_GPU_COMPUTE_32F || at != bt || (ct != ZR_DT_FP32 && ct != at)) {
-        snprintf(g->err, sizeof g->err, "zr_gpu_gemm_ex: unsupported dtypes (A %d, B %d, C %d) or compute type %d",
-                 (int)at, (int)bt, (int)ct, (int)compute);
-        return -EINVAL;
-    }
-    int rc = blas_mode(g, at != ZR_DT_FP32);
-    if (rc < 0) return rc;
-    cublasStatus_t st = cublasSetStream(g->blas, (cudaStream_t)s->s);
-    if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(g, st, "cublasSetStream");
-    st = cublasGemmEx(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
-                      B, cuda_dt(bt), ldb, A, cuda_dt(at), lda, &beta, C, cuda_dt(ct), ldc,
-                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        char what[128];
-        snprintf(what, sizeof what, "cublasGemmEx (%d x %d x %d, ta %d tb %d, dtypes %d %d %d)", M, N, K, ta, tb,
-                 (int)at, (int)bt, (int)ct);
-        return blas_fail(g, st, what);
-    }
-    return 0;
-}
-
-/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands. */
-int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const float *A,
-                 int lda, const float *B, int ldb, float beta, float *C, int ldc)
-{
-    ZrGpu *g = s->g;
-    int rc = blas_mode(g, 0);
-    if (rc < 0) return rc;
-    cublasStatus_t st = cublasSetStream(g->blas, (cudaStream_t)s->s);
-    if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(g, st, "cublasSetStream");
-    st = cublasSgemm(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                     N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        char what[96];
-        snprintf(what, sizeof what, "cublasSgemm (%d x %d x %d, ta %d tb %d)", M, N, K, ta, tb);
-        return blas_fail(g, st, what);
-    }
-    return 0;
-}
-
-int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s)
-{
-    (void)comm;
-    if (g->comm) return 0;
-    int rc = zr_comm_create(&g->comm);
-    if (rc < 0) { snprintf(g->err, sizeof g->err, "collectives: communicator"); g->comm = NULL; return rc; }
-    rc = zr_comm_use_nccl(g->comm, (void *)s->s);
-    if (rc < 0) { snprintf(g->err, sizeof g->err, "collectives: NCCL set-up failed (%d; its reason is above)", rc); return rc; }
-    int dev = -1;
-    cudaError_t ce = cudaGetDevice(&dev);
-    if (ce != cudaSuccess || dev != g->ord) {
-        snprintf(g->err, sizeof g->err, "collectives: NCCL is on GPU %d but this rank opened GPU %d "
-                 "(the local rank differs between the trainer and MPI's node split)%s%s", dev, g->ord,
-                 ce != cudaSuccess ? ": " : "", ce != cudaSuccess ? cudaGetErrorName(ce) : "");
-        return -EIO;
-    }
-    return 0;
-}
-
-/* NCCL runs the collective on the communicator's stream (ours); the request only tracks it. */
-int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64_t count, ZrDtype dt)
-{
-    ZrGpu *g = s->g;
-    for (int i = 0; i < g->n_req && !g->group_depth;) {   /* free the completed ones */
-        int done = 0;
-        if (zr_coll_test(g->comm, g->req[i], &done) < 0) return -EIO;
-        if (done) g->req[i] = g->req[--g->n_req]; else i++;
-    }
-    if (g->n_req == ZG_MAX_REQS) reqs_wait(g);
-    ZrCollReq **q = &g->req[g->n_req];
-    int rc;
-    switch (op) {
-    case ZR_COLL_ALL_GATHER: rc = zr_all_gather(g->comm, send, recv, count, dt, q); break;
-    case ZR_COLL_REDUCE_SCATTER: rc = zr_reduce_scatter(g->comm, send, recv, count, dt, q); break;
-    case ZR_COLL_ALL_REDUCE: rc = zr_all_reduce(g->comm, send, recv, count, dt, q); break;
-    default: return -EINVAL;
-    }
-    if (rc < 0) { snprintf(g->err, sizeof g->err, "%s failed (%d)", zr_coll_op_name(op), rc); return rc; }
-    g->n_req++;
-    g->moved.net += zr_gpu_coll_net_bytes(op, count, dt, zr_comm_world(g->comm));
-    return 0;
-}
-
-/* ncclGroupStart / ncclGroupEnd. libzrt records each member's completion event as it issues it,
-** which inside a group is before NCCL enqueued anything: the end records them again behind the
-** group, so the watchdog and the frees above see the members' real completion. Without NCCL in
-** the build (no collectives can run) a group is only counted. */
-int zr_gpu_group_begin(ZrGpu *g)
-{
-    if (g->group_depth++) return 0;
-    g->group_first = g->n_req;
-#ifdef ZR_WITH_NCCL
-    ncclResult_t r = ncclGroupStart();
-    if (r != ncclSuccess) {
-        g->group_depth = 0;
-        snprintf(g->err, sizeof g->err, "ncclGroupStart: %s", ncclGetErrorString(r));
-        return -EIO;
-    }
-#endif
-    return 0;
-}
-
-int zr_gpu_group_end(ZrGpu *g)
-{
-    if (!g->group_depth) {
-        snprintf(g->err, sizeof g->err, "zr_gpu_group_end without zr_gpu_group_begin");
-        return -EINVAL;
-    }
-    if (--g->group_depth) return 0;
-#ifdef ZR_WITH_NCCL
-    ncclResult_t r = ncclGroupEnd();
-    if (r != ncclSuccess) {
-        snprintf(g->err, sizeof g->err, "ncclGroupEnd: %s", ncclGetErrorString(r));
-        return -EIO;
-    }
-    for (int i = g->group_first; i < g->n_req; i++) {
-        ZrCollReq *q = g->req[i];
-        if (!q->nccl || !q->event) continue;
-        cudaError_t ce = cudaEventRecord((cudaEvent_t)q->event, (cudaStream_t)g->comm->stream);
-        if (ce != cudaSuccess) {
-            snprintf(g->err, sizeof g->err, "cudaEventRecord after ncclGroupEnd: %s", cudaGetErrorName(ce));
-            return -EIO;
-        }
-    }
-#endif
-    return 0;
-}
-
-/* ---------------------------------------------------------------------- footprints (additive) */
 /* The footprints feed the stand-in's race checker; on a GPU the ordering is the driver's. */
 int zr_gpu_footprint(ZrGpuStream *s, const void *p, size_t bytes, int write)
 {

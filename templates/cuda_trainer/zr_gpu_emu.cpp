@@ -18,11 +18,11 @@
 **   (zr_gpu_group_begin/end) queues nothing until its end, then its members as one operation.
 ** - ZR_GPU_EMU_GUARD=1: device memory is PROT_NONE except while a queued operation runs, so host
 **   code that dereferences a device address crashes here as it would on a GPU.
-** - Races (on unless ZR_GPU_EMU_RACE=0), checked when an operation is enqueued, so the verdict does
-**   not depend on the scheduler's interleaving: every operation declares the byte ranges it reads
-**   and writes (copies, fills, gemms and collectives their own; kernels what zr_gpu_footprint
-**   declared), and ordering flows only through vector clocks that record/wait and the host's
-**   event/stream syncs carry. An access that conflicts with another stream's access that no chain of
+** - Races (on unless ZR_GPU_EMU_RACE=0; the checker is zr_gpu_emu_race.h), checked when an operation
+**   is enqueued, so the verdict does not depend on the scheduler's interleaving: every operation
+**   declares the byte ranges it reads and writes (copies, fills, gemms and collectives their own;
+**   kernels what zr_gpu_footprint declared), and ordering flows only through vector clocks that
+**   record/wait and the host's event/stream syncs carry. An access that conflicts with another stream's access that no chain of
 **   record/wait/sync orders before it fails the enqueue with -EFAULT and a message naming both
 **   operations. Async copies whose host side is not registered (zr_gpu_host_register: pinned) are
 **   counted, and fail the same way with ZR_GPU_EMU_PAGEABLE=1.
@@ -64,6 +64,7 @@
 
 #include "zr_gpu.h"
 #include "zr_half.h"
+#include "zr_gpu_emu_race.h"   /* defines: Clock, Fp, Shadow, join, check_access */
 
 /* gen/cuda_dec.c repeats attention_tc.cu's tile arithmetic to decide ZK_ATT_TC and the launches'
 ** shared memory; a generated trainer's build proves the two agree. */
@@ -113,8 +114,6 @@ static const std::map<std::string, KCapture> &kernels()
 }
 
 /* ---------------------------------------------------------------------- objects */
-typedef std::vector<uint64_t> Clock;   /* operations of stream i ordered before: clock[i] */
-
 struct ZrGpuEvent {
     ZrGpu *g = nullptr;
     uint64_t recorded = 0, done = 0;
@@ -127,8 +126,6 @@ struct Op {
     uint64_t wait_seq = 0;
 };
 
-/* A byte range one operation reads or writes. */
-struct Fp { uintptr_t a, b; int write; };
 
 struct ZrGpuStream {
     ZrGpu *g;
@@ -139,11 +136,6 @@ struct ZrGpuStream {
     Clock vc;
     std::vector<Fp> declared;   /* zr_gpu_footprint's, for the next operation */
 };
-
-/* The race checker's shadow: disjoint byte segments, each with its last writer and, per stream, its
-** last reader since that write. */
-struct Acc { int stream = -1; uint64_t idx = 0; std::string what; };
-struct Seg { uintptr_t end; Acc w; std::vector<Acc> r; };
 
 struct Block { void *p; size_t n; };
 
@@ -160,7 +152,7 @@ struct ZrGpu {
     int race = 1, pageable_fail = 0, n_ids = 0;
     long pageable = 0;          /* async copies touching unregistered host memory */
     Clock host_vc;              /* what the host has waited for */
-    std::map<uintptr_t, Seg> shadow;
+    Shadow shadow;              /* the race checker's (zr_gpu_emu_race.h) */
     std::vector<Block> registered;
     /* an open collective group (zr_gpu_group_begin): its members, queued as one operation at the end */
     int group_depth = 0;
@@ -248,70 +240,6 @@ static int drive(ZrGpu *g, const std::function<bool()> &done)
     return rc;
 }
 
-/* ---------------------------------------------------------------------- the race checker */
-static uint64_t at(const Clock &c, int i) { return (size_t)i < c.size() ? c[(size_t)i] : 0; }
-
-static void join(Clock &c, const Clock &o)
-{
-    if (c.size() < o.size()) c.resize(o.size(), 0);
-    for (size_t i = 0; i < o.size(); i++) if (o[i] > c[i]) c[i] = o[i];
-}
-
-/* Segment boundary at x: the segment containing x is cut in two. */
-static void cut(ZrGpu *g, uintptr_t x)
-{
-    auto it = g->shadow.upper_bound(x);
-    if (it == g->shadow.begin()) return;
-    --it;
-    if (it->first == x || it->second.end <= x) return;
-    Seg tail = it->second;
-    it->second.end = x;
-    g->shadow.emplace(x, std::move(tail));
-}
-
-static bool ordered(const Acc &a, const Clock &vc) { return a.stream < 0 || at(vc, a.stream) >= a.idx; }
-
-static int race_report(ZrGpu *g, const std::string &b, int bw, const Acc &a, int aw, uintptr_t lo,
-                       uintptr_t hi)
-{
-    char buf[160];
-    snprintf(buf, sizeof buf, " bytes [%#lx, %#lx)", (unsigned long)lo, (unsigned long)hi);
-    std::string m = "emulated GPU: race: " + b + (bw ? " writes" : " reads") + buf + " that " + a.what +
-                    (aw ? " wrote" : " read") + ", and no record/wait/sync orders the two";
-    fprintf(stderr, "%s\n", m.c_str());
-    return fail(g, -EFAULT, m);
-}
-
-/* One access of the operation `what` (stream s, its clock vc, index n) to [f.a, f.b). */
-static int check_access(ZrGpu *g, ZrGpuStream *s, const std::string &what, const Fp &f)
-{
-    if (f.b <= f.a) return 0;
-    cut(g, f.a);
-    cut(g, f.b);
-    uintptr_t x = f.a;                   /* fill the gaps with fresh segments */
-    while (x < f.b) {
-        auto it = g->shadow.lower_bound(x);
-        uintptr_t next = it == g->shadow.end() || it->first > f.b ? f.b : it->first;
-        if (next > x) { g->shadow.emplace(x, Seg{next, Acc(), {}}); x = next; continue; }
-        x = it->second.end;
-    }
-    Acc me{s->id, s->n, what};
-    for (auto it = g->shadow.lower_bound(f.a); it != g->shadow.end() && it->first < f.b; ++it) {
-        Seg &sg = it->second;
-        if (!ordered(sg.w, s->vc)) return race_report(g, what, f.write, sg.w, 1, it->first, sg.end);
-        if (f.write) {
-            for (const Acc &r : sg.r)
-                if (!ordered(r, s->vc)) return race_report(g, what, 1, r, 0, it->first, sg.end);
-            sg.w = me;
-            sg.r.clear();
-        } else {
-            if (sg.r.size() <= (size_t)s->id) sg.r.resize((size_t)s->id + 1);
-            sg.r[(size_t)s->id] = me;
-        }
-    }
-    return 0;
-}
-
 static bool registered(const ZrGpu *g, const void *p, size_t n)
 {
     for (const Block &b : g->dev)
@@ -336,8 +264,11 @@ static int push(ZrGpuStream *s, std::function<int()> fn, const std::string &what
     if (g->race && !fp.empty()) {
         std::string name = what + " (operation " + std::to_string(s->n) + " on stream " + s->name + ")";
         for (const Fp &f : fp) {
-            int rc = check_access(g, s, name, f);
-            if (rc < 0) return rc;
+            std::string m = check_access(g->shadow, s->id, s->n, s->vc, name, f);
+            if (!m.empty()) {
+                fprintf(stderr, "%s\n", m.c_str());
+                return fail(g, -EFAULT, m);
+            }
         }
     }
     Op o;
