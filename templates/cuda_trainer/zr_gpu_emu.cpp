@@ -43,7 +43,6 @@
 #include "kernels/crossentropy.cu"
 #include "kernels/encoder.cu"
 #include "kernels/gelu.cu"
-#include "kernels/gradnorm.cu"
 #include "kernels/layernorm.cu"
 #include "kernels/sumsq.cu"
 
@@ -102,8 +101,7 @@ static const std::map<std::string, KCapture> &kernels()
         ZE_K(zd_layernorm_forward), ZE_K(zd_residual_layernorm_forward),
         ZE_K(zd_layernorm_backward_dx), ZE_K(zd_layernorm_backward_dwdb),
         ZE_K(zd_attention_forward), ZE_K(zd_attention_backward_dq), ZE_K(zd_attention_backward_dkv),
-        ZE_K(zd_crossentropy_fused), ZE_K(zd_adamw), ZE_K(zd_grad_unscale_norm),
-        ZE_K(zd_grad_norm_finish), ZE_K(zd_f32_to_16), ZE_K(zd_16_to_f32), ZE_K(zd_add_16_to_f32),
+        ZE_K(zd_crossentropy_fused), ZE_K(zd_adamw), ZE_K(zd_f32_to_16), ZE_K(zd_16_to_f32), ZE_K(zd_add_16_to_f32),
         ZE_K(zd_add_f32_to_16), ZE_K(zd_add_f32),
         ZE_K(zd_sumsq_partial), ZE_K(zd_sumsq_finish),
 #if ZK_ATC_ON           /* the tensor-core attention exists for the head sizes it serves */

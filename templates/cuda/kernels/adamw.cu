@@ -5,7 +5,7 @@
 **     p = p - step_size (m / (sqrt(v) rbc2 + eps)),  step_size = lr / (1 - b1^t), rbc2 = 1 / sqrt(1 - b2^t)
 ** which is p -= (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps).
 ** One elementwise pass over the shard: fp32 master p, m, v, fp32 gradients; gs folds the loss-scale
-** inverse and the clipping coefficient in (1 when gradnorm.cu already unscaled). When p16 is not NULL
+** inverse and the clipping coefficient in (1 when the gradients are already unscaled). When p16 is not NULL
 ** the updated parameter is also stored as the 16-bit working copy, so no cast kernel runs before the
 ** all-gather.
 ** Same bits as the CPU optimizer (runtime/zr_adam.c), so moving a shard between the device and CPU

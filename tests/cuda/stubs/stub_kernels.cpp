@@ -17,7 +17,6 @@
 #include "kernels/crossentropy.cu"
 #include "kernels/encoder.cu"
 #include "kernels/gelu.cu"
-#include "kernels/gradnorm.cu"
 #include "kernels/layernorm.cu"
 #include "kernels/sumsq.cu"
 
@@ -51,8 +50,7 @@ static const Kern table[] = {
     K(zd_layernorm_forward), K(zd_residual_layernorm_forward),
     K(zd_layernorm_backward_dx), K(zd_layernorm_backward_dwdb),
     K(zd_attention_forward), K(zd_attention_backward_dq), K(zd_attention_backward_dkv),
-    K(zd_crossentropy_fused), K(zd_adamw), K(zd_grad_unscale_norm),
-    K(zd_grad_norm_finish), K(zd_f32_to_16), K(zd_16_to_f32), K(zd_add_16_to_f32),
+    K(zd_crossentropy_fused), K(zd_adamw), K(zd_f32_to_16), K(zd_16_to_f32), K(zd_add_16_to_f32),
     K(zd_add_f32_to_16), K(zd_add_f32),
     K(zd_sumsq_partial), K(zd_sumsq_finish),
 #if ZK_ATC_ON           /* the tensor-core attention exists for the head sizes it serves */
