@@ -35,6 +35,7 @@ extern "C" {                  /* libzrt's headers are C: their declarations too 
 typedef struct ZrGpu ZrGpu;
 typedef struct ZrGpuStream ZrGpuStream;
 typedef struct ZrGpuEvent ZrGpuEvent;
+typedef struct ZrGpuGraph ZrGpuGraph;
 
 /* One embedded kernel image (the emitted cuda/zg_kernels_bin.c has the same fields in order). */
 typedef struct ZrGpuBlob {
@@ -187,6 +188,27 @@ static inline const char *zr_gpu_gemm_lt_bad(int ta, int tb, int M, int N, int K
     if (M <= 0 || N <= 0 || K <= 0 || ldd < N || lda < (ta ? M : K) || ldb < (tb ? K : N)) return "sizes";
     return 0;
 }
+
+/* ---- graphs: stream capture and replay (additive; docs/CUDA_TRAINER.md, CUDA graphs)
+** zr_gpu_capture_begin(s) starts recording the operations enqueued on s instead of running them
+** (cuStreamBeginCapture, THREAD_LOCAL mode; the stand-in records its closures); zr_gpu_capture_end
+** ends it and returns the graph, instantiated; zr_gpu_graph_launch enqueues all of it on a stream
+** as one submission, as often as wanted, with the arguments captured (pointers and scalars by
+** value: replay reads and writes the same addresses). What is counted per link (zr_gpu_bytes) is
+** counted at each launch, not at capture. While a capture is open the API refuses, -EINVAL and a
+** message naming the call, what a capture cannot hold, in both implementations alike: a record or
+** wait on the capturing stream (no events inside a graph: its order is the stream's), a host wait
+** (event or stream sync), a collective on the capturing stream, an async copy whose host side is
+** not registered (pinned), device allocation, free or host registration, a nested capture, and
+** capture under sync-debug (which must run uncaptured to name a faulting kernel). A refused call
+** also invalidates the capture: zr_gpu_capture_end then fails, naming the first refusal. Work on
+** other streams during a capture runs as usual. The first call of a cuBLASLt shape chooses its
+** algorithm and may allocate the workspace, so a sequence is captured only after it has run once
+** uncaptured. Graphs left undestroyed are freed by zr_gpu_close. */
+int zr_gpu_capture_begin(ZrGpuStream *s);
+int zr_gpu_capture_end(ZrGpuStream *s, ZrGpuGraph **out);
+int zr_gpu_graph_launch(ZrGpuStream *s, ZrGpuGraph *gr);
+void zr_gpu_graph_destroy(ZrGpuGraph *gr);
 
 #ifdef __cplusplus
 }

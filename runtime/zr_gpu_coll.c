@@ -50,6 +50,7 @@ int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s)
 int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64_t count, ZrDtype dt)
 {
     ZrGpu *g = s->g;
+    if (s->capturing) return zr_gpu_capture_refuse(g, s, "zr_gpu_coll (a collective)");
     for (int i = 0; i < g->n_req && !g->group_depth;) {   /* free the completed ones */
         int done = 0;
         if (zr_coll_test(g->comm, g->req[i], &done) < 0) return -EIO;

@@ -57,6 +57,8 @@
 #define ZC_DECL(f) static __typeof__(f) *p_##f;
 ZC_FNS(ZC_DECL)
 #define DRV(f) p_##f
+#define ZC_GRAPH_DEF(f) __typeof__(f) *zr_drv_##f;
+ZC_GRAPH_FNS(ZC_GRAPH_DEF)
 
 static char open_err[1024];
 
@@ -80,6 +82,13 @@ static int driver_load(void)
     }
     ZC_FNS(ZC_LOAD)
 #undef ZC_LOAD
+#define ZC_LOAD_GRAPH(f) \
+    if (!(*(void **)&zr_drv_##f = dlsym(h, ZC_STR(f)))) { \
+        snprintf(open_err, sizeof open_err, "%s lacks %s (driver too old)", lib, ZC_STR(f)); \
+        return -ENODEV; \
+    }
+    ZC_GRAPH_FNS(ZC_LOAD_GRAPH)
+#undef ZC_LOAD_GRAPH
     state = 1;
     return 0;
 }
@@ -95,6 +104,7 @@ static int cu_fail(ZrGpu *g, CUresult r, const char *what)
     snprintf(dst, cap, "%s: %s (%s)", what, name ? name : "unknown CUDA error", s ? s : "no description");
     return r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : r == CUDA_ERROR_NO_DEVICE ? -ENODEV : -EIO;
 }
+int zr_gpu_cu_fail(ZrGpu *g, CUresult r, const char *what) { return cu_fail(g, r, what); }
 #define CU(g, what, call) do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) return cu_fail((g), r_, (what)); } while (0)
 
 /* For functions that return nothing: the failure goes to stderr, named. */
@@ -357,6 +367,7 @@ void zr_gpu_close(ZrGpu *g)
     if (!g) return;
     for (int i = 0; i < g->n_streams; i++)       /* nothing may still run on what is freed below */
         if (stream_wait(g->streams[i]) < 0) fprintf(stderr, "zr_gpu: close: %s\n", g->err);
+    zr_gpu_graphs_close(g);
     if (g->comm) { zr_gpu_reqs_wait(g); zr_comm_destroy(g->comm); }
     zr_gpu_blaslt_close(g);
     if (g->blas) {
@@ -373,17 +384,23 @@ int zr_gpu_malloc(ZrGpu *g, void **dptr, size_t bytes)
 {
     CUdeviceptr p = 0;
     char what[64];
+    if (g->n_capturing) return zr_gpu_capture_refuse(g, NULL, "zr_gpu_malloc");
     snprintf(what, sizeof what, "cuMemAlloc(%zu bytes)", bytes);
     CU(g, what, DRV(cuMemAlloc)(&p, bytes ? bytes : 1));
     *dptr = (void *)(uintptr_t)p;
     return 0;
 }
 
-void zr_gpu_free(ZrGpu *g, void *dptr) { if (dptr) cu_warn(g, DRV(cuMemFree)((CUdeviceptr)(uintptr_t)dptr), "cuMemFree"); }
+void zr_gpu_free(ZrGpu *g, void *dptr)
+{
+    if (g->n_capturing) { zr_gpu_capture_refuse(g, NULL, "zr_gpu_free"); fprintf(stderr, "zr_gpu: %s\n", g->err); return; }
+    if (dptr) cu_warn(g, DRV(cuMemFree)((CUdeviceptr)(uintptr_t)dptr), "cuMemFree");
+}
 
 int zr_gpu_host_register(ZrGpu *g, void *p, size_t bytes)
 {
     char what[64];
+    if (g->n_capturing) return zr_gpu_capture_refuse(g, NULL, "zr_gpu_host_register");
     snprintf(what, sizeof what, "cuMemHostRegister(%zu bytes)", bytes);
     CU(g, what, DRV(cuMemHostRegister)(p, bytes, 0));
     if (g->n_pinned < ZG_MAX_PINNED) g->pinned[g->n_pinned++] = (Pinned){(const char *)p, bytes};
@@ -397,14 +414,22 @@ void zr_gpu_host_unregister(ZrGpu *g, void *p)
     cu_warn(g, DRV(cuMemHostUnregister)(p), "cuMemHostUnregister");
 }
 
-/* An async copy from/to pageable memory is synchronous on the host: said once. */
-static void check_pinned(ZrGpu *g, const void *p, size_t n, const char *dir)
+/* An async copy from/to pageable memory is synchronous on the host: said once; a capture cannot hold
+** one (refused). */
+static int check_pinned(ZrGpuStream *s, const void *p, size_t n, const char *dir)
 {
+    ZrGpu *g = s->g;
     for (int i = 0; i < g->n_pinned; i++)
-        if ((const char *)p >= g->pinned[i].p && (const char *)p + n <= g->pinned[i].p + g->pinned[i].n) return;
+        if ((const char *)p >= g->pinned[i].p && (const char *)p + n <= g->pinned[i].p + g->pinned[i].n) return 0;
+    if (s->capturing) {
+        char call[96];
+        snprintf(call, sizeof call, "%s copy of %zu bytes with pageable host memory", dir, n);
+        return zr_gpu_capture_refuse(g, s, call);
+    }
     if (!g->pageable_warned++)
         fprintf(stderr, "zr_gpu: warning: %s copy of %zu bytes at %p uses pageable host memory (not "
                 "registered): it blocks the host (reported once)\n", dir, n, p);
+    return 0;
 }
 
 /* ---------------------------------------------------------------------- streams and events */
@@ -448,12 +473,18 @@ void zr_gpu_event_destroy(ZrGpuEvent *e) { if (e) { cu_warn(e->g, DRV(cuEventDes
 
 int zr_gpu_record(ZrGpuEvent *e, ZrGpuStream *s)
 {
+    if (s->capturing) return zr_gpu_capture_refuse(s->g, s, "zr_gpu_record (an event record)");
     snprintf(e->last_stream, sizeof e->last_stream, "%s", s->name);
     CU(e->g, "cuEventRecord", DRV(cuEventRecord)(e->e, s->s));
     return 0;
 }
 
-int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e) { CU(s->g, "cuStreamWaitEvent", DRV(cuStreamWaitEvent)(s->s, e->e, 0)); return 0; }
+int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e)
+{
+    if (s->capturing) return zr_gpu_capture_refuse(s->g, s, "zr_gpu_wait (an event wait)");
+    CU(s->g, "cuStreamWaitEvent", DRV(cuStreamWaitEvent)(s->s, e->e, 0));
+    return 0;
+}
 
 /* Nothing of an open collective group is enqueued before its end (NCCL's rule): no host wait. */
 static int group_open(ZrGpu *g)
@@ -467,12 +498,18 @@ static int group_open(ZrGpu *g)
 int zr_gpu_event_sync(ZrGpuEvent *e)
 {
     if (group_open(e->g)) return -EINVAL;
+    if (e->g->n_capturing) return zr_gpu_capture_refuse(e->g, NULL, "zr_gpu_event_sync (a host wait)");
     char what[96];
     snprintf(what, sizeof what, "waiting for an event recorded on stream %s", e->last_stream[0] ? e->last_stream : "?");
     return poll_wait(e->g, q_event, (void *)e->e, what, NULL);
 }
 
-int zr_gpu_stream_sync(ZrGpuStream *s) { return group_open(s->g) ? -EINVAL : stream_wait(s); }
+int zr_gpu_stream_sync(ZrGpuStream *s)
+{
+    if (group_open(s->g)) return -EINVAL;
+    if (s->g->n_capturing) return zr_gpu_capture_refuse(s->g, NULL, "zr_gpu_stream_sync (a host wait)");
+    return stream_wait(s);
+}
 
 /* ---------------------------------------------------------------------- work */
 int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void *src, size_t bytes)
@@ -480,16 +517,17 @@ int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void *src, size
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst, sp = (CUdeviceptr)(uintptr_t)src;
     switch (kind) {
     case ZR_GPU_H2D:
-        check_pinned(s->g, src, bytes, "host-to-device");
+        if (check_pinned(s, src, bytes, "host-to-device") < 0) return -EINVAL;
         CU(s->g, "cuMemcpyHtoDAsync", DRV(cuMemcpyHtoDAsync)(d, src, bytes, s->s));
         break;
     case ZR_GPU_D2H:
-        check_pinned(s->g, dst, bytes, "device-to-host");
+        if (check_pinned(s, dst, bytes, "device-to-host") < 0) return -EINVAL;
         CU(s->g, "cuMemcpyDtoHAsync", DRV(cuMemcpyDtoHAsync)(dst, sp, bytes, s->s));
         break;
     case ZR_GPU_D2D: CU(s->g, "cuMemcpyDtoDAsync", DRV(cuMemcpyDtoDAsync)(d, sp, bytes, s->s)); break;
     }
-    *(kind == ZR_GPU_H2D ? &s->g->moved.h2d : kind == ZR_GPU_D2H ? &s->g->moved.d2h : &s->g->moved.d2d) += (int64_t)bytes;
+    ZrGpuBytes *m = zr_gpu_moved(s);
+    *(kind == ZR_GPU_H2D ? &m->h2d : kind == ZR_GPU_D2H ? &m->d2h : &m->d2d) += (int64_t)bytes;
     return 0;
 }
 

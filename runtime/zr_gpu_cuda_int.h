@@ -1,8 +1,8 @@
 /*
 ** zr_gpu_cuda_int.h — between the files of the GPU build of runtime/zr_gpu.h: zr_gpu_cuda.c (driver
 ** API: devices, modules, memory, streams, events, copies, launches, waits), zr_gpu_coll.c (NCCL
-** collectives and groups) and zr_gpu_blaslt.c (cuBLAS gemms and cuBLASLt GEMMs with fused
-** epilogues). The structures are shared here so that each file owns one part of the work on them;
+** collectives and groups), zr_gpu_blaslt.c (cuBLAS gemms and cuBLASLt GEMMs with fused epilogues)
+** and zr_gpu_graph.c (stream capture and graph launches). The structures are shared here so that each file owns one part of the work on them;
 ** zr_gpu_blaslt.c's cuBLASLt state stays its own and reaches the GPU through the accessors below.
 ** Only with -DZR_WITH_CUDA.
 */
@@ -50,14 +50,41 @@ struct ZrGpu {
     Pinned pinned[ZG_MAX_PINNED];
     int n_pinned, pageable_warned;
     int sync_debug;
+    int n_capturing;                 /* streams capturing a graph (zr_gpu_graph.c) */
+    ZrGpuGraph *graphs;              /* not destroyed yet: zr_gpu_close frees them */
     double wait_timeout_s;
     ZrGpuWaitHook hook;
     void *hook_arg;
     char err[1024], desc[256];
 };
 
-struct ZrGpuStream { ZrGpu *g; CUstream s; char name[32]; char last_kernel[64]; };
+struct ZrGpuStream {
+    ZrGpu *g;
+    CUstream s;
+    char name[32];
+    char last_kernel[64];
+    int capturing;                   /* zr_gpu_capture_begin .. end */
+    ZrGpuBytes cap_moved;            /* what the capture's copies move, per launch */
+    char cap_bad[256];               /* the first call refused during the capture */
+};
 struct ZrGpuEvent { ZrGpu *g; CUevent e; char last_stream[32]; };
+
+/* The graph entry points (zr_gpu_graph.c), resolved by zr_gpu_cuda.c with the rest of the driver
+** (names through cuda.h's macros: cuStreamBeginCapture is cuStreamBeginCapture_v2). */
+#define ZC_GRAPH_FNS(X) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) \
+    X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+#define ZC_GRAPH_DECL(f) extern __typeof__(f) *zr_drv_##f;
+ZC_GRAPH_FNS(ZC_GRAPH_DECL)
+/* "what: CUDA_ERROR_... (text)" into g's error (open's when g is NULL); -ENOMEM, -ENODEV or -EIO. */
+int zr_gpu_cu_fail(ZrGpu *g, CUresult r, const char *what);
+/* Refuses `call` during a capture (runtime/zr_gpu.h, graphs): s is the capturing stream it
+** concerns, or NULL for a call no capture may overlap; the captures concerned are invalidated.
+** -EINVAL (zr_gpu_graph.c). */
+int zr_gpu_capture_refuse(ZrGpu *g, ZrGpuStream *s, const char *call);
+/* Where a copy on s counts its bytes: the capture's, while s captures. */
+static inline ZrGpuBytes *zr_gpu_moved(ZrGpuStream *s) { return s->capturing ? &s->cap_moved : &s->g->moved; }
+/* Ends the captures still open and destroys every graph (zr_gpu_close, before the context goes). */
+void zr_gpu_graphs_close(ZrGpu *g);
 
 /* The GPU a stream belongs to, and the stream's CUstream (as void *). */
 ZrGpu *zr_gpu_stream_gpu(const ZrGpuStream *s);

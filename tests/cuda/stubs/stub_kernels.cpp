@@ -40,10 +40,16 @@ static int run(const char *name, void (*k)(A...), dim3 g, dim3 b, size_t sh, voi
     return run_k(name, k, g, b, sh, args, std::index_sequence_for<A...>{});
 }
 template <typename... A> static int n_params(void (*)(A...)) { return (int)sizeof...(A); }
+template <typename... A> static size_t param_size(void (*)(A...), int i)
+{
+    const size_t s[] = {sizeof(typename std::decay<A>::type)..., 0};
+    return s[i];
+}
+typedef size_t (*Sizer)(int i);
 
-struct Kern { const char *name; Runner run; const void *fn; int nparams; };
+struct Kern { const char *name; Runner run; const void *fn; int nparams; Sizer size; };
 #define K(n) {#n, [](dim3 g, dim3 b, size_t sh, void **a) { return run(#n, n, g, b, sh, a); }, \
-              (const void *)(uintptr_t)n, n_params(n)}
+              (const void *)(uintptr_t)n, n_params(n), [](int i) { return param_size(n, i); }}
 static const Kern table[] = {
     K(zd_encoder_forward), K(zd_encoder_backward_wte), K(zd_encoder_backward_wpe),
     K(zd_bias_gelu_forward), K(zd_gelu_backward), K(zd_bias_backward),
@@ -67,6 +73,7 @@ extern "C" int zs_kernel_find(const char *name)
 
 extern "C" unsigned zs_kernel_bound(int id) { return zr_simt_launch_bound(table[id].fn); }
 extern "C" int zs_kernel_nparams(int id) { return table[id].nparams; }
+extern "C" size_t zs_kernel_param_size(int id, int i) { return table[id].size(i); }
 
 extern "C" int zs_kernel_launch(int id, const unsigned g[3], const unsigned b[3], size_t shmem, void **args, int arch)
 {
