@@ -475,10 +475,12 @@ extern "C" void zr_gpu_close(ZrGpu *g)
     if (g->comm) zr_comm_destroy(g->comm);
     if (getenv("ZR_GPU_EMU_VERBOSE"))
         fprintf(stderr, "emulated GPU (rank %d): %ld operations run, %ld async copies with pageable host memory; "
-                "bytes moved: H2D %lld, D2H %lld, D2D %lld, collectives received %lld; %ld graph launches "
-                "(%ld operations replayed)\n", rank, g->ops_run, g->pageable, (long long)g->moved.h2d,
-                (long long)g->moved.d2h, (long long)g->moved.d2d, (long long)g->moved.net, g->graph_launches,
-                g->graph_ops);
+                "bytes moved: H2D %lld, D2H %lld, D2D %lld, collectives received %lld\n", rank, g->ops_run,
+                g->pageable, (long long)g->moved.h2d, (long long)g->moved.d2h, (long long)g->moved.d2d,
+                (long long)g->moved.net);
+    if (getenv("ZR_GPU_EMU_VERBOSE"))
+        fprintf(stderr, "emulated GPU (rank %d): %ld graph launches (%ld operations replayed)\n", rank,
+                g->graph_launches, g->graph_ops);
     delete g;
 }
 

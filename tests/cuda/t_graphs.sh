@@ -59,9 +59,9 @@ run() {
 # numbers TAG NAME: the step log without its timings (tokens_per_s, ms)
 numbers() { sed 's/,"tokens_per_s":[^,}]*//; s/,"ms":[^,}]*//' "$tmp/$1/$2.jsonl"; }
 # launches TAG NAME RANK: the stand-in's graph launches on that rank
-launches() { sed -n "s/^emulated GPU (rank $3): .*; \([0-9]*\) graph launches.*/\1/p" "$tmp/$1/$2.out"; }
-# work TAG NAME RANK: operations run and bytes moved on that rank (everything but the graph counts)
-work() { sed -n "s/^emulated GPU (rank $3): \(.*\); [0-9]* graph launches.*/\1/p" "$tmp/$1/$2.out"; }
+launches() { sed -n "s/^emulated GPU (rank $3): \([0-9]*\) graph launches.*/\1/p" "$tmp/$1/$2.out"; }
+# work TAG NAME RANK: operations run and bytes moved on that rank
+work() { sed -n "s/^emulated GPU (rank $3): \(.* operations run.*\)/\1/p" "$tmp/$1/$2.out"; }
 
 for cfg in "0 fp32" "0 bf16" "3 fp32" "3 bf16"; do
   set -- $cfg
