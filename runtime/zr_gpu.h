@@ -4,8 +4,10 @@
 ** Two implementations of one interface, so that the trainer's orchestration (streams, events,
 ** copies, kernel launches, cuBLAS and NCCL calls) is the same code on a GPU and on this GPU-less
 ** machine:
-**   runtime/zr_gpu_cuda.c                       the driver API, cuBLAS, NCCL (built with
-**                                               -DZR_WITH_CUDA; compiles to nothing otherwise)
+**   runtime/zr_gpu_cuda.c                       the driver API; zr_gpu_blaslt.c cuBLAS and
+**     (+ zr_gpu_blaslt.c, zr_gpu_coll.c,        cuBLASLt, zr_gpu_coll.c NCCL, zr_gpu_graph.c
+**        zr_gpu_graph.c)                        stream capture (built with -DZR_WITH_CUDA;
+**                                               they compile to nothing otherwise)
 **   templates/cuda_trainer/zr_gpu_emu.cpp       the "GPU stand-in": streams are ordered queues run
 **                                               lazily by a deterministic scheduler, events are
 **                                               sequence marks, copies are memcpy, kernels run under

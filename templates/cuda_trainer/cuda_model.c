@@ -479,7 +479,7 @@ void cz_embed_backward(float *dwte, float *dwpe)
 /* ---------------------------------------------------------------------- graphs */
 /* What a block's launches depend on beyond the compile-time shapes and CZ.a (fixed after
 ** cz_acts_init): the layer, the parameter and gradient pointers (ZeRO-3 gathers a layer's
-** parameters into alternating slots: one graph per slot), and the epilogues cuBLASLt serves. */
+** parameters into a slot: one graph per slot it is seen in), and the epilogues cuBLASLt serves. */
 #define CZ_LT_N (ZG_LT_COUNT > 0 ? ZG_LT_COUNT : 1)
 #define CZ_MAX_GRAPHS (8 * (ZG_N_LAYERS > 0 ? ZG_N_LAYERS : 1))
 typedef struct {
@@ -515,7 +515,7 @@ static ModGraph *mod_graph(const GraphKey *k)
         if (memcmp(&mod_graphs[i].k, k, sizeof *k) == 0) return &mod_graphs[i];
     if (n_mod_graphs == CZ_MAX_GRAPHS) return NULL;
     ModGraph *m = &mod_graphs[n_mod_graphs++];
-    m->k = *k;
+    memcpy(&m->k, k, sizeof *k);         /* with its padding, which memcmp compares */
     return m;
 }
 
