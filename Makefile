@@ -96,7 +96,8 @@ TCU_RACE := -fsanitize=thread --param tsan-instrument-func-entry-exit=0
 bin/tests/cuda/t_gpu_race: TCU_RACE :=
 bin/tests/cuda/t_gpu_gemm_ex: TCU_RACE :=
 bin/tests/cuda/t_gpu_gemm_lt: TCU_RACE :=
-bin/tests/cuda/t_gpu_gemm_lt bin/tests/cuda/t_gpu_gemm_ex bin/tests/cuda/t_gpu_race: templates/cuda_trainer/zr_gpu_emu.cpp
+bin/tests/cuda/t_gpu_graph: TCU_RACE :=
+bin/tests/cuda/t_gpu_gemm_lt bin/tests/cuda/t_gpu_gemm_ex bin/tests/cuda/t_gpu_race bin/tests/cuda/t_gpu_graph: $(wildcard templates/cuda_trainer/zr_gpu_emu*)
 bin/tests/cuda/t_gpu_gemm_ex bin/tests/cuda/t_gpu_gemm_lt: tests/cuda/zk_coll_stubs.h
 bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h $(TCU_HOST_SRC) $(TCU_DEPS) build/libzrt.a
 	@mkdir -p $(@D) build/tests/cuda/$*

@@ -4,8 +4,10 @@
 ** Two implementations of one interface, so that the trainer's orchestration (streams, events,
 ** copies, kernel launches, cuBLAS and NCCL calls) is the same code on a GPU and on this GPU-less
 ** machine:
-**   runtime/zr_gpu_cuda.c                       the driver API, cuBLAS, NCCL (built with
-**                                               -DZR_WITH_CUDA; compiles to nothing otherwise)
+**   runtime/zr_gpu_cuda.c                       the driver API; zr_gpu_blaslt.c cuBLAS and
+**     (+ zr_gpu_blaslt.c, zr_gpu_coll.c,        cuBLASLt, zr_gpu_coll.c NCCL, zr_gpu_graph.c
+**        zr_gpu_graph.c)                        stream capture (built with -DZR_WITH_CUDA;
+**                                               they compile to nothing otherwise)
 **   templates/cuda_trainer/zr_gpu_emu.cpp       the "GPU stand-in": streams are ordered queues run
 **                                               lazily by a deterministic scheduler, events are
 **                                               sequence marks, copies are memcpy, kernels run under
@@ -35,6 +37,7 @@ extern "C" {                  /* libzrt's headers are C: their declarations too 
 typedef struct ZrGpu ZrGpu;
 typedef struct ZrGpuStream ZrGpuStream;
 typedef struct ZrGpuEvent ZrGpuEvent;
+typedef struct ZrGpuGraph ZrGpuGraph;
 
 /* One embedded kernel image (the emitted cuda/zg_kernels_bin.c has the same fields in order). */
 typedef struct ZrGpuBlob {
@@ -187,6 +190,27 @@ static inline const char *zr_gpu_gemm_lt_bad(int ta, int tb, int M, int N, int K
     if (M <= 0 || N <= 0 || K <= 0 || ldd < N || lda < (ta ? M : K) || ldb < (tb ? K : N)) return "sizes";
     return 0;
 }
+
+/* ---- graphs: stream capture and replay (additive; docs/CUDA_TRAINER.md, CUDA graphs)
+** zr_gpu_capture_begin(s) starts recording the operations enqueued on s instead of running them
+** (cuStreamBeginCapture, THREAD_LOCAL mode; the stand-in records its closures); zr_gpu_capture_end
+** ends it and returns the graph, instantiated; zr_gpu_graph_launch enqueues all of it on a stream
+** as one submission, as often as wanted, with the arguments captured (pointers and scalars by
+** value: replay reads and writes the same addresses). What is counted per link (zr_gpu_bytes) is
+** counted at each launch, not at capture. While a capture is open the API refuses, -EINVAL and a
+** message naming the call, what a capture cannot hold, in both implementations alike: a record or
+** wait on the capturing stream (no events inside a graph: its order is the stream's), a host wait
+** (event or stream sync), a collective on the capturing stream, an async copy whose host side is
+** not registered (pinned), device allocation, free or host registration, a nested capture, and
+** capture under sync-debug (which must run uncaptured to name a faulting kernel). A refused call
+** also invalidates the capture: zr_gpu_capture_end then fails, naming the first refusal. Work on
+** other streams during a capture runs as usual. The first call of a cuBLASLt shape chooses its
+** algorithm and may allocate the workspace, so a sequence is captured only after it has run once
+** uncaptured. Graphs left undestroyed are freed by zr_gpu_close. */
+int zr_gpu_capture_begin(ZrGpuStream *s);
+int zr_gpu_capture_end(ZrGpuStream *s, ZrGpuGraph **out);
+int zr_gpu_graph_launch(ZrGpuStream *s, ZrGpuGraph *gr);
+void zr_gpu_graph_destroy(ZrGpuGraph *gr);
 
 #ifdef __cplusplus
 }

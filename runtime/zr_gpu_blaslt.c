@@ -1,9 +1,11 @@
 /*
-** zr_gpu_blaslt.c — zr_gpu_gemm_lt (runtime/zr_gpu.h) on a GPU: cublasLtMatmul with a fused
-** epilogue (bias, GELU with its pre-activation saved, GELU backward, bias gradient), so that a linear
-** layer's bias, its GELU and their gradients ride on the GEMM instead of costing launches of their own.
-** Why a file of its own: zr_gpu_cuda.c owns the driver, cuBLAS and NCCL; this file owns cuBLASLt and
-** reaches the GPU's stream and error text through zr_gpu_cuda_int.h.
+** zr_gpu_blaslt.c — the gemms of runtime/zr_gpu.h on a GPU: zr_gpu_sgemm and zr_gpu_gemm_ex through
+** cuBLAS (linked), and zr_gpu_gemm_lt through cublasLtMatmul with a fused epilogue (bias, GELU with
+** its pre-activation saved, GELU backward, bias gradient), so that a linear layer's bias, its GELU
+** and their gradients ride on the GEMM instead of costing launches of their own.
+** Why a file of its own: zr_gpu_cuda.c owns the driver, zr_gpu_coll.c NCCL; this file owns the BLAS
+** libraries. cuBLAS's handle is struct ZrGpu's (created at open); cuBLASLt's state is kept here and
+** reaches the GPU's stream and error text through zr_gpu_cuda_int.h's accessors.
 ** - libcublasLt is opened with dlopen (libcublasLt.so.<cuBLAS major>, ZR_LIBCUBLASLT names another:
 **   the stub tests), at the first call; a missing library or entry point is a named error.
 ** - Row-major in, column-major cuBLASLt out, as zr_gpu_gemm_ex: D^T = op(B)^T op(A)^T, so cuBLASLt's
@@ -281,6 +283,78 @@ int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float al
              ta, tb, (int)ab, (int)dt, epi_name((int)epi));
     LT(g, what, l_cublasLtMatmul(l->h, p->op, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, D, p->lc, &p->algo,
                                  l->ws, ZL_WORKSPACE, (cudaStream_t)zr_gpu_stream_handle(s)));
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- cuBLAS (zr_gpu_sgemm, zr_gpu_gemm_ex) */
+int zr_gpu_blas_fail(ZrGpu *g, cublasStatus_t st, const char *what)
+{
+    snprintf(g->err, sizeof g->err, "%s: %s (%s)", what,
+             cublasGetStatusName(st), cublasGetStatusString(st));
+    return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO;
+}
+
+/* The handle's math mode: PEDANTIC for fp32 (no TF32, no reduced-precision reductions), DEFAULT with
+** reduced-precision reductions disallowed for 16-bit operands (tensor cores, fp32 accumulation
+** throughout, split-K partial sums in fp32). Set only when it changes. */
+static int blas_mode(ZrGpu *g, int fast)
+{
+    if (g->blas_fast == fast) return 0;
+    cublasStatus_t st = cublasSetMathMode(g->blas, fast ? (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                                          CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
+                                                        : CUBLAS_PEDANTIC_MATH);
+    if (st != CUBLAS_STATUS_SUCCESS) return zr_gpu_blas_fail(g, st, "cublasSetMathMode");
+    g->blas_fast = fast;
+    return 0;
+}
+
+static cudaDataType_t cuda_dt(ZrDtype t)
+{
+    return t == ZR_DT_BF16 ? CUDA_R_16BF : t == ZR_DT_FP16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const void *A,
+                   ZrDtype at, int lda, const void *B, ZrDtype bt, int ldb, float beta, void *C,
+                   ZrDtype ct, int ldc, ZrGpuCompute compute)
+{
+    ZrGpu *g = s->g;
+    if (compute != ZR_GPU_COMPUTE_32F || at != bt || (ct != ZR_DT_FP32 && ct != at)) {
+        snprintf(g->err, sizeof g->err, "zr_gpu_gemm_ex: unsupported dtypes (A %d, B %d, C %d) or compute type %d",
+                 (int)at, (int)bt, (int)ct, (int)compute);
+        return -EINVAL;
+    }
+    int rc = blas_mode(g, at != ZR_DT_FP32);
+    if (rc < 0) return rc;
+    cublasStatus_t st = cublasSetStream(g->blas, (cudaStream_t)s->s);
+    if (st != CUBLAS_STATUS_SUCCESS) return zr_gpu_blas_fail(g, st, "cublasSetStream");
+    st = cublasGemmEx(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
+                      B, cuda_dt(bt), ldb, A, cuda_dt(at), lda, &beta, C, cuda_dt(ct), ldc,
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        char what[128];
+        snprintf(what, sizeof what, "cublasGemmEx (%d x %d x %d, ta %d tb %d, dtypes %d %d %d)", M, N, K, ta, tb,
+                 (int)at, (int)bt, (int)ct);
+        return zr_gpu_blas_fail(g, st, what);
+    }
+    return 0;
+}
+
+/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands. */
+int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                 int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+    ZrGpu *g = s->g;
+    int rc = blas_mode(g, 0);
+    if (rc < 0) return rc;
+    cublasStatus_t st = cublasSetStream(g->blas, (cudaStream_t)s->s);
+    if (st != CUBLAS_STATUS_SUCCESS) return zr_gpu_blas_fail(g, st, "cublasSetStream");
+    st = cublasSgemm(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "cublasSgemm (%d x %d x %d, ta %d tb %d)", M, N, K, ta, tb);
+        return zr_gpu_blas_fail(g, st, what);
+    }
     return 0;
 }
 #endif

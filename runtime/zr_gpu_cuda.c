@@ -1,8 +1,9 @@
 /*
 ** zr_gpu_cuda.c — runtime/zr_gpu.h on a real GPU: the CUDA driver API for memory, streams, events,
 ** copies and kernel launches (modules loaded from the cubin/PTX blobs zgen embedded with NVRTC at
-** generation time), cuBLAS for gemm, and NCCL through libzrt's collectives (zr_coll_nccl.c, on a
-** communicator of its own whose NCCL stream is ours).
+** generation time). The gemms (cuBLAS, cuBLASLt) are zr_gpu_blaslt.c's, the collectives (NCCL
+** through libzrt's zr_coll_nccl.c) zr_gpu_coll.c's; the structures they share are in
+** zr_gpu_cuda_int.h.
 ** Built only in CUDA builds (-DZR_WITH_CUDA, the emitted Makefile's `make cuda`); in libzrt's
 ** ordinary build this file compiles to nothing, so libzrt needs no CUDA. The CPU stand-in with the
 ** same interface is templates/cuda_trainer/zr_gpu_emu.cpp.
@@ -36,21 +37,9 @@
 #include <string.h>
 #include <time.h>
 
-/* the vendor headers do not pass our warnings (-Wundef, -Wstrict-prototypes) */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wundef"
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <cuda.h>
-#include <cuda_runtime.h>
-#include <cublas_v2.h>
-#ifdef ZR_WITH_NCCL
-#include <nccl.h>
-#endif
-#pragma GCC diagnostic pop
-
 #include "zr_gpu.h"
 #include "zr_coll_int.h"      /* defines: zr_coll_nccl_abort (a wait that times out aborts NCCL) */
-#include "zr_gpu_cuda_int.h"  /* defines: zr_gpu_blaslt_close (cuBLASLt state, zr_gpu_blaslt.c) */
+#include "zr_gpu_cuda_int.h"  /* defines: struct ZrGpu, zr_gpu_blaslt_close, zr_gpu_blas_fail, zr_gpu_reqs_wait */
 
 /* The driver (libcuda.so.1) comes with the NVIDIA driver, not with the toolkit: it is opened at run
 ** time, so train-cuda starts on a machine without one and says so instead of failing to load.
@@ -68,6 +57,8 @@
 #define ZC_DECL(f) static __typeof__(f) *p_##f;
 ZC_FNS(ZC_DECL)
 #define DRV(f) p_##f
+#define ZC_GRAPH_DEF(f) __typeof__(f) *zr_drv_##f;
+ZC_GRAPH_FNS(ZC_GRAPH_DEF)
 
 static char open_err[1024];
 
@@ -91,47 +82,16 @@ static int driver_load(void)
     }
     ZC_FNS(ZC_LOAD)
 #undef ZC_LOAD
+#define ZC_LOAD_GRAPH(f) \
+    if (!(*(void **)&zr_drv_##f = dlsym(h, ZC_STR(f)))) { \
+        snprintf(open_err, sizeof open_err, "%s lacks %s (driver too old)", lib, ZC_STR(f)); \
+        return -ENODEV; \
+    }
+    ZC_GRAPH_FNS(ZC_LOAD_GRAPH)
+#undef ZC_LOAD_GRAPH
     state = 1;
     return 0;
 }
-
-#define ZG_MAX_MODULES 64
-#define ZG_MAX_FUNCS 256
-#define ZG_MAX_REQS 4096
-#define ZG_MAX_STREAMS 64
-#define ZG_MAX_PINNED 1024
-
-typedef struct { char name[64]; CUfunction f; int max_threads, static_smem, dyn_smem; } GpuFunc;  /* dyn_smem: opt-in raised to */
-typedef struct { const char *p; size_t n; } Pinned;
-
-struct ZrGpu {
-    CUdevice dev;
-    CUcontext ctx;
-    int ord, arch, driver, needed;     /* driver and needed: CUDA versions, 1000 * major + 10 * minor */
-    CUmodule mod[ZG_MAX_MODULES];
-    int n_mod, n_cubin, n_ptx;
-    GpuFunc fn[ZG_MAX_FUNCS];
-    int n_fn;
-    cublasHandle_t blas;
-    int blas_fast;                   /* the handle's math mode is DEFAULT (16-bit GEMMs), not PEDANTIC */
-    ZrComm *comm;
-    ZrCollReq *req[ZG_MAX_REQS];     /* collectives in flight (freed as they complete) */
-    int n_req;
-    int group_depth, group_first;    /* an open collective group; its members are req[group_first..] */
-    ZrGpuBytes moved;                /* per link, counted at enqueue (zr_gpu_bytes) */
-    ZrGpuStream *streams[ZG_MAX_STREAMS];
-    int n_streams;
-    Pinned pinned[ZG_MAX_PINNED];
-    int n_pinned, pageable_warned;
-    int sync_debug;
-    double wait_timeout_s;
-    ZrGpuWaitHook hook;
-    void *hook_arg;
-    char err[1024], desc[256];
-};
-
-struct ZrGpuStream { ZrGpu *g; CUstream s; char name[32]; char last_kernel[64]; };
-struct ZrGpuEvent { ZrGpu *g; CUevent e; char last_stream[32]; };
 
 /* "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory)" into g->err (or open_err). */
 static int cu_fail(ZrGpu *g, CUresult r, const char *what)
@@ -144,6 +104,7 @@ static int cu_fail(ZrGpu *g, CUresult r, const char *what)
     snprintf(dst, cap, "%s: %s (%s)", what, name ? name : "unknown CUDA error", s ? s : "no description");
     return r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : r == CUDA_ERROR_NO_DEVICE ? -ENODEV : -EIO;
 }
+int zr_gpu_cu_fail(ZrGpu *g, CUresult r, const char *what) { return cu_fail(g, r, what); }
 #define CU(g, what, call) do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) return cu_fail((g), r_, (what)); } while (0)
 
 /* For functions that return nothing: the failure goes to stderr, named. */
@@ -155,13 +116,6 @@ static void cu_warn(ZrGpu *g, CUresult r, const char *what)
     cu_fail(g, r, what);
     fprintf(stderr, "zr_gpu: %s\n", g ? g->err : open_err);
     if (g) memcpy(g->err, keep, sizeof keep);
-}
-
-static int blas_fail(ZrGpu *g, cublasStatus_t st, const char *what)
-{
-    snprintf(g ? g->err : open_err, g ? sizeof g->err : sizeof open_err, "%s: %s (%s)", what,
-             cublasGetStatusName(st), cublasGetStatusString(st));
-    return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO;
 }
 
 const char *zr_gpu_backend(void) { return "cuda"; }
@@ -331,9 +285,9 @@ int zr_gpu_open(ZrGpu **out, int local_rank, const ZrGpuBlob *blobs, int n_blobs
     g->arch = maj * 10 + min;
     if (blobs && (rc = load_modules(g, blobs, n_blobs)) < 0) { fail_open(g); return rc; }
     cublasStatus_t st = cublasCreate(&g->blas);
-    if (st != CUBLAS_STATUS_SUCCESS) { g->blas = NULL; rc = blas_fail(g, st, "cublasCreate"); fail_open(g); return rc; }
+    if (st != CUBLAS_STATUS_SUCCESS) { g->blas = NULL; rc = zr_gpu_blas_fail(g, st, "cublasCreate"); fail_open(g); return rc; }
     st = cublasSetMathMode(g->blas, CUBLAS_PEDANTIC_MATH);   /* fp32 stays fp32 (no TF32) */
-    if (st != CUBLAS_STATUS_SUCCESS) { rc = blas_fail(g, st, "cublasSetMathMode"); fail_open(g); return rc; }
+    if (st != CUBLAS_STATUS_SUCCESS) { rc = zr_gpu_blas_fail(g, st, "cublasSetMathMode"); fail_open(g); return rc; }
     const char *sd = getenv("ZR_SYNC_DEBUG");
     g->sync_debug = sd && *sd && strcmp(sd, "0") != 0;
     const char *wt = getenv("ZR_GPU_WAIT_TIMEOUT_S");
@@ -408,18 +362,13 @@ static int stream_wait(ZrGpuStream *s)
     return poll_wait(s->g, q_stream, (void *)s->s, what, s->last_kernel);
 }
 
-static void reqs_wait(ZrGpu *g)
-{
-    for (int i = 0; i < g->n_req; i++) zr_coll_wait(g->comm, g->req[i]);
-    g->n_req = 0;
-}
-
 void zr_gpu_close(ZrGpu *g)
 {
     if (!g) return;
     for (int i = 0; i < g->n_streams; i++)       /* nothing may still run on what is freed below */
         if (stream_wait(g->streams[i]) < 0) fprintf(stderr, "zr_gpu: close: %s\n", g->err);
-    if (g->comm) { reqs_wait(g); zr_comm_destroy(g->comm); }
+    zr_gpu_graphs_close(g);
+    if (g->comm) { zr_gpu_reqs_wait(g); zr_comm_destroy(g->comm); }
     zr_gpu_blaslt_close(g);
     if (g->blas) {
         cublasStatus_t st = cublasDestroy(g->blas);
@@ -435,17 +384,23 @@ int zr_gpu_malloc(ZrGpu *g, void **dptr, size_t bytes)
 {
     CUdeviceptr p = 0;
     char what[64];
+    if (g->n_capturing) return zr_gpu_capture_refuse(g, NULL, "zr_gpu_malloc");
     snprintf(what, sizeof what, "cuMemAlloc(%zu bytes)", bytes);
     CU(g, what, DRV(cuMemAlloc)(&p, bytes ? bytes : 1));
     *dptr = (void *)(uintptr_t)p;
     return 0;
 }
 
-void zr_gpu_free(ZrGpu *g, void *dptr) { if (dptr) cu_warn(g, DRV(cuMemFree)((CUdeviceptr)(uintptr_t)dptr), "cuMemFree"); }
+void zr_gpu_free(ZrGpu *g, void *dptr)
+{
+    if (g->n_capturing) { zr_gpu_capture_refuse(g, NULL, "zr_gpu_free"); fprintf(stderr, "zr_gpu: %s\n", g->err); return; }
+    if (dptr) cu_warn(g, DRV(cuMemFree)((CUdeviceptr)(uintptr_t)dptr), "cuMemFree");
+}
 
 int zr_gpu_host_register(ZrGpu *g, void *p, size_t bytes)
 {
     char what[64];
+    if (g->n_capturing) return zr_gpu_capture_refuse(g, NULL, "zr_gpu_host_register");
     snprintf(what, sizeof what, "cuMemHostRegister(%zu bytes)", bytes);
     CU(g, what, DRV(cuMemHostRegister)(p, bytes, 0));
     if (g->n_pinned < ZG_MAX_PINNED) g->pinned[g->n_pinned++] = (Pinned){(const char *)p, bytes};
@@ -459,14 +414,22 @@ void zr_gpu_host_unregister(ZrGpu *g, void *p)
     cu_warn(g, DRV(cuMemHostUnregister)(p), "cuMemHostUnregister");
 }
 
-/* An async copy from/to pageable memory is synchronous on the host: said once. */
-static void check_pinned(ZrGpu *g, const void *p, size_t n, const char *dir)
+/* An async copy from/to pageable memory is synchronous on the host: said once; a capture cannot hold
+** one (refused). */
+static int check_pinned(ZrGpuStream *s, const void *p, size_t n, const char *dir)
 {
+    ZrGpu *g = s->g;
     for (int i = 0; i < g->n_pinned; i++)
-        if ((const char *)p >= g->pinned[i].p && (const char *)p + n <= g->pinned[i].p + g->pinned[i].n) return;
+        if ((const char *)p >= g->pinned[i].p && (const char *)p + n <= g->pinned[i].p + g->pinned[i].n) return 0;
+    if (s->capturing) {
+        char call[96];
+        snprintf(call, sizeof call, "%s copy of %zu bytes with pageable host memory", dir, n);
+        return zr_gpu_capture_refuse(g, s, call);
+    }
     if (!g->pageable_warned++)
         fprintf(stderr, "zr_gpu: warning: %s copy of %zu bytes at %p uses pageable host memory (not "
                 "registered): it blocks the host (reported once)\n", dir, n, p);
+    return 0;
 }
 
 /* ---------------------------------------------------------------------- streams and events */
@@ -510,12 +473,18 @@ void zr_gpu_event_destroy(ZrGpuEvent *e) { if (e) { cu_warn(e->g, DRV(cuEventDes
 
 int zr_gpu_record(ZrGpuEvent *e, ZrGpuStream *s)
 {
+    if (s->capturing) return zr_gpu_capture_refuse(s->g, s, "zr_gpu_record (an event record)");
     snprintf(e->last_stream, sizeof e->last_stream, "%s", s->name);
     CU(e->g, "cuEventRecord", DRV(cuEventRecord)(e->e, s->s));
     return 0;
 }
 
-int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e) { CU(s->g, "cuStreamWaitEvent", DRV(cuStreamWaitEvent)(s->s, e->e, 0)); return 0; }
+int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e)
+{
+    if (s->capturing) return zr_gpu_capture_refuse(s->g, s, "zr_gpu_wait (an event wait)");
+    CU(s->g, "cuStreamWaitEvent", DRV(cuStreamWaitEvent)(s->s, e->e, 0));
+    return 0;
+}
 
 /* Nothing of an open collective group is enqueued before its end (NCCL's rule): no host wait. */
 static int group_open(ZrGpu *g)
@@ -529,12 +498,18 @@ static int group_open(ZrGpu *g)
 int zr_gpu_event_sync(ZrGpuEvent *e)
 {
     if (group_open(e->g)) return -EINVAL;
+    if (e->g->n_capturing) return zr_gpu_capture_refuse(e->g, NULL, "zr_gpu_event_sync (a host wait)");
     char what[96];
     snprintf(what, sizeof what, "waiting for an event recorded on stream %s", e->last_stream[0] ? e->last_stream : "?");
     return poll_wait(e->g, q_event, (void *)e->e, what, NULL);
 }
 
-int zr_gpu_stream_sync(ZrGpuStream *s) { return group_open(s->g) ? -EINVAL : stream_wait(s); }
+int zr_gpu_stream_sync(ZrGpuStream *s)
+{
+    if (group_open(s->g)) return -EINVAL;
+    if (s->g->n_capturing) return zr_gpu_capture_refuse(s->g, NULL, "zr_gpu_stream_sync (a host wait)");
+    return stream_wait(s);
+}
 
 /* ---------------------------------------------------------------------- work */
 int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void *src, size_t bytes)
@@ -542,16 +517,17 @@ int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void *src, size
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst, sp = (CUdeviceptr)(uintptr_t)src;
     switch (kind) {
     case ZR_GPU_H2D:
-        check_pinned(s->g, src, bytes, "host-to-device");
+        if (check_pinned(s, src, bytes, "host-to-device") < 0) return -EINVAL;
         CU(s->g, "cuMemcpyHtoDAsync", DRV(cuMemcpyHtoDAsync)(d, src, bytes, s->s));
         break;
     case ZR_GPU_D2H:
-        check_pinned(s->g, dst, bytes, "device-to-host");
+        if (check_pinned(s, dst, bytes, "device-to-host") < 0) return -EINVAL;
         CU(s->g, "cuMemcpyDtoHAsync", DRV(cuMemcpyDtoHAsync)(dst, sp, bytes, s->s));
         break;
     case ZR_GPU_D2D: CU(s->g, "cuMemcpyDtoDAsync", DRV(cuMemcpyDtoDAsync)(d, sp, bytes, s->s)); break;
     }
-    *(kind == ZR_GPU_H2D ? &s->g->moved.h2d : kind == ZR_GPU_D2H ? &s->g->moved.d2h : &s->g->moved.d2d) += (int64_t)bytes;
+    ZrGpuBytes *m = zr_gpu_moved(s);
+    *(kind == ZR_GPU_H2D ? &m->h2d : kind == ZR_GPU_D2H ? &m->d2h : &m->d2d) += (int64_t)bytes;
     return 0;
 }
 
@@ -615,159 +591,6 @@ int zr_gpu_launch(ZrGpuStream *s, const char *kernel, const unsigned grid[3], co
     return 0;
 }
 
-/* The handle's math mode: PEDANTIC for fp32 (no TF32, no reduced-precision reductions), DEFAULT with
-** reduced-precision reductions disallowed for 16-bit operands (tensor cores, fp32 accumulation
-** throughout, split-K partial sums in fp32). Set only when it changes. */
-static int blas_mode(ZrGpu *g, int fast)
-{
-    if (g->blas_fast == fast) return 0;
-    cublasStatus_t st = cublasSetMathMode(g->blas, fast ? (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-                                          CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
-                                                        : CUBLAS_PEDANTIC_MATH);
-    if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(g, st, "cublasSetMathMode");
-    g->blas_fast = fast;
-    return 0;
-}
-
-static cudaDataType_t cuda_dt(ZrDtype t)
-{
-    return t == ZR_DT_BF16 ? CUDA_R_16BF : t == ZR_DT_FP16 ? CUDA_R_16F : CUDA_R_32F;
-}
-
-int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const void *A,
-                   ZrDtype at, int lda, const void *B, ZrDtype bt, int ldb, float beta, void *C,
-                   ZrDtype ct, int ldc, ZrGpuCompute compute)
-{
-    ZrGpu *g = s->g;
-    if (compute != ZR_GPU_COMPUTE_32F || at != bt || (ct != ZR_DT_FP32 && ct != at)) {
-        snprintf(g->err, sizeof g->err, "zr_gpu_gemm_ex: unsupported dtypes (A %d, B %d, C %d) or compute type %d",
-                 (int)at, (int)bt, (int)ct, (int)compute);
-        return -EINVAL;
-    }
-    int rc = blas_mode(g, at != ZR_DT_FP32);
-    if (rc < 0) return rc;
-    cublasStatus_t st = cublasSetStream(g->blas, (cudaStream_t)s->s);
-    if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(g, st, "cublasSetStream");
-    st = cublasGemmEx(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
-                      B, cuda_dt(bt), ldb, A, cuda_dt(at), lda, &beta, C, cuda_dt(ct), ldc,
-                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        char what[128];
-        snprintf(what, sizeof what, "cublasGemmEx (%d x %d x %d, ta %d tb %d, dtypes %d %d %d)", M, N, K, ta, tb,
-                 (int)at, (int)bt, (int)ct);
-        return blas_fail(g, st, what);
-    }
-    return 0;
-}
-
-/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands. */
-int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const float *A,
-                 int lda, const float *B, int ldb, float beta, float *C, int ldc)
-{
-    ZrGpu *g = s->g;
-    int rc = blas_mode(g, 0);
-    if (rc < 0) return rc;
-    cublasStatus_t st = cublasSetStream(g->blas, (cudaStream_t)s->s);
-    if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(g, st, "cublasSetStream");
-    st = cublasSgemm(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                     N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        char what[96];
-        snprintf(what, sizeof what, "cublasSgemm (%d x %d x %d, ta %d tb %d)", M, N, K, ta, tb);
-        return blas_fail(g, st, what);
-    }
-    return 0;
-}
-
-int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s)
-{
-    (void)comm;
-    if (g->comm) return 0;
-    int rc = zr_comm_create(&g->comm);
-    if (rc < 0) { snprintf(g->err, sizeof g->err, "collectives: communicator"); g->comm = NULL; return rc; }
-    rc = zr_comm_use_nccl(g->comm, (void *)s->s);
-    if (rc < 0) { snprintf(g->err, sizeof g->err, "collectives: NCCL set-up failed (%d; its reason is above)", rc); return rc; }
-    int dev = -1;
-    cudaError_t ce = cudaGetDevice(&dev);
-    if (ce != cudaSuccess || dev != g->ord) {
-        snprintf(g->err, sizeof g->err, "collectives: NCCL is on GPU %d but this rank opened GPU %d "
-                 "(the local rank differs between the trainer and MPI's node split)%s%s", dev, g->ord,
-                 ce != cudaSuccess ? ": " : "", ce != cudaSuccess ? cudaGetErrorName(ce) : "");
-        return -EIO;
-    }
-    return 0;
-}
-
-/* NCCL runs the collective on the communicator's stream (ours); the request only tracks it. */
-int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64_t count, ZrDtype dt)
-{
-    ZrGpu *g = s->g;
-    for (int i = 0; i < g->n_req && !g->group_depth;) {   /* free the completed ones */
-        int done = 0;
-        if (zr_coll_test(g->comm, g->req[i], &done) < 0) return -EIO;
-        if (done) g->req[i] = g->req[--g->n_req]; else i++;
-    }
-    if (g->n_req == ZG_MAX_REQS) reqs_wait(g);
-    ZrCollReq **q = &g->req[g->n_req];
-    int rc;
-    switch (op) {
-    case ZR_COLL_ALL_GATHER: rc = zr_all_gather(g->comm, send, recv, count, dt, q); break;
-    case ZR_COLL_REDUCE_SCATTER: rc = zr_reduce_scatter(g->comm, send, recv, count, dt, q); break;
-    case ZR_COLL_ALL_REDUCE: rc = zr_all_reduce(g->comm, send, recv, count, dt, q); break;
-    default: return -EINVAL;
-    }
-    if (rc < 0) { snprintf(g->err, sizeof g->err, "%s failed (%d)", zr_coll_op_name(op), rc); return rc; }
-    g->n_req++;
-    g->moved.net += zr_gpu_coll_net_bytes(op, count, dt, zr_comm_world(g->comm));
-    return 0;
-}
-
-/* ncclGroupStart / ncclGroupEnd. libzrt records each member's completion event as it issues it,
-** which inside a group is before NCCL enqueued anything: the end records them again behind the
-** group, so the watchdog and the frees above see the members' real completion. Without NCCL in
-** the build (no collectives can run) a group is only counted. */
-int zr_gpu_group_begin(ZrGpu *g)
-{
-    if (g->group_depth++) return 0;
-    g->group_first = g->n_req;
-#ifdef ZR_WITH_NCCL
-    ncclResult_t r = ncclGroupStart();
-    if (r != ncclSuccess) {
-        g->group_depth = 0;
-        snprintf(g->err, sizeof g->err, "ncclGroupStart: %s", ncclGetErrorString(r));
-        return -EIO;
-    }
-#endif
-    return 0;
-}
-
-int zr_gpu_group_end(ZrGpu *g)
-{
-    if (!g->group_depth) {
-        snprintf(g->err, sizeof g->err, "zr_gpu_group_end without zr_gpu_group_begin");
-        return -EINVAL;
-    }
-    if (--g->group_depth) return 0;
-#ifdef ZR_WITH_NCCL
-    ncclResult_t r = ncclGroupEnd();
-    if (r != ncclSuccess) {
-        snprintf(g->err, sizeof g->err, "ncclGroupEnd: %s", ncclGetErrorString(r));
-        return -EIO;
-    }
-    for (int i = g->group_first; i < g->n_req; i++) {
-        ZrCollReq *q = g->req[i];
-        if (!q->nccl || !q->event) continue;
-        cudaError_t ce = cudaEventRecord((cudaEvent_t)q->event, (cudaStream_t)g->comm->stream);
-        if (ce != cudaSuccess) {
-            snprintf(g->err, sizeof g->err, "cudaEventRecord after ncclGroupEnd: %s", cudaGetErrorName(ce));
-            return -EIO;
-        }
-    }
-#endif
-    return 0;
-}
-
-/* ---------------------------------------------------------------------- footprints (additive) */
 /* The footprints feed the stand-in's race checker; on a GPU the ordering is the driver's. */
 int zr_gpu_footprint(ZrGpuStream *s, const void *p, size_t bytes, int write)
 {

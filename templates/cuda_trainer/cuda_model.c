@@ -24,10 +24,16 @@
 ** An epilogue that the GPU's cuBLASLt has no algorithm for (-ENOTSUP at its first call, in the
 ** first micro-step) is dropped for the rest of the run, said once: its call sites take the unfused
 ** sequence, which stays within the same error bounds (docs/CUDA_TRAINER.md, Fused GEMM epilogues).
+** CUDA graphs (docs/CUDA_TRAINER.md, CUDA graphs): a block's forward or backward is one graph launch
+** on the compute stream once it has been seen twice with the same arguments (layer, parameter and
+** gradient pointers, the epilogues in use): the first call runs uncaptured (cuBLASLt chooses its
+** algorithms and allocates its workspace then), the second is captured and launched, later ones
+** launch the cached graph. ZR_CUDA_GRAPHS=0 and sync-debug run every call uncaptured.
 */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_train.h"
@@ -325,7 +331,7 @@ void cz_embed_forward(int micro, const void *wte, const void *wpe)
     launch("zd_encoder_forward", CEIL((long)N_ROWS * ZG_D_MODEL, 256), 1, 1, 256, args);
 }
 
-void cz_block_forward(int l, const void *const *p)
+static void block_forward(int l, const void *const *p)
 {
     const int C = ZG_D_MODEL, F = ZG_D_FF;
     CzLayer v = layer(l);
@@ -402,7 +408,7 @@ void cz_final_norm_backward(const void *w, float *dw, float *db)
     layernorm_bwd(CZ.a.dresidual, dw, db, CZ.a.dln, last_stream(), w, CZ.a.lnf_mean, CZ.a.lnf_rstd);
 }
 
-void cz_block_backward(int l, const void *const *p, float *const *g)
+static void block_backward(int l, const void *const *p, float *const *g)
 {
     const int C = ZG_D_MODEL, F = ZG_D_FF;
     CzLayer v = layer(l);
@@ -469,3 +475,77 @@ void cz_embed_backward(float *dwte, float *dwpe)
     fp(dout, BTC_B, 0); fp(dwpe, (size_t)ZG_SEQ_LEN * ZG_D_MODEL * 4, 1);
     launch("zd_encoder_backward_wpe", CEIL(ZG_SEQ_LEN * ZG_D_MODEL, 256), 1, 1, 256, a2);
 }
+
+/* ---------------------------------------------------------------------- graphs */
+/* What a block's launches depend on beyond the compile-time shapes and CZ.a (fixed after
+** cz_acts_init): the layer, the parameter and gradient pointers (ZeRO-3 gathers a layer's
+** parameters into a slot: one graph per slot it is seen in), and the epilogues cuBLASLt serves. */
+#define CZ_LT_N (ZG_LT_COUNT > 0 ? ZG_LT_COUNT : 1)
+#define CZ_MAX_GRAPHS (8 * (ZG_N_LAYERS > 0 ? ZG_N_LAYERS : 1))
+typedef struct {
+    int bwd, l;
+    unsigned epi;
+    const void *p[CZ_LT_N];
+    float *g[CZ_LT_N];
+} GraphKey;
+typedef struct { GraphKey k; int runs; ZrGpuGraph *graph; } ModGraph;
+static ModGraph mod_graphs[CZ_MAX_GRAPHS];
+static int n_mod_graphs;
+
+static int graphs_on(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("ZR_CUDA_GRAPHS"), *sd = getenv("ZR_SYNC_DEBUG");
+        on = !(e && strcmp(e, "0") == 0) && !CZ.sync_debug && !(sd && *sd && strcmp(sd, "0") != 0);
+    }
+    return on;
+}
+
+static void block_direct(const GraphKey *k)
+{
+    if (k->bwd) block_backward(k->l, k->p, k->g);
+    else block_forward(k->l, k->p);
+}
+
+/* The cache entry of k (made on first sight), or NULL when the cache is full (then uncaptured). */
+static ModGraph *mod_graph(const GraphKey *k)
+{
+    for (int i = 0; i < n_mod_graphs; i++)
+        if (memcmp(&mod_graphs[i].k, k, sizeof *k) == 0) return &mod_graphs[i];
+    if (n_mod_graphs == CZ_MAX_GRAPHS) return NULL;
+    ModGraph *m = &mod_graphs[n_mod_graphs++];
+    memcpy(&m->k, k, sizeof *k);         /* with its padding, which memcmp compares */
+    return m;
+}
+
+static void block_run(int bwd, int l, const void *const *p, float *const *g)
+{
+    GraphKey k;
+    memset(&k, 0, sizeof k);             /* padding too: the key is compared as bytes */
+    k.bwd = bwd;
+    k.l = l;
+#if ZK_GEMM_EPI
+    for (int e = 0; e <= ZR_GPU_EPI_BGRAD; e++) k.epi |= (unsigned)epi_off[e] << e;
+#endif
+    for (int t = 0; t < ZG_LT_COUNT; t++) {
+        k.p[t] = p[t];
+        k.g[t] = g ? g[t] : NULL;
+    }
+    ModGraph *m = graphs_on() ? mod_graph(&k) : NULL;
+    if (m && m->graph) {
+        CZ_CHECK(zr_gpu_graph_launch(CZ.compute, m->graph));
+        return;
+    }
+    if (!m || m->runs++ == 0) {          /* first sight: uncaptured */
+        block_direct(&k);
+        return;
+    }
+    CZ_CHECK(zr_gpu_capture_begin(CZ.compute));
+    block_direct(&k);
+    CZ_CHECK(zr_gpu_capture_end(CZ.compute, &m->graph));
+    CZ_CHECK(zr_gpu_graph_launch(CZ.compute, m->graph));
+}
+
+void cz_block_forward(int l, const void *const *p) { block_run(0, l, p, NULL); }
+void cz_block_backward(int l, const void *const *p, float *const *g) { block_run(1, l, p, g); }

@@ -16,13 +16,16 @@
 **   rounds a 16-bit result once, as a tensor-core GEMM with fp32 compute is specified. Collectives: libzrt's MPI collectives on a communicator of their
 **   own (as NCCL has its own), blocking inside the queued operation. A collective group
 **   (zr_gpu_group_begin/end) queues nothing until its end, then its members as one operation.
+** - Graphs: a capturing stream records its operations (closure and footprint) instead of queuing
+**   them; a graph launch enqueues copies of them, so replays run and are race-checked as direct
+**   work. What a CUDA capture cannot hold is refused (runtime/zr_gpu.h lists it).
 ** - ZR_GPU_EMU_GUARD=1: device memory is PROT_NONE except while a queued operation runs, so host
 **   code that dereferences a device address crashes here as it would on a GPU.
-** - Races (on unless ZR_GPU_EMU_RACE=0), checked when an operation is enqueued, so the verdict does
-**   not depend on the scheduler's interleaving: every operation declares the byte ranges it reads
-**   and writes (copies, fills, gemms and collectives their own; kernels what zr_gpu_footprint
-**   declared), and ordering flows only through vector clocks that record/wait and the host's
-**   event/stream syncs carry. An access that conflicts with another stream's access that no chain of
+** - Races (on unless ZR_GPU_EMU_RACE=0; the checker is zr_gpu_emu_race.h), checked when an operation
+**   is enqueued, so the verdict does not depend on the scheduler's interleaving: every operation
+**   declares the byte ranges it reads and writes (copies, fills, gemms and collectives their own;
+**   kernels what zr_gpu_footprint declared), and ordering flows only through vector clocks that
+**   record/wait and the host's event/stream syncs carry. An access that conflicts with another stream's access that no chain of
 **   record/wait/sync orders before it fails the enqueue with -EFAULT and a message naming both
 **   operations. Async copies whose host side is not registered (zr_gpu_host_register: pinned) are
 **   counted, and fail the same way with ZR_GPU_EMU_PAGEABLE=1.
@@ -43,7 +46,6 @@
 #include "kernels/crossentropy.cu"
 #include "kernels/encoder.cu"
 #include "kernels/gelu.cu"
-#include "kernels/gradnorm.cu"
 #include "kernels/layernorm.cu"
 #include "kernels/sumsq.cu"
 
@@ -64,6 +66,7 @@
 
 #include "zr_gpu.h"
 #include "zr_half.h"
+#include "zr_gpu_emu_race.h"   /* defines: Clock, Fp, Shadow, join, check_access */
 
 /* gen/cuda_dec.c repeats attention_tc.cu's tile arithmetic to decide ZK_ATT_TC and the launches'
 ** shared memory; a generated trainer's build proves the two agree. */
@@ -101,8 +104,7 @@ static const std::map<std::string, KCapture> &kernels()
         ZE_K(zd_layernorm_forward), ZE_K(zd_residual_layernorm_forward),
         ZE_K(zd_layernorm_backward_dx), ZE_K(zd_layernorm_backward_dwdb),
         ZE_K(zd_attention_forward), ZE_K(zd_attention_backward_dq), ZE_K(zd_attention_backward_dkv),
-        ZE_K(zd_crossentropy_fused), ZE_K(zd_adamw), ZE_K(zd_grad_unscale_norm),
-        ZE_K(zd_grad_norm_finish), ZE_K(zd_f32_to_16), ZE_K(zd_16_to_f32), ZE_K(zd_add_16_to_f32),
+        ZE_K(zd_crossentropy_fused), ZE_K(zd_adamw), ZE_K(zd_f32_to_16), ZE_K(zd_16_to_f32), ZE_K(zd_add_16_to_f32),
         ZE_K(zd_add_f32_to_16), ZE_K(zd_add_f32),
         ZE_K(zd_sumsq_partial), ZE_K(zd_sumsq_finish),
 #if ZK_ATC_ON           /* the tensor-core attention exists for the head sizes it serves */
@@ -113,8 +115,6 @@ static const std::map<std::string, KCapture> &kernels()
 }
 
 /* ---------------------------------------------------------------------- objects */
-typedef std::vector<uint64_t> Clock;   /* operations of stream i ordered before: clock[i] */
-
 struct ZrGpuEvent {
     ZrGpu *g = nullptr;
     uint64_t recorded = 0, done = 0;
@@ -127,8 +127,17 @@ struct Op {
     uint64_t wait_seq = 0;
 };
 
-/* A byte range one operation reads or writes. */
-struct Fp { uintptr_t a, b; int write; };
+/* A captured graph: the operations a capturing stream was given, each with its footprint, which a
+** launch enqueues again (copies of the closures), so the race checker sees every replay. */
+struct GraphOp { std::function<int()> fn; std::string what; std::vector<Fp> fp; };
+struct ZrGpuGraph {
+    ZrGpu *g = nullptr;
+    std::string stream;         /* where it was captured */
+    std::vector<GraphOp> ops;
+    ZrGpuBytes moved = {0, 0, 0, 0};   /* per link, added at each launch */
+    std::string bad;            /* the first call refused during the capture */
+};
+
 
 struct ZrGpuStream {
     ZrGpu *g;
@@ -138,12 +147,8 @@ struct ZrGpuStream {
     uint64_t n = 0;             /* operations enqueued */
     Clock vc;
     std::vector<Fp> declared;   /* zr_gpu_footprint's, for the next operation */
+    ZrGpuGraph *cap = nullptr;  /* the graph being captured (zr_gpu_capture_begin) */
 };
-
-/* The race checker's shadow: disjoint byte segments, each with its last writer and, per stream, its
-** last reader since that write. */
-struct Acc { int stream = -1; uint64_t idx = 0; std::string what; };
-struct Seg { uintptr_t end; Acc w; std::vector<Acc> r; };
 
 struct Block { void *p; size_t n; };
 
@@ -160,7 +165,7 @@ struct ZrGpu {
     int race = 1, pageable_fail = 0, n_ids = 0;
     long pageable = 0;          /* async copies touching unregistered host memory */
     Clock host_vc;              /* what the host has waited for */
-    std::map<uintptr_t, Seg> shadow;
+    Shadow shadow;              /* the race checker's (zr_gpu_emu_race.h) */
     std::vector<Block> registered;
     /* an open collective group (zr_gpu_group_begin): its members, queued as one operation at the end */
     int group_depth = 0;
@@ -169,6 +174,9 @@ struct ZrGpu {
     std::vector<Fp> group_fp;
     std::string group_what;
     ZrGpuBytes moved = {0, 0, 0, 0};   /* per link, counted at enqueue (zr_gpu_bytes) */
+    std::vector<ZrGpuGraph *> graphs;  /* not destroyed yet (close frees them) */
+    int sync_debug = 0;
+    long graph_launches = 0, graph_ops = 0;
 };
 
 static std::string g_err;
@@ -194,6 +202,8 @@ extern "C" int zr_gpu_open(ZrGpu **out, int local_rank, const ZrGpuBlob *blobs, 
     const char *rc = getenv("ZR_GPU_EMU_RACE"), *pg = getenv("ZR_GPU_EMU_PAGEABLE");
     g->race = !(rc && *rc == '0');
     g->pageable_fail = pg && *pg == '1';
+    const char *sd = getenv("ZR_SYNC_DEBUG");
+    g->sync_debug = sd && *sd && strcmp(sd, "0") != 0;
     char buf[256];
     snprintf(buf, sizeof buf, "GPU stand-in (zr_simt.h kernels, OpenBLAS gemm, MPI collectives; "
              "local rank %d; %d embedded blobs unused%s)", local_rank, n_blobs,
@@ -248,70 +258,6 @@ static int drive(ZrGpu *g, const std::function<bool()> &done)
     return rc;
 }
 
-/* ---------------------------------------------------------------------- the race checker */
-static uint64_t at(const Clock &c, int i) { return (size_t)i < c.size() ? c[(size_t)i] : 0; }
-
-static void join(Clock &c, const Clock &o)
-{
-    if (c.size() < o.size()) c.resize(o.size(), 0);
-    for (size_t i = 0; i < o.size(); i++) if (o[i] > c[i]) c[i] = o[i];
-}
-
-/* Segment boundary at x: the segment containing x is cut in two. */
-static void cut(ZrGpu *g, uintptr_t x)
-{
-    auto it = g->shadow.upper_bound(x);
-    if (it == g->shadow.begin()) return;
-    --it;
-    if (it->first == x || it->second.end <= x) return;
-    Seg tail = it->second;
-    it->second.end = x;
-    g->shadow.emplace(x, std::move(tail));
-}
-
-static bool ordered(const Acc &a, const Clock &vc) { return a.stream < 0 || at(vc, a.stream) >= a.idx; }
-
-static int race_report(ZrGpu *g, const std::string &b, int bw, const Acc &a, int aw, uintptr_t lo,
-                       uintptr_t hi)
-{
-    char buf[160];
-    snprintf(buf, sizeof buf, " bytes [%#lx, %#lx)", (unsigned long)lo, (unsigned long)hi);
-    std::string m = "emulated GPU: race: " + b + (bw ? " writes" : " reads") + buf + " that " + a.what +
-                    (aw ? " wrote" : " read") + ", and no record/wait/sync orders the two";
-    fprintf(stderr, "%s\n", m.c_str());
-    return fail(g, -EFAULT, m);
-}
-
-/* One access of the operation `what` (stream s, its clock vc, index n) to [f.a, f.b). */
-static int check_access(ZrGpu *g, ZrGpuStream *s, const std::string &what, const Fp &f)
-{
-    if (f.b <= f.a) return 0;
-    cut(g, f.a);
-    cut(g, f.b);
-    uintptr_t x = f.a;                   /* fill the gaps with fresh segments */
-    while (x < f.b) {
-        auto it = g->shadow.lower_bound(x);
-        uintptr_t next = it == g->shadow.end() || it->first > f.b ? f.b : it->first;
-        if (next > x) { g->shadow.emplace(x, Seg{next, Acc(), {}}); x = next; continue; }
-        x = it->second.end;
-    }
-    Acc me{s->id, s->n, what};
-    for (auto it = g->shadow.lower_bound(f.a); it != g->shadow.end() && it->first < f.b; ++it) {
-        Seg &sg = it->second;
-        if (!ordered(sg.w, s->vc)) return race_report(g, what, f.write, sg.w, 1, it->first, sg.end);
-        if (f.write) {
-            for (const Acc &r : sg.r)
-                if (!ordered(r, s->vc)) return race_report(g, what, 1, r, 0, it->first, sg.end);
-            sg.w = me;
-            sg.r.clear();
-        } else {
-            if (sg.r.size() <= (size_t)s->id) sg.r.resize((size_t)s->id + 1);
-            sg.r[(size_t)s->id] = me;
-        }
-    }
-    return 0;
-}
-
 static bool registered(const ZrGpu *g, const void *p, size_t n)
 {
     for (const Block &b : g->dev)
@@ -327,17 +273,24 @@ static int push(ZrGpuStream *s, std::function<int()> fn, const std::string &what
                 std::vector<Fp> fp = {})
 {
     ZrGpu *g = s->g;
+    fp.insert(fp.end(), s->declared.begin(), s->declared.end());
+    s->declared.clear();
+    if (s->cap) {                        /* recorded; checked when a launch enqueues it */
+        s->cap->ops.push_back(GraphOp{std::move(fn), what, std::move(fp)});
+        return 0;
+    }
     join(s->vc, g->host_vc);
     s->n++;
     if (s->vc.size() <= (size_t)s->id) s->vc.resize((size_t)s->id + 1, 0);
     s->vc[(size_t)s->id] = s->n;
-    fp.insert(fp.end(), s->declared.begin(), s->declared.end());
-    s->declared.clear();
     if (g->race && !fp.empty()) {
         std::string name = what + " (operation " + std::to_string(s->n) + " on stream " + s->name + ")";
         for (const Fp &f : fp) {
-            int rc = check_access(g, s, name, f);
-            if (rc < 0) return rc;
+            std::string m = check_access(g->shadow, s->id, s->n, s->vc, name, f);
+            if (!m.empty()) {
+                fprintf(stderr, "%s\n", m.c_str());
+                return fail(g, -EFAULT, m);
+            }
         }
     }
     Op o;
@@ -358,15 +311,37 @@ extern "C" int zr_gpu_footprint(ZrGpuStream *s, const void *p, size_t bytes, int
 /* First-contact diagnostics of the driver build (zr_gpu.h). The stand-in runs each operation when
 ** its stream is drained, so a fault already names its operation, and its waits never block on a
 ** device: both are accepted and have nothing to do. */
-extern "C" void zr_gpu_set_sync_debug(ZrGpu *g, int on) { (void)g; (void)on; }
+extern "C" void zr_gpu_set_sync_debug(ZrGpu *g, int on) { g->sync_debug = on; }
 extern "C" void zr_gpu_set_wait_hook(ZrGpu *g, ZrGpuWaitHook hook, void *arg)
 {
     (void)g; (void)hook; (void)arg;
 }
 
+/* ---------------------------------------------------------------------- capture rules */
+/* What a CUDA capture cannot hold is refused here too (runtime/zr_gpu.h, graphs), so the stand-in is
+** at least as strict as the driver. `s` is the capturing stream the call concerns, or NULL for a
+** call that no capture of this thread may overlap (host waits, allocation); the captures concerned
+** are invalidated, as CUDA invalidates them. */
+static ZrGpuStream *capturing(const ZrGpu *g)
+{
+    for (auto *t : g->streams) if (t->cap) return t;
+    return nullptr;
+}
+
+static int refuse_in_capture(ZrGpu *g, ZrGpuStream *s, const std::string &call)
+{
+    ZrGpuStream *c = s ? s : capturing(g);
+    std::string m = "emulated GPU: " + call + " while stream " + c->name + " is capturing a graph (" +
+                    (s ? "not allowed on a capturing stream" : "not allowed during a capture") + ")";
+    for (auto *t : g->streams)
+        if (t->cap && (!s || t == s) && t->cap->bad.empty()) t->cap->bad = m;
+    return fail(g, -EINVAL, m);
+}
+
 /* ---------------------------------------------------------------------- memory */
 extern "C" int zr_gpu_malloc(ZrGpu *g, void **dptr, size_t bytes)
 {
+    if (capturing(g)) return refuse_in_capture(g, nullptr, "zr_gpu_malloc");
     size_t n = (bytes + 4095) & ~(size_t)4095;
     if (!n) n = 4096;
     void *p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -381,6 +356,11 @@ extern "C" int zr_gpu_malloc(ZrGpu *g, void **dptr, size_t bytes)
 
 extern "C" void zr_gpu_free(ZrGpu *g, void *dptr)
 {
+    if (capturing(g)) {
+        refuse_in_capture(g, nullptr, "zr_gpu_free");
+        fprintf(stderr, "%s\n", g->err.c_str());
+        return;
+    }
     for (size_t i = 0; i < g->dev.size(); i++)
         if (g->dev[i].p == dptr) {
             munmap(dptr, g->dev[i].n);
@@ -391,6 +371,7 @@ extern "C" void zr_gpu_free(ZrGpu *g, void *dptr)
 
 extern "C" int zr_gpu_host_register(ZrGpu *g, void *p, size_t bytes)
 {
+    if (capturing(g)) return refuse_in_capture(g, nullptr, "zr_gpu_host_register");
     g->registered.push_back({p, bytes});
     return 0;
 }
@@ -435,6 +416,7 @@ extern "C" void zr_gpu_event_destroy(ZrGpuEvent *e)
 
 extern "C" int zr_gpu_record(ZrGpuEvent *e, ZrGpuStream *s)
 {
+    if (s->cap) return refuse_in_capture(s->g, s, "zr_gpu_record (an event record)");
     uint64_t n = ++e->recorded;
     int rc = push(s, [e, n]() { if (e->done < n) e->done = n; return 0; });
     e->vc = s->vc;
@@ -443,6 +425,7 @@ extern "C" int zr_gpu_record(ZrGpuEvent *e, ZrGpuStream *s)
 
 extern "C" int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e)
 {
+    if (s->cap) return refuse_in_capture(s->g, s, "zr_gpu_wait (an event wait)");
     Op o;
     o.wait_ev = e;
     o.wait_seq = e->recorded;     /* the last record at the time of the call, as CUDA */
@@ -462,6 +445,7 @@ static int group_open(ZrGpu *g)
 extern "C" int zr_gpu_event_sync(ZrGpuEvent *e)
 {
     if (int rc = group_open(e->g)) return rc;
+    if (capturing(e->g)) return refuse_in_capture(e->g, nullptr, "zr_gpu_event_sync (a host wait)");
     uint64_t n = e->recorded;
     join(e->g->host_vc, e->vc);
     return drive(e->g, [e, n]() { return e->done >= n; });
@@ -470,6 +454,7 @@ extern "C" int zr_gpu_event_sync(ZrGpuEvent *e)
 extern "C" int zr_gpu_stream_sync(ZrGpuStream *s)
 {
     if (int rc = group_open(s->g)) return rc;
+    if (capturing(s->g)) return refuse_in_capture(s->g, nullptr, "zr_gpu_stream_sync (a host wait)");
     join(s->g->host_vc, s->vc);
     return drive(s->g, [s]() { return s->q.empty(); });
 }
@@ -481,7 +466,9 @@ extern "C" int zr_comm_rank(const ZrComm *c) __attribute__((weak));
 extern "C" void zr_gpu_close(ZrGpu *g)
 {
     if (!g) return;
+    for (auto *s : g->streams) { delete s->cap; s->cap = nullptr; }   /* captures never ended */
     while (!g->streams.empty()) zr_gpu_stream_destroy(g->streams.back());
+    while (!g->graphs.empty()) zr_gpu_graph_destroy(g->graphs.back());
     for (auto *e : g->dead_events) delete e;
     while (!g->dev.empty()) zr_gpu_free(g, g->dev.back().p);
     int rank = g->comm && zr_comm_rank ? zr_comm_rank(g->comm) : -1;   /* -1: no collectives */
@@ -491,6 +478,9 @@ extern "C" void zr_gpu_close(ZrGpu *g)
                 "bytes moved: H2D %lld, D2H %lld, D2D %lld, collectives received %lld\n", rank, g->ops_run,
                 g->pageable, (long long)g->moved.h2d, (long long)g->moved.d2h, (long long)g->moved.d2d,
                 (long long)g->moved.net);
+    if (getenv("ZR_GPU_EMU_VERBOSE"))
+        fprintf(stderr, "emulated GPU (rank %d): %ld graph launches (%ld operations replayed)\n", rank,
+                g->graph_launches, g->graph_ops);
     delete g;
 }
 
@@ -500,6 +490,8 @@ extern "C" int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void
     static const char *const names[] = {"copy H2D", "copy D2H", "copy D2D"};
     std::string what = std::string(names[kind]) + " of " + std::to_string(bytes) + " bytes";
     const void *host = kind == ZR_GPU_H2D ? src : kind == ZR_GPU_D2H ? dst : nullptr;
+    if (s->cap && host && bytes && !registered(s->g, host, bytes))
+        return refuse_in_capture(s->g, s, what + " with pageable host memory (not registered with zr_gpu_host_register)");
     if (host && bytes && !registered(s->g, host, bytes)) {
         s->g->pageable++;
         if (s->g->pageable_fail) {
@@ -511,7 +503,8 @@ extern "C" int zr_gpu_copy(ZrGpuStream *s, ZrGpuCopy kind, void *dst, const void
         }
     }
     int rc = push(s, [=]() { memmove(dst, src, bytes); return 0; }, what, {rd(src, bytes), wr(dst, bytes)});
-    if (!rc) *(kind == ZR_GPU_H2D ? &s->g->moved.h2d : kind == ZR_GPU_D2H ? &s->g->moved.d2h : &s->g->moved.d2d) += (int64_t)bytes;
+    ZrGpuBytes *m = s->cap ? &s->cap->moved : &s->g->moved;
+    if (!rc) *(kind == ZR_GPU_H2D ? &m->h2d : kind == ZR_GPU_D2H ? &m->d2h : &m->d2d) += (int64_t)bytes;
     return rc;
 }
 
@@ -539,223 +532,65 @@ extern "C" int zr_gpu_launch(ZrGpuStream *s, const char *kernel, const unsigned 
     }, "kernel " + name);
 }
 
-extern "C" int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha,
-                            const float *A, int lda, const float *B, int ldb, float beta, float *C,
-                            int ldc)
-{
-    /* row-major: A is M x K (K x M transposed), B K x N (N x K), C M x N; the spans they cover */
-    size_t na = (size_t)((ta ? K : M) - 1) * (size_t)lda + (size_t)(ta ? M : K);
-    size_t nb = (size_t)((tb ? N : K) - 1) * (size_t)ldb + (size_t)(tb ? K : N);
-    size_t nc = (size_t)(M - 1) * (size_t)ldc + (size_t)N;
-    std::vector<Fp> fp;
-    if (M > 0 && N > 0 && K > 0) fp = {rd(A, na * 4), rd(B, nb * 4)};
-    if (M > 0 && N > 0) fp.push_back(wr(C, nc * 4));
-    return push(s, [=]() {
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return 0;
-    }, "sgemm", fp);
-}
-
-/* The typed gemm as a tensor-core GEMM is specified: 16-bit A and B widened exactly to fp32 (a
-** bf16 or fp16 value is an fp32 value), products and sums in fp32 (cblas_sgemm: the product of two
-** 16-bit values is exact in fp32, so a fused multiply-add rounds as a product then a sum would), beta
-** C added in fp32, and a 16-bit C rounded once at the end, to nearest even (zr_half.h's bits, the
-** same as zk_st's and cvt.rn's). */
-static float ld_elem(const void *p, size_t i, ZrDtype t)
-{
-    if (t == ZR_DT_FP32) return ((const float *)p)[i];
-    uint16_t h = ((const uint16_t *)p)[i];
-    return t == ZR_DT_BF16 ? zr_bf16_to_f32(h) : zr_fp16_to_f32(h);
-}
-static void st_elem(void *p, size_t i, ZrDtype t, float v)
-{
-    if (t == ZR_DT_FP32) ((float *)p)[i] = v;
-    else ((uint16_t *)p)[i] = t == ZR_DT_BF16 ? zr_f32_to_bf16(v) : zr_f32_to_fp16(v);
-}
-static size_t dt_size(ZrDtype t) { return t == ZR_DT_FP32 ? 4 : 2; }
-
-extern "C" int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha,
-                              const void *A, ZrDtype at, int lda, const void *B, ZrDtype bt, int ldb,
-                              float beta, void *C, ZrDtype ct, int ldc, ZrGpuCompute compute)
-{
-    if (compute != ZR_GPU_COMPUTE_32F || at != bt || (ct != ZR_DT_FP32 && ct != at) ||
-        (at != ZR_DT_FP32 && at != ZR_DT_BF16 && at != ZR_DT_FP16))
-        return fail(s->g, -EINVAL, "zr_gpu_gemm_ex: unsupported dtypes/compute type");
-    if ((uintptr_t)A % dt_size(at) || (uintptr_t)B % dt_size(bt) || (uintptr_t)C % dt_size(ct))
-        return fail(s->g, -EINVAL, "zr_gpu_gemm_ex: a matrix is not aligned to its element size (cuBLAS needs it)");
-    size_t ra = (size_t)(ta ? K : M), ca = (size_t)(ta ? M : K);
-    size_t rb = (size_t)(tb ? N : K), cb = (size_t)(tb ? K : N);
-    size_t na = (ra - 1) * (size_t)lda + ca, nb = (rb - 1) * (size_t)ldb + cb;
-    size_t nc = (size_t)(M - 1) * (size_t)ldc + (size_t)N;
-    std::vector<Fp> fp;
-    if (M > 0 && N > 0 && K > 0) fp = {rd(A, na * dt_size(at)), rd(B, nb * dt_size(bt))};
-    if (M > 0 && N > 0) {
-        if (beta != 0.0f) fp.push_back(rd(C, nc * dt_size(ct)));
-        fp.push_back(wr(C, nc * dt_size(ct)));
-    }
-    return push(s, [=]() {
-        if (M <= 0 || N <= 0) return 0;
-        std::vector<float> a(K > 0 ? ra * ca : 0), b(K > 0 ? rb * cb : 0), c((size_t)M * N, 0.0f);
-        for (size_t i = 0; K > 0 && i < ra; i++)
-            for (size_t j = 0; j < ca; j++) a[i * ca + j] = ld_elem(A, i * (size_t)lda + j, at);
-        for (size_t i = 0; K > 0 && i < rb; i++)
-            for (size_t j = 0; j < cb; j++) b[i * cb + j] = ld_elem(B, i * (size_t)ldb + j, bt);
-        if (beta != 0.0f)
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++) c[(size_t)i * N + j] = ld_elem(C, (size_t)i * ldc + j, ct);
-        if (K > 0)
-            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                        M, N, K, alpha, a.data(), (int)ca, b.data(), (int)cb, beta, c.data(), N);
-        else
-            for (float &x : c) x *= beta;
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) st_elem(C, (size_t)i * ldc + j, ct, c[(size_t)i * N + j]);
-        return 0;
-    }, "gemm_ex", fp);
-}
-
-extern "C" int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s)
-{
-    (void)comm; (void)s;
-    if (g->comm) return 0;
-    int rc = zr_comm_create(&g->comm);
-    return rc < 0 ? fail(g, rc, "emulated GPU: communicator") : 0;
-}
-
-extern "C" int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64_t count,
-                           ZrDtype dt)
+/* ---------------------------------------------------------------------- graphs (additive) */
+extern "C" int zr_gpu_capture_begin(ZrGpuStream *s)
 {
     ZrGpu *g = s->g;
-    if (!g->comm) return fail(g, -EINVAL, "zr_gpu_coll before zr_gpu_coll_init");
-    size_t es = dt == ZR_DT_FP32 ? 4 : 2, ws = (size_t)zr_comm_world(g->comm), n = (size_t)count * es;
-    std::vector<Fp> fp;
-    std::string what;
-    switch (op) {
-    case ZR_COLL_ALL_GATHER: fp = {rd(send, n), wr(recv, n * ws)}; what = "all_gather"; break;
-    case ZR_COLL_REDUCE_SCATTER: fp = {rd(send, n * ws), wr(recv, n)}; what = "reduce_scatter"; break;
-    default: fp = {rd(send, n), wr(recv, n)}; what = "all_reduce"; break;
-    }
-    what += " of " + std::to_string(count) + " elements";
-    auto run = [=]() {
-        switch (op) {
-        case ZR_COLL_ALL_GATHER: return zr_all_gather(g->comm, send, recv, count, dt, nullptr);
-        case ZR_COLL_REDUCE_SCATTER: return zr_reduce_scatter(g->comm, send, recv, count, dt, nullptr);
-        case ZR_COLL_ALL_REDUCE: return zr_all_reduce(g->comm, send, recv, count, dt, nullptr);
-        default: return fail(g, -EINVAL, "emulated GPU: collective not supported");
-        }
-    };
-    int64_t net = zr_gpu_coll_net_bytes(op, count, dt, (int)ws);
-    if (!g->group_depth) {
-        int rc = push(s, run, what, fp);
-        if (!rc) g->moved.net += net;
-        return rc;
-    }
-    if (g->group_s && g->group_s != s)
-        return fail(g, -EINVAL, "emulated GPU: a collective group's members on two streams (" +
-                    g->group_s->name + ", " + s->name + ")");
-    g->group_s = s;
-    g->group_fns.push_back(run);
-    g->group_fp.insert(g->group_fp.end(), fp.begin(), fp.end());
-    g->group_what += (g->group_what.empty() ? "" : " + ") + what;
-    g->moved.net += net;
+    if (s->cap) return refuse_in_capture(g, s, "zr_gpu_capture_begin (a nested capture)");
+    if (g->sync_debug)
+        return fail(g, -EINVAL, "emulated GPU: zr_gpu_capture_begin under sync-debug (it runs uncaptured, "
+                    "to name a faulting kernel)");
+    if (g->group_depth) return fail(g, -EINVAL, "emulated GPU: zr_gpu_capture_begin inside an open collective group");
+    s->cap = new ZrGpuGraph;
+    s->cap->g = g;
+    s->cap->stream = s->name;
     return 0;
 }
 
-extern "C" int zr_gpu_group_begin(ZrGpu *g)
+extern "C" int zr_gpu_capture_end(ZrGpuStream *s, ZrGpuGraph **out)
 {
-    g->group_depth++;
+    ZrGpu *g = s->g;
+    *out = nullptr;
+    if (!s->cap) return fail(g, -EINVAL, "emulated GPU: zr_gpu_capture_end on stream " + s->name + ", which is not capturing");
+    ZrGpuGraph *gr = s->cap;
+    s->cap = nullptr;
+    s->declared.clear();                 /* footprints with no operation after them */
+    if (!gr->bad.empty()) {
+        std::string m = "emulated GPU: the capture on stream " + s->name + " was invalidated: " + gr->bad;
+        delete gr;
+        return fail(g, -EINVAL, m);
+    }
+    g->graphs.push_back(gr);
+    *out = gr;
     return 0;
 }
 
-/* The members run back to back inside one queued operation: they complete together. */
-extern "C" int zr_gpu_group_end(ZrGpu *g)
+/* One submission on a GPU; here the recorded operations are enqueued in order on s, each checked by
+** the race checker with its footprint as when it was first enqueued. */
+extern "C" int zr_gpu_graph_launch(ZrGpuStream *s, ZrGpuGraph *gr)
 {
-    if (!g->group_depth) return fail(g, -EINVAL, "emulated GPU: zr_gpu_group_end without zr_gpu_group_begin");
-    if (--g->group_depth || !g->group_s) return 0;
-    std::vector<std::function<int()>> fns;
-    fns.swap(g->group_fns);
-    std::string what = g->group_what + " (one group of " + std::to_string(fns.size()) + ")";
-    ZrGpuStream *s = g->group_s;
-    g->group_s = nullptr;
-    g->group_what.clear();
-    std::vector<Fp> fp;
-    fp.swap(g->group_fp);
-    return push(s, [fns]() {
-        for (const auto &f : fns)
-            if (int rc = f()) return rc;
-        return 0;
-    }, what, fp);
+    ZrGpu *g = s->g;
+    if (s->cap) return refuse_in_capture(g, s, "zr_gpu_graph_launch (a graph inside a capture)");
+    if (!gr || gr->g != g) return fail(g, -EINVAL, "emulated GPU: zr_gpu_graph_launch of a graph of another GPU");
+    for (const GraphOp &o : gr->ops)
+        if (int rc = push(s, o.fn, o.what + " (graph captured on " + gr->stream + ")", o.fp)) return rc;
+    g->moved.h2d += gr->moved.h2d;
+    g->moved.d2h += gr->moved.d2h;
+    g->moved.d2d += gr->moved.d2d;
+    g->moved.net += gr->moved.net;
+    g->graph_launches++;
+    g->graph_ops += (long)gr->ops.size();
+    return 0;
 }
 
-/* ---------------------------------------------------------------------- gemm with an epilogue (additive) */
-/* zr_gpu_gemm_lt as runtime/zr_gpu.h specifies it (and cuBLASLt computes it): the gemm_ex sum X in
-** fp32, the epilogue on the fp32 X (bias added in fp32 before GELU; GELU of the fp32 pre-activation,
-** whose rounded value is saved as aux; gelu'(aux) times X), then D rounded to its dtype once. GELU is
-** gelu.cu's tanh form (zk_gelu_sig), which the host kernels share. The bias gradient is the column
-** sum of op(B) over k in fp32, rows in order, written to the bias (D's dtype). The same arguments
-** are refused as on a GPU (aux's leading dimension a multiple of 8 and at least N, as cuBLASLt asks).
-** ZR_GPU_EMU_LT_OFF=digits (epilogue numbers of zr_gpu.h, e.g. 1234) stands in for a cuBLASLt
-** whose heuristic has no algorithm for those epilogues: -ENOTSUP, as zr_gpu_blaslt.c returns then. */
-static float lt_dgelu(float v)
+/* Queued operations hold copies of the closures: a graph may be destroyed while its launch runs. */
+extern "C" void zr_gpu_graph_destroy(ZrGpuGraph *gr)
 {
-    float s = zk_gelu_sig(v), du = ZK_GELU_K * (1.0f + 3.0f * ZK_GELU_A * v * v);
-    return s + 2.0f * v * s * (1.0f - s) * du;
+    if (!gr) return;
+    auto &v = gr->g->graphs;
+    for (size_t i = 0; i < v.size(); i++) if (v[i] == gr) { v.erase(v.begin() + (long)i); break; }
+    delete gr;
 }
 
-extern "C" int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const void *A,
-                              int lda, const void *B, int ldb, ZrDtype ab, float beta, const void *C, void *D,
-                              int ldd, ZrDtype dt, ZrGpuEpilogue epi, void *bias, void *aux, int ldaux)
-{
-    const char *bad = zr_gpu_gemm_lt_bad(ta, tb, M, N, K, lda, ldb, ab, beta, ldd, dt, epi, bias, aux, ldaux);
-    if (bad) return fail(s->g, -EINVAL, std::string("zr_gpu_gemm_lt: ") + bad);
-    static const char *const names[] = {"gemm_lt", "gemm_lt BIAS", "gemm_lt GELU_BIAS", "gemm_lt DGELU", "gemm_lt BGRAD"};
-    const char *off = getenv("ZR_GPU_EMU_LT_OFF");
-    if (off && strchr(off, '0' + (int)epi))
-        return fail(s->g, -ENOTSUP, std::string("emulated cuBLASLt: no algorithm for ") + names[epi] +
-                    " (ZR_GPU_EMU_LT_OFF)");
-    if (!C || beta == 0.0f) C = D;
-    size_t ra = (size_t)(ta ? K : M), ca = (size_t)(ta ? M : K);
-    size_t rb = (size_t)(tb ? N : K), cb = (size_t)(tb ? K : N);
-    size_t na = (ra - 1) * (size_t)lda + ca, nb = (rb - 1) * (size_t)ldb + cb;
-    size_t nd = (size_t)(M - 1) * (size_t)ldd + (size_t)N, nx = (size_t)(M - 1) * (size_t)ldaux + (size_t)N;
-    size_t es = dt_size(dt);
-    std::vector<Fp> fp = {rd(A, na * dt_size(ab)), rd(B, nb * dt_size(ab))};
-    if (beta != 0.0f) fp.push_back(rd(C, nd * es));
-    fp.push_back(wr(D, nd * es));
-    if (epi == ZR_GPU_EPI_BIAS || epi == ZR_GPU_EPI_GELU_BIAS) fp.push_back(rd(bias, (size_t)N * es));
-    if (epi == ZR_GPU_EPI_BGRAD) fp.push_back(wr(bias, (size_t)N * es));
-    if (epi == ZR_GPU_EPI_GELU_BIAS) fp.push_back(wr(aux, nx * es));
-    if (epi == ZR_GPU_EPI_DGELU) fp.push_back(rd(aux, nx * es));
-    return push(s, [=]() {
-        std::vector<float> a(ra * ca), b(rb * cb), c((size_t)M * N, 0.0f);
-        for (size_t i = 0; i < ra; i++)
-            for (size_t j = 0; j < ca; j++) a[i * ca + j] = ld_elem(A, i * (size_t)lda + j, ab);
-        for (size_t i = 0; i < rb; i++)
-            for (size_t j = 0; j < cb; j++) b[i * cb + j] = ld_elem(B, i * (size_t)ldb + j, ab);
-        if (beta != 0.0f)
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++) c[(size_t)i * N + j] = ld_elem(C, (size_t)i * ldd + j, dt);
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    M, N, K, alpha, a.data(), (int)ca, b.data(), (int)cb, beta, c.data(), N);
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) {
-                float x = c[(size_t)i * N + j];
-                if (epi == ZR_GPU_EPI_BIAS) x += ld_elem(bias, (size_t)j, dt);
-                if (epi == ZR_GPU_EPI_GELU_BIAS) {
-                    x += ld_elem(bias, (size_t)j, dt);
-                    st_elem(aux, (size_t)i * ldaux + j, dt, x);
-                    x = x * zk_gelu_sig(x);
-                }
-                if (epi == ZR_GPU_EPI_DGELU) x *= lt_dgelu(ld_elem(aux, (size_t)i * ldaux + j, dt));
-                st_elem(D, (size_t)i * ldd + j, dt, x);
-            }
-        if (epi == ZR_GPU_EPI_BGRAD)
-            for (int j = 0; j < N; j++) {
-                float sum = 0.0f;
-                for (int k = 0; k < K; k++) sum += b[tb ? (size_t)j * cb + k : (size_t)k * cb + j];
-                st_elem(bias, (size_t)j, dt, sum);
-            }
-        return 0;
-    }, names[epi], fp);
-}
+#include "zr_gpu_emu_blas.h"     /* zr_gpu_sgemm, zr_gpu_gemm_ex, zr_gpu_gemm_lt */
+#include "zr_gpu_emu_coll.h"     /* zr_gpu_coll_init, zr_gpu_coll, zr_gpu_group_begin, zr_gpu_group_end */

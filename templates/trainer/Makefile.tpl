@@ -89,7 +89,7 @@ cuda-emu.obj/host/%.o: %.c $(CZ_HDRS)
 cuda-emu.obj/%.o: %.c $(CZ_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Icuda/trainer -c $< -o $@
-cuda-emu.obj/zr_gpu_emu.o: cuda/trainer/zr_gpu_emu.cpp $(wildcard cuda/kernels/*) cuda/zr_simt.h
+cuda-emu.obj/zr_gpu_emu.o: cuda/trainer/zr_gpu_emu.cpp $(wildcard cuda/trainer/zr_gpu_emu*.h) $(wildcard cuda/kernels/*) cuda/zr_simt.h
 	@mkdir -p $(@D)
 	$(CXX) -std=c++17 $(OPT) -fno-math-errno -ffp-contract=off -Wall -Wextra -Icuda -I$(ZGEN_ROOT)/runtime \
 	  $(MPI_CFLAGS) $(BLAS_CFLAGS) -c $< -o $@

@@ -12,6 +12,11 @@
 #     query per shape, a bad aux leading dimension refused; NCCL init for one
 #     rank and an all-reduce, a group of two all-gathers (ncclGroupStart/End: the stub runs the
 #     members at the end; a host wait inside the group and an unbalanced end are refused), close;
+#   - graphs (zr_gpu_graph.c against the stub's cuStreamBeginCapture/EndCapture/cuGraphLaunch, which
+#     record and replay): a captured kernel + sgemm + gemm_ex + memset + copy replayed twice equals
+#     the direct run bit for bit, nothing runs at capture, bytes counted per launch; a host wait,
+#     a record and a pageable copy during a capture refused and the capture invalidated; capture
+#     under sync-debug refused; a capture left open is ended by close;
 #   - sm_86 device: no exact cubin, so the sm_80 PTX is loaded; sm_90: its own cubin;
 #   - a CUDA 12.4 driver is refused at open with the driver to install (CUDA 13.0, R580);
 #   - a kernel listed in the PTX but missing from the module is an error at open, not at launch;
@@ -52,10 +57,12 @@ build() {
   g++ -shared -Wl,-soname,libzr_cuda_stub.so -o "$tmp/libzr_cuda_stub.so" "$tmp/api.o" "$tmp/kern.o" &&
   cc $CFLAGS -DZR_WITH_CUDA -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_cuda.c -o "$tmp/zr_gpu_cuda.o" &&
   cc $CFLAGS -DZR_WITH_CUDA -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_blaslt.c -o "$tmp/zr_gpu_blaslt.o" &&
+  cc $CFLAGS -DZR_WITH_CUDA -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_coll.c -o "$tmp/zr_gpu_coll.o" &&
+  cc $CFLAGS -DZR_WITH_CUDA -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_graph.c -o "$tmp/zr_gpu_graph.o" &&
   cc $CFLAGS -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_coll_nccl.c -o "$tmp/zr_coll_nccl.o" &&
   cc -std=c11 -O1 -g $WARN -Iruntime -I"$out" $MPI_CFLAGS -c tests/cuda/x_gpu_stub.c -o "$tmp/x.o" &&
   cc -std=c11 -O1 -I"$out" -c "$out/zg_kernels_bin.c" -o "$tmp/blobs.o" &&
-  cc -o "$tmp/x_gpu_stub" "$tmp/x.o" "$tmp/blobs.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_gpu_blaslt.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
+  cc -o "$tmp/x_gpu_stub" "$tmp/x.o" "$tmp/blobs.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_gpu_blaslt.o" "$tmp/zr_gpu_coll.o" "$tmp/zr_gpu_graph.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
      -L"$tmp" -lzr_cuda_stub -Wl,-rpath,"$tmp" $RT_LIBS ${EXTRA_LDFLAGS:-}
 }
 if build >"$tmp/build.log" 2>&1; then ok build_against_stubs; else fail build_against_stubs; head -30 "$tmp/build.log"; zt_end; fi
@@ -77,7 +84,7 @@ if [ $run_rc -eq 0 ] && grep -q "basic ok" "$tmp/out" && grep -q "modules cubin 
    && grep -q "refused as expected: cuLaunchKernel(zd_add_f32, grid (1,70000,1), block (256,1,1), 0 bytes shared): CUDA_ERROR_INVALID_VALUE" "$tmp/err" \
    && grep -q "refused as expected: cublasSgemm (2 x 3 x 4, ta 0 tb 1): CUBLAS_STATUS_INVALID_VALUE" "$tmp/err" \
    && grep -q "refused as expected: zr_gpu_gemm_ex: unsupported dtypes (A 1, B 0, C 0)" "$tmp/err" \
-   && grep -q "gemm_ex 2; gemm_lt 5 (heuristics 4)$" "$tmp/err" \
+   && grep -q "gemm_ex 2; gemm_lt 5 (heuristics 4); captures 0 (0 operations), graph launches 0$" "$tmp/err" \
    && grep -q "refused as expected: zr_gpu_gemm_lt: aux (NULL, or ldaux below N or not a multiple of 8)" "$tmp/err" \
    && grep -q "refused as expected: cuFuncSetAttribute(zd_attention_tc_forward, MAX_DYNAMIC_SHARED_SIZE_BYTES, 245760): CUDA_ERROR_INVALID_VALUE" "$tmp/err" \
    && grep -q "$n_kern kernels" "$tmp/err" && [ "$(grep -c "uses pageable host memory" "$tmp/err")" = 1 ] \
@@ -85,6 +92,16 @@ if [ $run_rc -eq 0 ] && grep -q "basic ok" "$tmp/out" && grep -q "modules cubin 
    && grep -q "refused as expected: the host waits inside an open collective group" "$tmp/err" \
    && grep -q "refused as expected: zr_gpu_group_end without zr_gpu_group_begin" "$tmp/err"
 then ok basic_end_to_end; else fail basic_end_to_end; show; fi
+
+run graph && true
+if [ $rc -eq 0 ] && grep -q "graph ok" "$tmp/out" \
+   && grep -q "refused as expected: zr_gpu_stream_sync (a host wait) while stream compute is capturing a graph (not allowed during a capture)" "$tmp/err" \
+   && grep -q "refused as expected: zr_gpu_record (an event record) while stream compute is capturing a graph (not allowed on a capturing stream)" "$tmp/err" \
+   && grep -q "refused as expected: the capture on stream compute was invalidated: zr_gpu_stream_sync" "$tmp/err" \
+   && grep -q "refused as expected: device-to-host copy of 64 bytes with pageable host memory while stream compute" "$tmp/err" \
+   && grep -q "refused as expected: zr_gpu_capture_begin under sync-debug" "$tmp/err" \
+   && grep -q "captures 4 (10 operations), graph launches 2$" "$tmp/err"
+then ok graph_capture_and_replay; else fail graph_capture_and_replay; show; fi
 
 run ZR_STUB_SM=86 && true
 if [ $rc -eq 0 ] && grep -q "modules cubin 0 ptx $n_mod" "$tmp/err"; then ok sm86_loads_sm80_ptx; else fail sm86_loads_sm80_ptx; show; fi
@@ -109,7 +126,7 @@ if new == body: sys.exit("name not found in the cubin literal")
 open(sys.argv[2], 'w').write(s[:m.start(2)] + new + s[m.end(2):])
 PY
 if cc -std=c11 -O1 -I"$out" -c "$tmp/blobs_missing.c" -o "$tmp/blobs_missing.o" 2>"$tmp/cc.log" &&
-   cc -o "$tmp/x_missing" "$tmp/x.o" "$tmp/blobs_missing.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_gpu_blaslt.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
+   cc -o "$tmp/x_missing" "$tmp/x.o" "$tmp/blobs_missing.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_gpu_blaslt.o" "$tmp/zr_gpu_coll.o" "$tmp/zr_gpu_graph.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
       -L"$tmp" -lzr_cuda_stub -Wl,-rpath,"$tmp" $RT_LIBS ${EXTRA_LDFLAGS:-} 2>>"$tmp/cc.log"; then
   timeout 60 "$tmp/x_missing" open >"$tmp/out" 2>"$tmp/err"; rc=$?
   if [ $rc -eq 4 ] && grep -q "open failed.*cuModuleGetFunction(zd_add_f32) in module convert: CUDA_ERROR_NOT_FOUND" "$tmp/err"

@@ -10,6 +10,11 @@
 **              zr_gpu_gemm_lt (each epilogue, one plan per shape), NCCL init for one rank and an all-reduce,
 **              a group of two all-gathers (ncclGroupStart/End; no host wait inside; an unbalanced end
 **              refused), close;
+**   graph      stream capture: a sequence (kernel, sgemm, gemm_ex, memset, D2D copy) captured after
+**              an uncaptured run runs nothing at capture and, launched twice, gives the bits of the
+**              sequence run twice directly; bytes per link counted per launch; a host wait, an event
+**              record and a pageable copy during a capture refused and the capture invalidated;
+**              capture under sync-debug refused;
 **   open       open only (the script sets the stub's driver version / SM and checks the message);
 **   fault      launches the kernel named by ZR_STUB_FAULT_KERNEL and synchronises;
 **   hang       records an event that never completes and waits for it;
@@ -268,6 +273,104 @@ static int basic(ZrGpu *g)
     return 0;
 }
 
+/* ---------------------------------------------------------------------- graph */
+enum { GN = 64 };              /* floats per array: x, y, w (8 x 8), z (8 x 8), b16 (bf16 8 x 8) */
+typedef struct { float *x, *y, *w, *z; void *b16; } GBufs;
+
+/* y += x; z = y @ w + z (sgemm); z = bf16(w) @ bf16(w) + z (gemm_ex, fp32 C); x[0..16) = 0; w = z */
+static int gseq(ZrGpu *g, ZrGpuStream *s, GBufs *b)
+{
+    long n = GN;
+    int fmt = 0;
+    void *args[] = {&b->y, &b->x, &n, &fmt, NULL};
+    unsigned grid[3] = {1, 1, 1}, block[3] = {64, 1, 1};
+    TRY(zr_gpu_launch(s, "zd_add_f32", grid, block, 0, args));
+    TRY(zr_gpu_sgemm(s, 0, 0, 8, 8, 8, 1.0f, b->y, 8, b->w, 8, 1.0f, b->z, 8));
+    TRY(zr_gpu_gemm_ex(s, 0, 1, 8, 8, 8, 1.0f, b->b16, ZR_DT_BF16, 8, b->b16, ZR_DT_BF16, 8, 1.0f, b->z,
+                       ZR_DT_FP32, 8, ZR_GPU_COMPUTE_32F));
+    TRY(zr_gpu_memset(s, b->x, 0, 16 * 4));
+    TRY(zr_gpu_copy(s, ZR_GPU_D2D, b->w, b->z, GN * 4));
+    return 0;
+}
+
+static int galloc(ZrGpu *g, ZrGpuStream *s, GBufs *b, const float *init)
+{
+    char *d;
+    TRY(zr_gpu_malloc(g, (void **)&d, 4 * GN * 4 + GN * 2));
+    b->x = (float *)d; b->y = b->x + GN; b->w = b->y + GN; b->z = b->w + GN; b->b16 = b->z + GN;
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, d, init, 4 * GN * 4 + GN * 2));
+    return 0;
+}
+
+static int refused(ZrGpu *g, int rc, const char *want)
+{
+    EXPECT(rc == -EINVAL && strstr(zr_gpu_strerror(g), want) && strstr(zr_gpu_strerror(g), "is capturing a graph"));
+    fprintf(stderr, "refused as expected: %s\n", zr_gpu_strerror(g));
+    return 0;
+}
+
+static int graph(ZrGpu *g)
+{
+    ZrGpuStream *s, *s2;
+    ZrGpuEvent *e;
+    TRY(zr_gpu_stream_create(g, &s, "compute"));
+    TRY(zr_gpu_stream_create(g, &s2, "copy"));
+    TRY(zr_gpu_event_create(g, &e));
+    static float init[4 * GN + GN / 2], outd[4 * GN], outg[4 * GN], mid[4 * GN];
+    static float pageable[16];
+    for (int i = 0; i < 4 * GN; i++) init[i] = (float)((i * 37) % 23) / 8.0f - 1.0f;
+    uint16_t *b16 = (uint16_t *)(init + 4 * GN);
+    for (int i = 0; i < GN; i++) b16[i] = zr_f32_to_bf16((float)(i % 7) - 3.0f);
+    TRY(zr_gpu_host_register(g, init, sizeof init));
+    TRY(zr_gpu_host_register(g, outd, sizeof outd));
+    TRY(zr_gpu_host_register(g, outg, sizeof outg));
+    TRY(zr_gpu_host_register(g, mid, sizeof mid));
+    GBufs d, c;
+    if (galloc(g, s, &d, init) || galloc(g, s, &c, init)) return 1;
+    for (int k = 0; k < 3; k++) if (gseq(g, s, &d)) return 1;
+    if (gseq(g, s, &c)) return 1;                       /* the first run uncaptured */
+    TRY(zr_gpu_copy(s, ZR_GPU_D2H, mid, c.x, sizeof mid));
+    TRY(zr_gpu_stream_sync(s));
+    ZrGpuBytes b0, b1, b2;
+    zr_gpu_bytes(g, &b0);
+    ZrGpuGraph *gr = NULL;
+    TRY(zr_gpu_capture_begin(s));
+    if (gseq(g, s, &c)) return 1;
+    TRY(zr_gpu_capture_end(s, &gr));
+    zr_gpu_bytes(g, &b1);
+    EXPECT(b1.d2d == b0.d2d);
+    TRY(zr_gpu_copy(s, ZR_GPU_D2H, outg, c.x, sizeof outg));
+    TRY(zr_gpu_stream_sync(s));
+    EXPECT(memcmp(outg, mid, sizeof mid) == 0);        /* the capture ran nothing */
+    TRY(zr_gpu_graph_launch(s, gr));
+    TRY(zr_gpu_graph_launch(s, gr));
+    zr_gpu_bytes(g, &b2);
+    EXPECT(b2.d2d - b0.d2d == 2 * GN * 4);
+    TRY(zr_gpu_copy(s, ZR_GPU_D2H, outd, d.x, sizeof outd));
+    TRY(zr_gpu_copy(s, ZR_GPU_D2H, outg, c.x, sizeof outg));
+    TRY(zr_gpu_stream_sync(s));
+    EXPECT(memcmp(outd, outg, sizeof outd) == 0);
+    EXPECT(memcmp(outd, mid, sizeof mid) != 0);
+    zr_gpu_graph_destroy(gr);
+    /* what a capture cannot hold: refused, and the capture invalidated */
+    TRY(zr_gpu_capture_begin(s));
+    if (refused(g, zr_gpu_stream_sync(s2), "zr_gpu_stream_sync (a host wait)")) return 1;
+    if (refused(g, zr_gpu_record(e, s), "zr_gpu_record")) return 1;
+    EXPECT(zr_gpu_capture_end(s, &gr) == -EINVAL && !gr && strstr(zr_gpu_strerror(g), "was invalidated: zr_gpu_stream_sync"));
+    fprintf(stderr, "refused as expected: %s\n", zr_gpu_strerror(g));
+    TRY(zr_gpu_capture_begin(s));
+    if (refused(g, zr_gpu_copy(s, ZR_GPU_D2H, pageable, c.x, sizeof pageable), "device-to-host copy of 64 bytes with pageable host memory")) return 1;
+    EXPECT(zr_gpu_capture_end(s, &gr) == -EINVAL);
+    TRY(zr_gpu_stream_sync(s));                         /* usable again */
+    zr_gpu_set_sync_debug(g, 1);
+    EXPECT(zr_gpu_capture_begin(s) == -EINVAL && strstr(zr_gpu_strerror(g), "sync-debug"));
+    fprintf(stderr, "refused as expected: %s\n", zr_gpu_strerror(g));
+    zr_gpu_set_sync_debug(g, 0);
+    TRY(zr_gpu_capture_begin(s));                       /* one left open: close ends it */
+    if (gseq(g, s, &c)) return 1;
+    return 0;
+}
+
 static int fault(ZrGpu *g)
 {
     ZrGpuStream *s;
@@ -315,6 +418,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "x_gpu_stub: %s\n", zr_gpu_describe(g));
     if (!strcmp(sc, "basic")) rc = basic(g);
     else if (!strcmp(sc, "fault")) rc = fault(g);
+    else if (!strcmp(sc, "graph")) rc = graph(g);
     else if (!strcmp(sc, "hang")) rc = hang(g, 0);
     else if (!strcmp(sc, "hang_coll")) rc = hang(g, 1);
     else rc = 0;

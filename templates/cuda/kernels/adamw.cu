@@ -7,7 +7,7 @@
 ** which is p -= (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps); without bias correction the
 ** host passes t so large that b^t is 0 (zr_adam.c does the same), so step_size = lr and rbc2 = 1.
 ** One elementwise pass over the shard: fp32 master p, m, v, fp32 gradients; gs folds the loss-scale
-** inverse and the clipping coefficient in (1 when gradnorm.cu already unscaled). When p16 is not NULL
+** inverse and the clipping coefficient in (1 when the gradients are already unscaled). When p16 is not NULL
 ** the updated parameter is also stored as the 16-bit working copy, so no cast kernel runs before the
 ** all-gather.
 ** Same bits as the CPU optimizer (runtime/zr_adam.c), so moving a shard between the device and CPU

@@ -18,7 +18,9 @@
 **                         sticky, reported by the next synchronising call), as a bad kernel does
 **   ZR_STUB_HANG=1        events and streams never complete (queries say NOT_READY, the blocking
 **                         cuEventSynchronize/cuStreamSynchronize never return)
-** zr_stub_summary() says what happened (the test prints it).
+** Stream capture: a capturing stream records its launches, copies, memsets and cuBLAS gemms (the
+** arguments copied) instead of running them; cuGraphLaunch runs the records in order (cuBLASLt
+** under capture is refused: not emulated). zr_stub_summary() says what happened (the test prints it).
 */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wundef"
@@ -47,8 +49,21 @@ struct Alloc { char *p; size_t n; };
 struct St { int driver, sm, ndev, dev = -1, hang; std::string fault; CUresult sticky = CUDA_SUCCESS;
             std::vector<Alloc> allocs; std::vector<Alloc> pinned;
             int n_cubin, n_ptx, launches, refused, pageable, aborted, gemm_ex, lt_matmul, lt_heur; std::string log;
-            int group_depth, groups, grouped; std::vector<std::function<void()>> group_q; } S;
-struct Stream { int id; };
+            int group_depth, groups, grouped; std::vector<std::function<void()>> group_q;
+            int captures, captured, graph_launches; } S;
+/* A capturing stream records its work (closures with the arguments copied) instead of running it;
+** a graph holds the records, and a launch runs them in order. */
+struct Stream { int id; int capturing = 0; std::vector<std::function<void()>> rec; };
+struct Graph { std::vector<std::function<void()>> ops; };
+Stream *blas_stream;                       /* cublasSetStream's */
+bool defer(CUstream s, std::function<void()> f)
+{
+    Stream *st = (Stream *)s;
+    if (!st || !st->capturing) return false;
+    st->rec.push_back(std::move(f));
+    S.captured++;
+    return true;
+}
 struct Event { int recorded; };
 int inited;
 
@@ -133,11 +148,12 @@ void block_forever() { for (;;) sleep(1); }
 
 extern "C" const char *zr_stub_summary(void)
 {
-    char b[320];
+    char b[400];
     snprintf(b, sizeof b, "stub: device %d sm_%d driver %d; modules cubin %d ptx %d; launches %d; refused %d; "
              "pageable async copies %d; nccl aborted %d; nccl groups %d (%d collectives); gemm_ex %d; gemm_lt %d "
-             "(heuristics %d)", S.dev, S.sm, S.driver, S.n_cubin, S.n_ptx, S.launches, S.refused, S.pageable,
-             S.aborted, S.groups, S.grouped, S.gemm_ex, S.lt_matmul, S.lt_heur);
+             "(heuristics %d); captures %d (%d operations), graph launches %d", S.dev, S.sm, S.driver, S.n_cubin,
+             S.n_ptx, S.launches, S.refused, S.pageable, S.aborted, S.groups, S.grouped, S.gemm_ex, S.lt_matmul,
+             S.lt_heur, S.captures, S.captured, S.graph_launches);
     S.log = b;
     return S.log.c_str();
 }
@@ -249,7 +265,7 @@ CUresult CUDAAPI cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f
 }
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                unsigned bz, unsigned shmem, CUstream, void **params, void **extra)
+                                unsigned bz, unsigned shmem, CUstream st, void **params, void **extra)
 {
     Fn *fn = (Fn *)f;
     const char *k = fn->name.c_str();
@@ -267,10 +283,24 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
     while (params && params[given]) given++;
     if (np && (!params || given < np))
         return refuse(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel(%s): %ld arguments given, the kernel takes %ld", k, given, np);
-    S.launches++;
-    if (S.fault == fn->name) { S.sticky = CUDA_ERROR_ILLEGAL_ADDRESS; return CUDA_SUCCESS; }   /* faults later, asynchronously */
-    const unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
-    if (zs_kernel_launch(fn->kid, g, b, shmem, params, S.sm) != 0) S.sticky = CUDA_ERROR_LAUNCH_FAILED;
+    /* the argument values, copied as the driver copies them (a capture keeps them for its replays) */
+    std::vector<std::vector<char>> vals;
+    for (int i = 0; i < np; i++) {
+        const char *v = (const char *)params[i];
+        vals.emplace_back(v, v + zs_kernel_param_size(fn->kid, i));
+    }
+    const int kid = fn->kid;
+    const std::string name = fn->name;
+    auto run = [=]() mutable {
+        S.launches++;
+        if (S.fault == name) { S.sticky = CUDA_ERROR_ILLEGAL_ADDRESS; return; }   /* faults later, asynchronously */
+        const unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+        std::vector<void *> a;
+        for (auto &v : vals) a.push_back(v.data());
+        a.push_back(nullptr);
+        if (zs_kernel_launch(kid, g, b, shmem, a.data(), S.sm) != 0) S.sticky = CUDA_ERROR_LAUNCH_FAILED;
+    };
+    if (!defer(st, run)) run();
     return CUDA_SUCCESS;
 }
 
@@ -295,43 +325,95 @@ CUresult CUDAAPI cuMemHostUnregister(void *p)
         if (S.pinned[i].p == p) { S.pinned.erase(S.pinned.begin() + (long)i); return CUDA_SUCCESS; }
     return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }
-CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n, CUstream)
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n, CUstream st)
 {
     if (S.sticky) return S.sticky;
     if (!in_alloc((void *)(uintptr_t)d, n)) return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemcpyHtoDAsync: %s%ld bytes outside a device allocation", "", (long)n);
     if (!in_pinned(h, n)) S.pageable++;
+    if (!in_pinned(h, n) && st && ((Stream *)st)->capturing) return refuse(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuMemcpyHtoDAsync: %s%ld pageable bytes in a capture", "", (long)n);
+    if (defer(st, [=]() { memcpy((void *)(uintptr_t)d, h, n); })) return CUDA_SUCCESS;
     memcpy((void *)(uintptr_t)d, h, n);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n, CUstream)
+CUresult CUDAAPI cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n, CUstream st)
 {
     if (S.sticky) return S.sticky;
     if (!in_alloc((void *)(uintptr_t)d, n)) return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemcpyDtoHAsync: %s%ld bytes outside a device allocation", "", (long)n);
     if (!in_pinned(h, n)) S.pageable++;
+    if (!in_pinned(h, n) && st && ((Stream *)st)->capturing) return refuse(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuMemcpyDtoHAsync: %s%ld pageable bytes in a capture", "", (long)n);
+    if (defer(st, [=]() { memcpy(h, (void *)(uintptr_t)d, n); })) return CUDA_SUCCESS;
     memcpy(h, (void *)(uintptr_t)d, n);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream)
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
 {
     if (S.sticky) return S.sticky;
     if (!in_alloc((void *)(uintptr_t)d, n) || !in_alloc((void *)(uintptr_t)s, n))
         return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemcpyDtoDAsync: %s%ld bytes outside a device allocation", "", (long)n);
+    if (defer(st, [=]() { memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); })) return CUDA_SUCCESS;
     memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream)
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st)
 {
     if (S.sticky) return S.sticky;
     if (!in_alloc((void *)(uintptr_t)d, n)) return refuse(CUDA_ERROR_INVALID_VALUE, "cuMemsetD8Async: %s%ld bytes outside a device allocation", "", (long)n);
+    if (defer(st, [=]() { memset((void *)(uintptr_t)d, v, n); })) return CUDA_SUCCESS;
     memset((void *)(uintptr_t)d, v, n);
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned) { static int n; *s = (CUstream) new Stream{++n}; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned) { static int n; Stream *st = new Stream; st->id = ++n; *s = (CUstream)st; return CUDA_SUCCESS; }
 CUresult CUDAAPI cuStreamDestroy(CUstream s) { delete (Stream *)s; return CUDA_SUCCESS; }
 CUresult CUDAAPI cuStreamQuery(CUstream) { return S.hang ? CUDA_ERROR_NOT_READY : S.sticky; }
-CUresult CUDAAPI cuStreamSynchronize(CUstream) { if (S.hang) block_forever(); return S.sticky; }
+CUresult CUDAAPI cuStreamSynchronize(CUstream s)
+{
+    if (s && ((Stream *)s)->capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (S.hang) block_forever();
+    return S.sticky;
+}
 CUresult CUDAAPI cuStreamWaitEvent(CUstream, CUevent e, unsigned) { return e ? S.sticky : CUDA_ERROR_INVALID_HANDLE; }
+/* Capture (cuStreamBeginCapture is cuStreamBeginCapture_v2 through cuda.h, cuGraphInstantiate
+** cuGraphInstantiateWithFlags): the modes and states the driver accepts. */
+CUresult CUDAAPI cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
+{
+    Stream *st = (Stream *)s;
+    if (!st || mode < CU_STREAM_CAPTURE_MODE_GLOBAL || mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return refuse(CUDA_ERROR_INVALID_VALUE, "cuStreamBeginCapture: %sstream or mode %ld", "", (long)mode);
+    if (st->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+    st->capturing = 1;
+    st->rec.clear();
+    S.captures++;
+    return S.sticky;
+}
+CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph *g)
+{
+    Stream *st = (Stream *)s;
+    if (!st || !st->capturing) return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+    st->capturing = 0;
+    Graph *gr = new Graph;
+    gr->ops = std::move(st->rec);
+    *g = (CUgraph)gr;
+    st->rec.clear();
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *e, CUgraph g, unsigned long long flags)
+{
+    if (!g || flags) return CUDA_ERROR_INVALID_VALUE;
+    *e = (CUgraphExec) new Graph(*(Graph *)g);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+    if (!e) return CUDA_ERROR_INVALID_VALUE;
+    if (s && ((Stream *)s)->capturing) return refuse(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuGraphLaunch: %sinto a capture (not emulated)", "");
+    if (S.sticky) return S.sticky;
+    S.graph_launches++;
+    for (auto &f : ((Graph *)e)->ops) f();
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) { delete (Graph *)e; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuGraphDestroy(CUgraph g) { delete (Graph *)g; return CUDA_SUCCESS; }
 CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned) { *e = (CUevent) new Event{0}; return CUDA_SUCCESS; }
 CUresult CUDAAPI cuEventDestroy(CUevent e) { delete (Event *)e; return CUDA_SUCCESS; }
 CUresult CUDAAPI cuEventRecord(CUevent e, CUstream) { ((Event *)e)->recorded = 1; return S.sticky; }
@@ -360,7 +442,7 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) { cuEventDestroy((CUevent)
 /* ------------------------------------------------------------------ cuBLAS */
 cublasStatus_t CUBLASWINAPI cublasCreate(cublasHandle_t *h) { *h = (cublasHandle_t) new int(0); return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t CUBLASWINAPI cublasDestroy(cublasHandle_t h) { delete (int *)h; return CUBLAS_STATUS_SUCCESS; }
-cublasStatus_t CUBLASWINAPI cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasSetStream(cublasHandle_t, cudaStream_t s) { blas_stream = (Stream *)s; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
 const char *CUBLASWINAPI cublasGetStatusName(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : s == CUBLAS_STATUS_INVALID_VALUE ? "CUBLAS_STATUS_INVALID_VALUE" : "CUBLAS_STATUS_INTERNAL_ERROR"; }
 const char *CUBLASWINAPI cublasGetStatusString(cublasStatus_t s) { return s == CUBLAS_STATUS_INVALID_VALUE ? "an invalid value was used as an argument" : "stub"; }
@@ -393,17 +475,20 @@ cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t, cublasOperation_t ta, c
     }
     float al = *(const float *)alpha, be = *(const float *)beta;
     S.gemm_ex++;
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i < m; i++) {
-            float acc = 0;
-            for (int p = 0; p < k; p++) {
-                float a = stub_ld(A, ta == CUBLAS_OP_N ? i + (long)p * lda : p + (long)i * lda, at);
-                float b = stub_ld(B, tb == CUBLAS_OP_N ? p + (long)j * ldb : j + (long)p * ldb, bt);
-                acc += a * b;
+    auto run = [=]() {
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < m; i++) {
+                float acc = 0;
+                for (int p = 0; p < k; p++) {
+                    float a = stub_ld(A, ta == CUBLAS_OP_N ? i + (long)p * lda : p + (long)i * lda, at);
+                    float b = stub_ld(B, tb == CUBLAS_OP_N ? p + (long)j * ldb : j + (long)p * ldb, bt);
+                    acc += a * b;
+                }
+                long o = i + (long)j * ldc;
+                stub_st(C, o, ct, al * acc + (be != 0 ? be * stub_ld(C, o, ct) : 0.0f));
             }
-            long o = i + (long)j * ldc;
-            stub_st(C, o, ct, al * acc + (be != 0 ? be * stub_ld(C, o, ct) : 0.0f));
-        }
+    };
+    if (!defer((CUstream)blas_stream, run)) run();
     return CUBLAS_STATUS_SUCCESS;
 }
 /* Column-major C = alpha op(A) op(B) + beta C, with cuBLAS's argument checks. */
@@ -417,16 +502,20 @@ cublasStatus_t CUBLASWINAPI cublasSgemm(cublasHandle_t, cublasOperation_t ta, cu
         S.refused++;
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i < m; i++) {
-            float acc = 0;
-            for (int p = 0; p < k; p++) {
-                float a = ta == CUBLAS_OP_N ? A[i + (long)p * lda] : A[p + (long)i * lda];
-                float b = tb == CUBLAS_OP_N ? B[p + (long)j * ldb] : B[j + (long)p * ldb];
-                acc += a * b;
+    const float al = *alpha, be = *beta;
+    auto run = [=]() {
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < m; i++) {
+                float acc = 0;
+                for (int p = 0; p < k; p++) {
+                    float a = ta == CUBLAS_OP_N ? A[i + (long)p * lda] : A[p + (long)i * lda];
+                    float b = tb == CUBLAS_OP_N ? B[p + (long)j * ldb] : B[j + (long)p * ldb];
+                    acc += a * b;
+                }
+                C[i + (long)j * ldc] = al * acc + (be != 0 ? be * C[i + (long)j * ldc] : 0.0f);
             }
-            C[i + (long)j * ldc] = *alpha * acc + (*beta != 0 ? *beta * C[i + (long)j * ldc] : 0.0f);
-        }
+    };
+    if (!defer((CUstream)blas_stream, run)) run();
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -586,8 +675,9 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_
                                           cublasLtMatrixLayout_t la, const void *B, cublasLtMatrixLayout_t lb,
                                           const void *beta, const void *C, cublasLtMatrixLayout_t lc, void *D,
                                           cublasLtMatrixLayout_t ld, const cublasLtMatmulAlgo_t *algo, void *ws,
-                                          size_t wsn, cudaStream_t)
+                                          size_t wsn, cudaStream_t st)
 {
+    if (st && ((Stream *)st)->capturing) return lt_refuse("cublasLtMatmul: capture is not emulated by the stub");
     const LtDesc *d = (const LtDesc *)dsc;
     const LtLayout *a = (const LtLayout *)la, *b = (const LtLayout *)lb, *c = (const LtLayout *)lc, *o = (const LtLayout *)ld;
     const char *bad = lt_check(d, a, b, c, o);

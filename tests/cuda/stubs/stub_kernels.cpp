@@ -17,7 +17,6 @@
 #include "kernels/crossentropy.cu"
 #include "kernels/encoder.cu"
 #include "kernels/gelu.cu"
-#include "kernels/gradnorm.cu"
 #include "kernels/layernorm.cu"
 #include "kernels/sumsq.cu"
 
@@ -41,18 +40,23 @@ static int run(const char *name, void (*k)(A...), dim3 g, dim3 b, size_t sh, voi
     return run_k(name, k, g, b, sh, args, std::index_sequence_for<A...>{});
 }
 template <typename... A> static int n_params(void (*)(A...)) { return (int)sizeof...(A); }
+template <typename... A> static size_t param_size(void (*)(A...), int i)
+{
+    const size_t s[] = {sizeof(typename std::decay<A>::type)..., 0};
+    return s[i];
+}
+typedef size_t (*Sizer)(int i);
 
-struct Kern { const char *name; Runner run; const void *fn; int nparams; };
+struct Kern { const char *name; Runner run; const void *fn; int nparams; Sizer size; };
 #define K(n) {#n, [](dim3 g, dim3 b, size_t sh, void **a) { return run(#n, n, g, b, sh, a); }, \
-              (const void *)(uintptr_t)n, n_params(n)}
+              (const void *)(uintptr_t)n, n_params(n), [](int i) { return param_size(n, i); }}
 static const Kern table[] = {
     K(zd_encoder_forward), K(zd_encoder_backward_wte), K(zd_encoder_backward_wpe),
     K(zd_bias_gelu_forward), K(zd_gelu_backward), K(zd_bias_backward),
     K(zd_layernorm_forward), K(zd_residual_layernorm_forward),
     K(zd_layernorm_backward_dx), K(zd_layernorm_backward_dwdb),
     K(zd_attention_forward), K(zd_attention_backward_dq), K(zd_attention_backward_dkv),
-    K(zd_crossentropy_fused), K(zd_adamw), K(zd_grad_unscale_norm),
-    K(zd_grad_norm_finish), K(zd_f32_to_16), K(zd_16_to_f32), K(zd_add_16_to_f32),
+    K(zd_crossentropy_fused), K(zd_adamw), K(zd_f32_to_16), K(zd_16_to_f32), K(zd_add_16_to_f32),
     K(zd_add_f32_to_16), K(zd_add_f32),
     K(zd_sumsq_partial), K(zd_sumsq_finish),
 #if ZK_ATC_ON           /* the tensor-core attention exists for the head sizes it serves */
@@ -69,6 +73,7 @@ extern "C" int zs_kernel_find(const char *name)
 
 extern "C" unsigned zs_kernel_bound(int id) { return zr_simt_launch_bound(table[id].fn); }
 extern "C" int zs_kernel_nparams(int id) { return table[id].nparams; }
+extern "C" size_t zs_kernel_param_size(int id, int i) { return table[id].size(i); }
 
 extern "C" int zs_kernel_launch(int id, const unsigned g[3], const unsigned b[3], size_t shmem, void **args, int arch)
 {
