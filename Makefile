@@ -140,8 +140,9 @@ test:
 	@bash scripts/install-deps.sh
 	@$(MAKE) --no-print-directory test-run
 
+# TESTS=FILTER runs only the tests whose path holds FILTER (e.g. make test-run SAN=1 TESTS=tests/cuda)
 test-run: all $(TGEN_BIN) $(TRT_BIN) $(TTR_BIN) $(TCU_BIN)
-	@bash tests/run.sh
+	@bash tests/run.sh $(TESTS)
 
 bench: all $(BENCH_BIN)
 	@bash bench/run.sh
