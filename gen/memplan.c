@@ -208,8 +208,7 @@ static void layout(ZgPlan *p)
         mp->grad_land_slots = p->n_bucket_buffers > 2 ? p->n_bucket_buffers : 2;
         mp->grad_land_numel = land;
         region(&lo, "grad_land", ZG_MEM_STAGING, ZG_TIER_PINNED, mp->grad_land_slots * land * n16, false);
-        bool home_dev = z->stage < 3 || z->offload_param.device == ZG_OFFLOAD_NONE;
-        mp->param_land_numel = home_dev ? sg_max : 0;
+        mp->param_land_numel = zg_plan_param_land(p) ? sg_max : 0;
         region(&lo, "param_land", ZG_MEM_STAGING, ZG_TIER_PINNED, 2 * mp->param_land_numel * n16, false);
     }
     /* stage 3 with the parameters on NVMe: the persistent tensors' slices, read from the swap file

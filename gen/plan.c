@@ -288,15 +288,24 @@ int zg_plan_ranks_per_node(const ZgModel *m)
     return rpn > m->world_size ? m->world_size : rpn;
 }
 
+bool zg_plan_param_land(const ZgPlan *p)
+{
+    const ZgZero *z = p->zero;
+    return z->offload_optimizer.device != ZG_OFFLOAD_NONE &&
+           (z->stage < 3 || z->offload_param.device == ZG_OFFLOAD_NONE);
+}
+
 /* Pinned bytes per sub-group element of the staging buffers that scale with sub_group_size
-** (memplan.c: opt_buf_<b> master|m|v, param_wb 16-bit; or master_buf_<b> fp32). */
+** (memplan.c: opt_buf_<b> master|m|v, param_wb 16-bit; or master_buf_<b> fp32; and param_land's
+** two 16-bit sub-groups). */
 int64_t zg_plan_swap_bytes_per_elem(const ZgPlan *p)
 {
     const ZgZero *z = p->zero;
-    if (p->sg_swap == ZG_SWAP_PARAMS) return (int64_t)p->n_sg_buffers * 4;
-    if (p->sg_swap != ZG_SWAP_OPTIMIZER) return 0;
+    int64_t land = zg_plan_param_land(p) ? 2 * zg_dtype_size(z->dtype) : 0;
+    if (p->sg_swap == ZG_SWAP_PARAMS) return (int64_t)p->n_sg_buffers * 4 + land;
+    if (p->sg_swap != ZG_SWAP_OPTIMIZER) return land;
     bool wb = z->stage == 3 && z->offload_param.device == ZG_OFFLOAD_NVME;
-    return (int64_t)p->n_sg_buffers * (p->grad_nvme ? 16 : 12) + (wb ? zg_dtype_size(z->dtype) : 0);
+    return (int64_t)p->n_sg_buffers * (p->grad_nvme ? 16 : 12) + (wb ? zg_dtype_size(z->dtype) : 0) + land;
 }
 
 int64_t zg_plan_sg_largest(const ZgPlan *p)

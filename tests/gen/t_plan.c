@@ -493,13 +493,26 @@ static void t_regions_by_config(void)
             rd += 4 * p->gathers[p->sched.last[i].arg].shard_numel;
     ZT_EQ_INT(p->cost.nvme_read_bytes, rd);
     ZT_EQ_INT(p->cost.nvme_write_bytes, wr);
-    /* every parameter span read from NVMe then crosses PCIe to the device; with the optimizer on
-    ** the device no gradient shard goes back to the host: besides the spans, each micro-step's
-    ** token ids and targets go up (int32 each) and its per-token losses come down (fp32), and the
-    ** step's sum of squares (one double) */
-    int64_t tokens = (int64_t)z.micro_batch * m.seq_len * z.grad_accum;
-    ZT_EQ_INT(p->cost.h2d_bytes, rd - wr + 8 * tokens);
-    ZT_EQ_INT(p->cost.d2h_bytes, 4 * tokens + 8);
+    /* the parameters offloaded without the optimizer: the host runs Adam (the device cannot write
+    ** the offloaded working copy), so the plan is an offloaded one. Up: each gathered tensor's own
+    ** part read from NVMe (not the persistent slices between), the persistent tensors' slices after
+    ** the step (rank 0's: min(part, numel) each), each micro-step's token ids and targets (int32
+    ** each). Down: this rank's chunk of every reduced bucket for the host's Adam, and each
+    ** micro-step's per-token losses (fp32); no sum of squares (the host sums it). */
+    ZT_CHECK(!p->adam_device);
+    int64_t tokens = (int64_t)z.micro_batch * m.seq_len * z.grad_accum, up = 8 * tokens, down = 4 * tokens;
+    for (int i = 0; i < p->sched.n_last; i++) {
+        const ZgOp *o = &p->sched.last[i];
+        if (o->kind == ZG_OP_PARAM_SWAP_IN)
+            for (int t = p->gathers[o->arg].first_tensor; t < p->gathers[o->arg].first_tensor + p->gathers[o->arg].n_tensors; t++)
+                if (!p->tensors[t].persistent) up += 4 * p->tensors[t].part_numel;
+        if (o->kind == ZG_OP_WAIT_REDUCE) down += 4 * p->buckets[o->arg].padded_numel / m.world_size;
+    }
+    for (int t = 0; t < p->n_tensors; t++)
+        if (p->tensors[t].persistent)
+            up += 4 * (p->tensors[t].part_numel < p->tensors[t].numel ? p->tensors[t].part_numel : p->tensors[t].numel);
+    ZT_EQ_INT(p->cost.h2d_bytes, up);
+    ZT_EQ_INT(p->cost.d2h_bytes, down);
 }
 
 /* Stage 3: the reduce-scatter's receive chunk exists exactly where something must be added into
@@ -777,8 +790,14 @@ static void t_infinity_host(void)
     }
     ZT_CHECKM(swap <= (m.host_memory - (host - swap)) / 2 + (1 << 20), "swap %lld host %lld",
               (long long)swap, (long long)host);
-    /* besides the swap buffers the host holds a few bucket-sized buffers, not O(parameters) */
-    ZT_CHECKM(host - swap < N / 4, "host %lld swap %lld", (long long)host, (long long)swap);
+    /* besides the swap buffers the host holds a few bucket-sized buffers, not O(parameters): the
+    ** landing of the reduced chunks (two slots of a bucket's chunk) and the rest */
+    ZgTier lt;
+    int64_t land = region_bytes(p, "grad_land", &lt);
+    ZT_CHECK(land > 0 && lt == ZG_TIER_PINNED);
+    ZT_CHECK(land <= 2 * (p->bucket_buffer_numel / m.world_size) * zg_dtype_size(z.dtype) + 64);
+    ZT_CHECKM(host - swap - land < N / 4, "host %lld swap %lld grad_land %lld", (long long)host, (long long)swap,
+              (long long)land);
     ZT_EQ_INT(region_bytes(p, "bucket_1", NULL), -1);
     /* 1e9 written by the user: honoured, so refused, naming the arithmetic and the key */
     z.sizes_set = ZG_SET_SUB_GROUP;
