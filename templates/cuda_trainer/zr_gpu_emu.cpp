@@ -163,6 +163,7 @@ struct ZrGpu {
     std::string desc;
     long ops_run = 0;
     int race = 1, pageable_fail = 0, n_ids = 0;
+    int tf32 = 0;               /* zr_gpu_set_tf32: fp32 GEMMs round A and B to TF32 (zr_gpu_emu_blas.h) */
     long pageable = 0;          /* async copies touching unregistered host memory */
     Clock host_vc;              /* what the host has waited for */
     Shadow shadow;              /* the race checker's (zr_gpu_emu_race.h) */
