@@ -263,7 +263,8 @@ int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float al
     if (epi == ZR_GPU_EPI_NONE || epi == ZR_GPU_EPI_DGELU) bias = NULL;
     if (!gelu) aux = NULL;
     Key k = (Key){ta != 0, tb != 0, M, N, K, lda, ldb, ldd, gelu ? ldaux : 0, (int)ab, (int)dt, (int)epi,
-              ab == ZR_DT_FP32 && g->tf32, align_of(A), align_of(B), align_of(C), align_of(D), bias ? align_of(bias) : 0, aux ? align_of(aux) : 0};
+              ab == ZR_DT_FP32 && g->tf32,
+              align_of(A), align_of(B), align_of(C), align_of(D), bias ? align_of(bias) : 0, aux ? align_of(aux) : 0};
     Plan *p = NULL;
     for (int i = 0; i < l->n_plan && !p; i++)
         if (memcmp(&l->plan[i].k, &k, sizeof k) == 0) p = &l->plan[i];
