@@ -123,8 +123,8 @@ void zg_check(const ZgModel *m, ZgZero *z)
     if (!z->loc_root.file) return;      /* no config was parsed: its loader has reported why */
     if (m->allow_tf32 && z->dtype != ZG_DTYPE_FP32) {
         /* Inert, not wrong: accepted with a warning, as zero.c treats keys zgen ignores. */
-        zg_warn(m->loc_allow_tf32, "train.allow_tf32 has no effect in a %s plan: zgen allows TF32 only for "
-                "fp32 plans", z->dtype == ZG_DTYPE_BF16 ? "bf16" : "fp16");
+        zg_warn(m->loc_allow_tf32, "train.allow_tf32 has no effect in %s plan: zgen allows TF32 only for "
+                "fp32 plans", z->dtype == ZG_DTYPE_BF16 ? "a bf16" : "an fp16");
         zg_note(m->loc_allow_tf32, "%s", z->dtype == ZG_DTYPE_BF16
                 ? "a bf16 plan's GEMMs take bf16 operands on tensor cores already (fp32 sums)"
                 : "an fp16 plan keeps its fp32 GEMMs exact, so its loss-scaled gradients, and the scaler's "
