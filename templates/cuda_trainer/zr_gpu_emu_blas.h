@@ -1,7 +1,8 @@
 /*
 ** zr_gpu_emu_blas.h — the GPU stand-in's gemms (zr_gpu_sgemm, zr_gpu_gemm_ex, zr_gpu_gemm_lt) on
 ** OpenBLAS, with the arithmetic that cuBLAS and cuBLASLt are specified to have. A part of
-** zr_gpu_emu.cpp, included once at its end (it enqueues through the stand-in's push() and declares
+** zr_gpu_emu.cpp (and zr_gpu_set_tf32: fp32 operands rounded to TF32, the caller's choice), included
+** once at its end (it enqueues through the stand-in's push() and declares
 ** footprints with rd()/wr()); a file of its own because the numerics of the typed and fused gemms
 ** are one responsibility, and the streams, events and captures another.
 */
