@@ -99,6 +99,8 @@ bin/tests/cuda/t_gpu_gemm_lt: TCU_RACE :=
 bin/tests/cuda/t_gpu_graph: TCU_RACE :=
 bin/tests/cuda/t_gpu_gemm_lt bin/tests/cuda/t_gpu_gemm_ex bin/tests/cuda/t_gpu_race bin/tests/cuda/t_gpu_graph: $(wildcard templates/cuda_trainer/zr_gpu_emu*)
 bin/tests/cuda/t_gpu_gemm_ex bin/tests/cuda/t_gpu_gemm_lt: tests/cuda/zk_coll_stubs.h
+bin/tests/cuda/t_gpu_tf32: TCU_RACE :=
+bin/tests/cuda/t_gpu_tf32: $(wildcard templates/cuda_trainer/zr_gpu_emu*) tests/cuda/zk_coll_stubs.h
 bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h $(TCU_HOST_SRC) $(TCU_DEPS) build/libzrt.a
 	@mkdir -p $(@D) build/tests/cuda/$*
 	@for f in $(TCU_HOST_SRC); do \

@@ -260,6 +260,7 @@ int main(int argc, char **argv)
         hw.widths[hw.n_widths++] = (struct ZgHwWidth){widths[i][1], mm, attn, ln};
     }
     hw.peak_flops[0] = hw.peak_flops[1] = hw.peak_flops[2] = mm;
+    hw.tf32_flops = mm;         /* the host kernels have no TF32 */
     hw.mm_eff = 1.0;
     hw.attn_eff = attn / mm < 1.0 ? attn / mm : 1.0;
     hw.mem_bw = ln;

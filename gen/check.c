@@ -121,6 +121,15 @@ static double acts_estimate(const ZgModel *m, double B)
 void zg_check(const ZgModel *m, ZgZero *z)
 {
     if (!z->loc_root.file) return;      /* no config was parsed: its loader has reported why */
+    if (m->allow_tf32 && z->dtype != ZG_DTYPE_FP32) {
+        /* Inert, not wrong: accepted with a warning, as zero.c treats keys zgen ignores. */
+        zg_warn(m->loc_allow_tf32, "train.allow_tf32 has no effect in %s plan: zgen allows TF32 only for "
+                "fp32 plans", z->dtype == ZG_DTYPE_BF16 ? "a bf16" : "an fp16");
+        zg_note(m->loc_allow_tf32, "%s", z->dtype == ZG_DTYPE_BF16
+                ? "a bf16 plan's GEMMs take bf16 operands on tensor cores already (fp32 sums)"
+                : "an fp16 plan keeps its fp32 GEMMs exact, so its loss-scaled gradients, and the scaler's "
+                  "skip decisions, stay the host trainer's");
+    }
     if (m->world_size < 1) {
         zg_error(m->loc_world_size, "world size must be at least 1");
         return;

@@ -22,12 +22,13 @@
 #define ADAM_BYTES 28.0         /* fused CPU Adam, 16-bit grads in and params out: 2+12 read, 12+2 written */
 #define LAUNCH_S 20e-6          /* one schedule op = a handful of kernel launches (~5 us each) */
 
-static ZgHw gpu(const char *name, double bf16, double fp32, double hbm, double h2d, double d2h,
+static ZgHw gpu(const char *name, double bf16, double fp32, double tf32, double hbm, double h2d, double d2h,
                 double nvr, double nvw, double net, double dram)
 {
     ZgHw h = {0};
     h.name = name;
     h.peak_flops[ZG_DTYPE_FP32] = fp32 * TERA;
+    h.tf32_flops = tf32 * TERA;
     h.peak_flops[ZG_DTYPE_BF16] = h.peak_flops[ZG_DTYPE_FP16] = bf16 * TERA;
     h.mm_eff = MM_EFF;
     h.attn_eff = ATTN_EFF;
@@ -46,24 +47,25 @@ static ZgHw gpu(const char *name, double bf16, double fp32, double hbm, double h
 
 bool zg_hw_builtin(const char *name, ZgHw *hw)
 {
-    /* Columns: bf16 dense TF, fp32 TF, HBM GB/s (spec), H2D, D2H, NVMe read, NVMe write (GB/s,
+    /* Columns: bf16 dense TF, fp32 TF, TF32 dense TF (tensor cores), HBM GB/s (spec), H2D, D2H, NVMe read, NVMe write (GB/s,
     ** practical), collective busbw GB/s (practical), host DRAM GB/s (spec, one socket).
     ** Sources per column in docs/PREDICT.md. */
     if (!strcmp(name, "h100-sxm"))
-        *hw = gpu("h100-sxm", 989.4, 67, 3350, 55.6, 52.8, 10, 5, 370, 307.2);
+        *hw = gpu("h100-sxm", 989.4, 67, 494.7, 3350, 55.6, 52.8, 10, 5, 370, 307.2);
     else if (!strcmp(name, "h100-pcie"))
-        *hw = gpu("h100-pcie", 756, 51, 2000, 55.6, 52.8, 10, 5, 25, 307.2);
+        *hw = gpu("h100-pcie", 756, 51, 378, 2000, 55.6, 52.8, 10, 5, 25, 307.2);
     else if (!strcmp(name, "a100-80gb"))
-        *hw = gpu("a100-80gb", 312, 19.5, 2039, 25.1, 25.1, 10, 5, 215, 204.8);
+        *hw = gpu("a100-80gb", 312, 19.5, 156, 2039, 25.1, 25.1, 10, 5, 215, 204.8);
     else if (!strcmp(name, "h200"))
-        *hw = gpu("h200", 989.4, 67, 4800, 55.6, 52.8, 10, 5, 370, 307.2);
+        *hw = gpu("h200", 989.4, 67, 494.7, 4800, 55.6, 52.8, 10, 5, 370, 307.2);
     else if (!strcmp(name, "gh200"))
-        *hw = gpu("gh200", 989.4, 67, 4000, 360, 360, 10, 5, 370, 512);
+        *hw = gpu("gh200", 989.4, 67, 494.7, 4000, 360, 360, 10, 5, 370, 512);
     else if (!strcmp(name, "host")) {
         ZgHw h = {0};           /* REFERENCE.md part 3: a 2-core Ice Lake-SP VM, 2 threads */
         h.name = "host";
         h.host = true;
         h.peak_flops[0] = h.peak_flops[1] = h.peak_flops[2] = 160 * GIGA;  /* sgemm, GPT shapes */
+        h.tf32_flops = h.peak_flops[0];   /* no TF32 on the CPU */
         h.mm_eff = 1.0;         /* the figure is already what sgemm reaches */
         h.attn_eff = 0.5;       /* assumption: attention as many small single-threaded sgemms */
         h.mem_bw = 19.1 * GIGA;    /* STREAM copy, counted bytes */
@@ -112,7 +114,7 @@ static const char *const dtype_keys[3] = {"fp32", "bf16", "fp16"};
 static bool matmul_tflops(const ZgNode *v, ZgHw *hw)
 {
     if (v->kind != ZG_NMAP) {
-        zg_error(v->loc, "matmul_tflops must be a mapping {fp32: TF, bf16: TF, fp16: TF}, not %s",
+        zg_error(v->loc, "matmul_tflops must be a mapping {fp32: TF, bf16: TF, fp16: TF, tf32: TF}, not %s",
                  zg_node_kind_name(v));
         return false;
     }
@@ -121,15 +123,17 @@ static bool matmul_tflops(const ZgNode *v, ZgHw *hw)
         int d = -1;
         for (int k = 0; k < 3; k++)
             if (!strcmp(v->keys[i], dtype_keys[k])) d = k;
+        if (!strcmp(v->keys[i], "tf32")) d = 3;      /* the TF32 tensor-core peak (tf32_flops) */
         if (d < 0) {
             zg_error(v->key_locs[i], "unknown key matmul_tflops.%s", v->keys[i]);
-            zg_note(v->key_locs[i], "the keys are fp32, bf16 and fp16 (dense TFLOP/s)");
+            zg_note(v->key_locs[i], "the keys are fp32, bf16, fp16 and tf32 (dense TFLOP/s)");
             ok = false;
             continue;
         }
         double x;
         if (!zg_node_num(v->vals[i], zg_fmt("matmul_tflops.%s", v->keys[i]), 1e-6, 1e6, &x))
             ok = false;
+        else if (d == 3) hw->tf32_flops = x * TERA;
         else hw->peak_flops[d] = x * TERA;
     }
     return ok;
@@ -258,8 +262,8 @@ bool zg_hw_get(const char *name_or_path, ZgHw *hw)
 void zg_hw_write(const ZgHw *hw, FILE *f)
 {
     fprintf(f, "{\n  \"name\": \"%s\",\n  \"backend\": \"%s\",\n", hw->name, hw->host ? "host" : "device");
-    fprintf(f, "  \"matmul_tflops\": {\"fp32\": %.6g, \"bf16\": %.6g, \"fp16\": %.6g}", hw->peak_flops[0] / TERA,
-            hw->peak_flops[1] / TERA, hw->peak_flops[2] / TERA);
+    fprintf(f, "  \"matmul_tflops\": {\"fp32\": %.6g, \"bf16\": %.6g, \"fp16\": %.6g, \"tf32\": %.6g}",
+            hw->peak_flops[0] / TERA, hw->peak_flops[1] / TERA, hw->peak_flops[2] / TERA, hw->tf32_flops / TERA);
     for (int j = 0; j < NKEYS; j++)
         fprintf(f, ",\n  \"%s\": %.6g", keys[j].name,
                 *(const double *)((const char *)hw + keys[j].off) / keys[j].scale);

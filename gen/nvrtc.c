@@ -307,7 +307,9 @@ char *zg_cuda_shapes_h(const ZgPlan *p)
     int64_t scr, acts = zg_cuda_acts_bytes(p, &scr);
     char *rope = rope_shapes(m);
     char *epi = zg_fmt("/* train-cuda (gen/cuda_dec.c): linear layers with fused GEMM epilogues (zr_gpu_gemm_lt) */\n"
-                       "#define ZK_GEMM_EPI %d\n%s", zg_cuda_gemm_epi(p), rope);
+                       "#define ZK_GEMM_EPI %d\n"
+                       "/* train-cuda (gen/cuda_dec.c): fp32 GEMMs on TF32 tensor cores (train.allow_tf32) */\n"
+                       "#define ZK_TF32 %d\n%s", zg_cuda_gemm_epi(p), zg_cuda_tf32(p), rope);
     free(rope);
     rope = epi;
     char *s = zg_fmt("/* The model's shapes, baked into every kernel (zk_common.cuh includes this file). */\n"

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "zg_predict.h"
+#include "zg_cuda_dec.h"     /* zg_cuda_tf32: the plan's fp32 GEMMs on TF32 */
 
 typedef struct Sim {
     const ZgPlan *p;
@@ -79,7 +80,7 @@ static double act_bytes(const Sim *s) { return s->hw->host ? 4.0 : zg_dtype_size
 static void rates(const Sim *s, double *mm, double *attn, double *mem)
 {
     const ZgHw *hw = s->hw;
-    double peak = hw->peak_flops[s->p->zero->dtype];
+    double peak = zg_predict_peak(s->p, hw, NULL);
     *mm = peak * hw->mm_eff;
     *attn = peak * hw->attn_eff;
     *mem = hw->mem_bw;
@@ -346,9 +347,16 @@ void zg_predict(const ZgPlan *p, const ZgHw *hw, ZgPrediction *pr)
                       tokens_rank;
     if (pr->step_s > 0) {
         pr->tokens_per_s = pr->tokens_per_step / pr->step_s;
-        pr->mfu = pr->model_flops / pr->step_s / hw->peak_flops[z->dtype];
+        pr->mfu = pr->model_flops / pr->step_s / zg_predict_peak(p, hw, NULL);
     }
     for (int i = 0; i < 7; i++) free(*arrs[i]);
+}
+
+double zg_predict_peak(const ZgPlan *p, const ZgHw *hw, const char **which)
+{
+    bool tf32 = !hw->host && zg_cuda_tf32(p) && hw->tf32_flops > 0;
+    if (which) *which = tf32 ? "tf32" : zg_dtype_name(p->zero->dtype);
+    return tf32 ? hw->tf32_flops : hw->peak_flops[p->zero->dtype];
 }
 
 const char *zg_res_name(int r)

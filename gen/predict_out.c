@@ -88,7 +88,8 @@ const char *zg_predict_verdict(const ZgPrediction *pr)
 void zg_predict_print(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, bool json, FILE *f)
 {
     const ZgZero *z = p->zero;
-    double peak = hw->peak_flops[z->dtype];
+    const char *peak_name;
+    double peak = zg_predict_peak(p, hw, &peak_name);
     if (json) {
         fprintf(f, "{\"model\": \"%s\", \"hardware\": \"%s\", \"dtype\": \"%s\", \"step_s\": %.6g, "
                 "\"tokens_per_s\": %.6g, \"mfu\": %.4f, \"bottleneck\": \"%s\", "
@@ -97,6 +98,7 @@ void zg_predict_print(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, b
                 zg_dtype_name(z->dtype), pr->step_s, pr->tokens_per_s, pr->mfu,
                 zg_res_name(pr->bottleneck), zg_pred_kind_name(pr->bottleneck_kind),
                 pr->model_flops, peak, pr->tokens_per_step, zg_predict_verdict(pr));
+        fprintf(f, ", \"peak\": \"%s\"", peak_name);
         fputs(", \"busy_s\": {", f);
         for (int r = 0; r < ZG_NRES; r++)
             fprintf(f, "%s\"%s\": %.6g", r ? ", " : "", zg_res_name(r), pr->busy_s[r]);
@@ -117,7 +119,7 @@ void zg_predict_print(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, b
             p->model->world_size == 1 ? "" : "s", pr->tokens_per_s);
     fprintf(f, "MFU %.1f %% ((6N + 6LCT) x tokens = %.3e FLOP per rank per step against %.4g "
             "TFLOP/s %s peak%s)\n", 100.0 * pr->mfu, pr->model_flops, peak / 1e12,
-            zg_dtype_name(z->dtype), hw->host ? ": the measured matmul rate of the host kernels" : "");
+            peak_name, hw->host ? ": the measured matmul rate of the host kernels" : "");
     fprintf(f, "%s\n", zg_predict_verdict(pr));
     fprintf(f, "  %-11s %12s %16s\n", "resource", "busy", "critical path");
     for (int r = 0; r < ZG_NRES; r++) {

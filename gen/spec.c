@@ -26,6 +26,7 @@ static const char *const spec_keys[] = {
     "train.batch_size", "train.grad_accum", "train.lr", "train.activation_checkpointing",
     "hardware.device_memory", "hardware.host_memory", "hardware.gpus_per_node",
     "hardware.device_headroom",
+    "train.allow_tf32",
 };
 #define N_SPEC_KEYS ((int)(sizeof spec_keys / sizeof spec_keys[0]))
 
@@ -263,6 +264,9 @@ static void load_train(const ZgNode *sec, ZgModel *m, Seen *seen)
             }
         } else if (!strcmp(k, "activation_checkpointing")) {
             zg_node_bool(v, what, &m->activation_checkpointing);
+        } else if (!strcmp(k, "allow_tf32")) {
+            m->loc_allow_tf32 = v->loc;
+            zg_node_bool(v, what, &m->allow_tf32);
         } else unknown_key("train", k, sec->key_locs[i]);
         free(what);
     }
@@ -410,6 +414,7 @@ const ZgNode *zg_spec_load(const char *path, ZgModel *m)
     ZgLoc rat = {path, root->loc.line, root->loc.col};
     m->loc_n_layers = rat;
     m->loc_arch = rat;
+    m->loc_allow_tf32 = rat;
     if (root->kind != ZG_NMAP) {
         zg_error(root->loc, "a spec is a mapping (name, model, train, deepspeed, hardware), not %s",
                  zg_node_kind_name(root));

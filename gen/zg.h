@@ -126,6 +126,11 @@ typedef struct ZgModel {
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int64_t rope_original_context;
     ZgLoc loc_arch;             /* model.arch (the spec's top level when absent) */
+    /* Added by the TF32 work (spec.c): train.allow_tf32, the user accepts TF32 tensor-core GEMMs
+    ** (inputs rounded to 11 significant bits, fp32 sums) for fp32 operands; where it applies is
+    ** gen/cuda_dec.c's decision (zg_cuda_tf32: fp32 plans only). */
+    bool allow_tf32;
+    ZgLoc loc_allow_tf32;       /* the key (the spec's top level when absent) */
 } ZgModel;
 
 typedef struct ZgOffloadCfg {

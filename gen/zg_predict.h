@@ -49,6 +49,9 @@ typedef struct ZgHw {
     struct ZgHwWidth {
         double d_model, matmul_flops, attn_flops, mem_bw;
     } widths[ZG_HW_MAX_WIDTHS];
+    /* Added by the TF32 work: the dense TF32 tensor-core peak, what fp32 GEMMs reach when the plan
+    ** allows TF32 (gen/cuda_dec.c's zg_cuda_tf32); host profiles: the fp32 figure (no TF32). */
+    double tf32_flops;
 } ZgHw;
 
 /* Host kernels' elementwise bytes per token per block forward, in units of d_model x 4 bytes: the
@@ -111,6 +114,10 @@ typedef struct ZgPrediction {
 
 /* predict.c */
 void zg_predict(const ZgPlan *p, const ZgHw *hw, ZgPrediction *out);
+/* predict.c: the matmul peak the plan runs at on hw (FLOP/s) and its name: the TF32 peak for an fp32
+** plan that allows TF32 on a GPU profile ("tf32"), else the plan's dtype's ("fp32", "bf16", "fp16").
+** The op times and MFU use it. */
+double zg_predict_peak(const ZgPlan *p, const ZgHw *hw, const char **which);
 const char *zg_res_name(int r);
 /* "forward", "H2D of parameters", ...: what an event kind is, for the summary */
 const char *zg_pred_kind_name(int kind);

@@ -191,6 +191,17 @@ static inline const char *zr_gpu_gemm_lt_bad(int ta, int tb, int M, int N, int K
     return 0;
 }
 
+/* ---- TF32 (additive; docs/CUDA_TRAINER.md "TF32")
+** zr_gpu_set_tf32(g, 1): from now on the GEMMs whose A and B are fp32 (zr_gpu_sgemm, and
+** zr_gpu_gemm_ex / zr_gpu_gemm_lt with fp32 operands) may run on TF32 tensor cores: each element of
+** A and B rounded to TF32 (10 explicit mantissa bits, to nearest even: zr_half.h's
+** zr_f32_round_tf32), the products and sums in fp32. On a GPU: cuBLAS math mode
+** CUBLAS_TF32_TENSOR_OP_MATH and compute type CUBLAS_COMPUTE_32F_FAST_TF32 (cuBLASLt too); the
+** stand-in rounds A and B itself. 0, the state after zr_gpu_open: exact fp32 (pedantic math,
+** COMPUTE_32F). GEMMs with 16-bit operands are not affected. The caller decides (the CUDA trainer
+** passes gen's ZK_TF32 once, right after the open); the library never does. Returns 0. */
+int zr_gpu_set_tf32(ZrGpu *g, int on);
+
 /* ---- graphs: stream capture and replay (additive; docs/CUDA_TRAINER.md, CUDA graphs)
 ** zr_gpu_capture_begin(s) starts recording the operations enqueued on s instead of running them
 ** (cuStreamBeginCapture, THREAD_LOCAL mode; the stand-in records its closures); zr_gpu_capture_end

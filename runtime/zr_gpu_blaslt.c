@@ -12,7 +12,11 @@
 **   A is our B and its rows are our columns. A bias of N elements is then cuBLASLt's row bias
 **   (CUBLASLT_EPILOGUE_BIAS), and the column sums of op(B) over k are CUBLASLT_EPILOGUE_BGRADA.
 ** - COMPUTE_32F with fp32 scale: every product and sum in fp32 (tensor cores for 16-bit A and B;
-**   no TF32 for fp32 ones, which only COMPUTE_32F_FAST_TF32 would allow).
+**   no TF32 for fp32 ones), except that fp32 A and B take COMPUTE_32F_FAST_TF32 after
+**   zr_gpu_set_tf32(g, 1) (the caller's decision: gen's ZK_TF32).
+** - zr_gpu_sgemm and zr_gpu_gemm_ex set the cuBLAS handle's math mode per call when it changes:
+**   PEDANTIC for fp32 operands (TF32_TENSOR_OP under zr_gpu_set_tf32, with COMPUTE_32F_FAST_TF32 for
+**   cublasGemmEx), DEFAULT without reduced-precision reductions for 16-bit ones.
 ** - Plans: the first call of a shape (sizes, transposes, leading dimensions, dtypes, epilogue, and the
 **   alignment of every pointer, which cuBLASLt's heuristic takes into account) creates the operation
 **   and layout descriptors and asks cublasLtMatmulAlgoGetHeuristic for the best algorithm within one
@@ -54,7 +58,7 @@ ZL_FNS(ZL_DECL)
 
 /* What makes two calls the same plan. Alignments are of the pointers, capped at 256 bytes. */
 typedef struct {
-    int ta, tb, M, N, K, lda, ldb, ldd, ldaux, ab, dt, epi;
+    int ta, tb, M, N, K, lda, ldb, ldd, ldaux, ab, dt, epi, tf32;
     unsigned al_a, al_b, al_c, al_d, al_bias, al_aux;
 } Key;
 
@@ -182,7 +186,8 @@ static int plan_make(Lt *l, Plan *p, const Key *k, void *bias, void *aux)
     p->k = *k;
     cublasOperation_t opa = k->tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     uint32_t e = (uint32_t)epi[k->epi];
-    LT(g, "cublasLtMatmulDescCreate", l_cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT(g, "cublasLtMatmulDescCreate", l_cublasLtMatmulDescCreate(&p->op, k->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                                 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
     LT(g, "cublasLtMatmulDescSetAttribute(TRANSA)",
        l_cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
     LT(g, "cublasLtMatmulDescSetAttribute(TRANSB)",
@@ -258,6 +263,7 @@ int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float al
     if (epi == ZR_GPU_EPI_NONE || epi == ZR_GPU_EPI_DGELU) bias = NULL;
     if (!gelu) aux = NULL;
     Key k = (Key){ta != 0, tb != 0, M, N, K, lda, ldb, ldd, gelu ? ldaux : 0, (int)ab, (int)dt, (int)epi,
+              ab == ZR_DT_FP32 && g->tf32,
               align_of(A), align_of(B), align_of(C), align_of(D), bias ? align_of(bias) : 0, aux ? align_of(aux) : 0};
     Plan *p = NULL;
     for (int i = 0; i < l->n_plan && !p; i++)
@@ -294,15 +300,17 @@ int zr_gpu_blas_fail(ZrGpu *g, cublasStatus_t st, const char *what)
     return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO;
 }
 
-/* The handle's math mode: PEDANTIC for fp32 (no TF32, no reduced-precision reductions), DEFAULT with
-** reduced-precision reductions disallowed for 16-bit operands (tensor cores, fp32 accumulation
-** throughout, split-K partial sums in fp32). Set only when it changes. */
+/* The handle's math mode (fast: MODE_*): PEDANTIC for fp32 (no TF32, no reduced-precision
+** reductions), TF32_TENSOR_OP for fp32 under zr_gpu_set_tf32, DEFAULT with reduced-precision
+** reductions disallowed for 16-bit operands (tensor cores, fp32 accumulation throughout, split-K
+** partial sums in fp32). Set only when it changes. */
+enum { MODE_PEDANTIC = 0, MODE_16BIT = 1, MODE_TF32 = 2 };
 static int blas_mode(ZrGpu *g, int fast)
 {
     if (g->blas_fast == fast) return 0;
-    cublasStatus_t st = cublasSetMathMode(g->blas, fast ? (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+    cublasStatus_t st = cublasSetMathMode(g->blas, fast == MODE_16BIT ? (cublasMath_t)(CUBLAS_DEFAULT_MATH |
                                           CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
-                                                        : CUBLAS_PEDANTIC_MATH);
+                                          : fast == MODE_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH);
     if (st != CUBLAS_STATUS_SUCCESS) return zr_gpu_blas_fail(g, st, "cublasSetMathMode");
     g->blas_fast = fast;
     return 0;
@@ -323,13 +331,14 @@ int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float al
                  (int)at, (int)bt, (int)ct, (int)compute);
         return -EINVAL;
     }
-    int rc = blas_mode(g, at != ZR_DT_FP32);
+    int tf32 = at == ZR_DT_FP32 && g->tf32;
+    int rc = blas_mode(g, at != ZR_DT_FP32 ? MODE_16BIT : tf32 ? MODE_TF32 : MODE_PEDANTIC);
     if (rc < 0) return rc;
     cublasStatus_t st = cublasSetStream(g->blas, (cudaStream_t)s->s);
     if (st != CUBLAS_STATUS_SUCCESS) return zr_gpu_blas_fail(g, st, "cublasSetStream");
     st = cublasGemmEx(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
                       B, cuda_dt(bt), ldb, A, cuda_dt(at), lda, &beta, C, cuda_dt(ct), ldc,
-                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                      tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (st != CUBLAS_STATUS_SUCCESS) {
         char what[128];
         snprintf(what, sizeof what, "cublasGemmEx (%d x %d x %d, ta %d tb %d, dtypes %d %d %d)", M, N, K, ta, tb,
@@ -339,12 +348,18 @@ int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float al
     return 0;
 }
 
+int zr_gpu_set_tf32(ZrGpu *g, int on)
+{
+    g->tf32 = on != 0;          /* the math mode follows at the next gemm; cuBLASLt plans key on it */
+    return 0;
+}
+
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands. */
 int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha, const float *A,
                  int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     ZrGpu *g = s->g;
-    int rc = blas_mode(g, 0);
+    int rc = blas_mode(g, g->tf32 ? MODE_TF32 : MODE_PEDANTIC);
     if (rc < 0) return rc;
     cublasStatus_t st = cublasSetStream(g->blas, (cudaStream_t)s->s);
     if (st != CUBLAS_STATUS_SUCCESS) return zr_gpu_blas_fail(g, st, "cublasSetStream");

@@ -39,7 +39,7 @@ struct ZrGpu {
     GpuFunc fn[ZG_MAX_FUNCS];
     int n_fn;
     cublasHandle_t blas;
-    int blas_fast;                   /* the handle's math mode is DEFAULT (16-bit GEMMs), not PEDANTIC */
+    int blas_fast;                   /* the handle's math mode: 0 PEDANTIC, 1 DEFAULT (16-bit GEMMs), 2 TF32 (zr_gpu_blaslt.c) */
     ZrComm *comm;
     ZrCollReq *req[ZG_MAX_REQS];     /* collectives in flight (freed as they complete) */
     int n_req;
@@ -56,6 +56,7 @@ struct ZrGpu {
     ZrGpuWaitHook hook;
     void *hook_arg;
     char err[1024], desc[256];
+    int tf32;                        /* zr_gpu_set_tf32: fp32 GEMMs on TF32 tensor cores (zr_gpu_blaslt.c) */
 };
 
 struct ZrGpuStream {

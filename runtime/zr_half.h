@@ -28,6 +28,18 @@ static inline uint16_t zr_f32_to_bf16(float f)
     return (uint16_t)(u >> 16);
 }
 
+/* ---- TF32 (additive): fp32's sign and 8 exponent bits, 10 explicit mantissa bits (11
+** significant), what a TF32 tensor core reads of an fp32 operand. Rounded to nearest even, as
+** above; the result is an fp32 value with its 13 low mantissa bits zero. The stand-in and the stub
+** cuBLAS use it to give TF32's numerics (docs/CUDA_TRAINER.md "TF32"). */
+static inline float zr_f32_round_tf32(float f)
+{
+    uint32_t u = zr_f32_bits(f);
+    if ((u & 0x7f800000u) == 0x7f800000u) return f;  /* Inf and NaN unchanged */
+    u += 0xfffu + ((u >> 13) & 1u);                 /* RNE; overflow carries into Inf */
+    return zr_bits_f32(u & ~0x1fffu);
+}
+
 /* ---- fp16: 1 sign, 5 exponent (bias 15), 10 mantissa bits */
 static inline float zr_fp16_to_f32(uint16_t h)
 {

@@ -297,6 +297,7 @@ static void cz_layout_init(void)
     if (zr_gpu_open(&CZ.gpu, local_rank(), (const ZrGpuBlob *)zg_kernel_blobs, zg_n_kernel_blobs) < 0)
         tr_die("no GPU: %s", zr_gpu_strerror(NULL));
     if (CZ.sync_debug) zr_gpu_set_sync_debug(CZ.gpu, 1);   /* else ZR_SYNC_DEBUG decides */
+    CZ_CHECK(zr_gpu_set_tf32(CZ.gpu, ZK_TF32));           /* gen's decision (train.allow_tf32, fp32 plans) */
     CZ_CHECK(zr_gpu_stream_create(CZ.gpu, &CZ.compute, "compute"));
     CZ_CHECK(zr_gpu_stream_create(CZ.gpu, &CZ.nccl, "nccl"));
     CZ_CHECK(zr_gpu_stream_create(CZ.gpu, &CZ.h2d, "h2d"));
@@ -392,8 +393,9 @@ static void check_step(void)
     int bad = 0;
     double lrel = fabs((double)dev_loss - T.loss_sum) / (fabs((double)T.loss_sum) + 1e-30);
     if (!(lrel <= ZG_CHECK_LOSS_RTOL)) bad = 1;
-    printf("check rank %d: tolerance (gen, %s activations): loss sum %.3g relative; per tensor "
-           "max|dev-host| <= 1e-6 + %.3g max|host|\n", T.rank, ZK_IO ? "bf16" : "fp32", ZG_CHECK_LOSS_RTOL,
+    printf("check rank %d: tolerance (gen, %s activations%s): loss sum %.3g relative; per tensor "
+           "max|dev-host| <= 1e-6 + %.3g max|host|\n", T.rank, ZK_IO ? "bf16" : "fp32",
+           ZK_TF32 ? ", TF32 gemms" : "", ZG_CHECK_LOSS_RTOL,
            ZG_CHECK_RTOL);
     printf("check rank %d (%s): loss sum device %.7g host %.7g (rel %.2e)\n", T.rank,
            zr_gpu_backend(), dev_loss, T.loss_sum, lrel);

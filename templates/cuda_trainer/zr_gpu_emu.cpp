@@ -13,7 +13,8 @@
 **   plan's activation storage (ZK_IO of zk_shapes.h, gen's decision: bf16 plans 1, else 0), as the
 **   NVRTC cubins are, attention_tc.cu included (its WMMA under zk_wmma.cuh's emulated fragments).
 ** - gemm: cblas_sgemm row-major; gemm_ex (16-bit operands) widens them exactly, sums in fp32 and
-**   rounds a 16-bit result once, as a tensor-core GEMM with fp32 compute is specified. Collectives: libzrt's MPI collectives on a communicator of their
+**   rounds a 16-bit result once, as a tensor-core GEMM with fp32 compute is specified; after
+**   zr_gpu_set_tf32(g, 1) fp32 operands are rounded to TF32 first (zr_gpu_emu_blas.h). Collectives: libzrt's MPI collectives on a communicator of their
 **   own (as NCCL has its own), blocking inside the queued operation. A collective group
 **   (zr_gpu_group_begin/end) queues nothing until its end, then its members as one operation.
 ** - Graphs: a capturing stream records its operations (closure and footprint) instead of queuing
@@ -163,6 +164,7 @@ struct ZrGpu {
     std::string desc;
     long ops_run = 0;
     int race = 1, pageable_fail = 0, n_ids = 0;
+    int tf32 = 0;               /* zr_gpu_set_tf32: fp32 GEMMs round A and B to TF32 (zr_gpu_emu_blas.h) */
     long pageable = 0;          /* async copies touching unregistered host memory */
     Clock host_vc;              /* what the host has waited for */
     Shadow shadow;              /* the race checker's (zr_gpu_emu_race.h) */

@@ -1,14 +1,36 @@
 /*
 ** zr_gpu_emu_blas.h — the GPU stand-in's gemms (zr_gpu_sgemm, zr_gpu_gemm_ex, zr_gpu_gemm_lt) on
 ** OpenBLAS, with the arithmetic that cuBLAS and cuBLASLt are specified to have. A part of
-** zr_gpu_emu.cpp, included once at its end (it enqueues through the stand-in's push() and declares
+** zr_gpu_emu.cpp (and zr_gpu_set_tf32: fp32 operands rounded to TF32, the caller's choice), included
+** once at its end (it enqueues through the stand-in's push() and declares
 ** footprints with rd()/wr()); a file of its own because the numerics of the typed and fused gemms
 ** are one responsibility, and the streams, events and captures another.
 */
+/* TF32 (zr_gpu_set_tf32, the caller's decision): what a TF32 tensor core does to fp32 operands, each
+** element of A and B rounded to nearest even with 10 explicit mantissa bits (zr_f32_round_tf32)
+** before the product; products and sums stay fp32 (cblas_sgemm on the rounded copies, whose
+** products of two 11-bit significands are exact in fp32). The setting is read when the gemm is
+** enqueued, as cuBLAS reads the handle's math mode at the call. */
+extern "C" int zr_gpu_set_tf32(ZrGpu *g, int on)
+{
+    g->tf32 = on != 0;
+    return 0;
+}
+
+/* rows x cols of p (leading dimension ld), packed, rounded to TF32 */
+static std::vector<float> tf32_pack(const float *p, size_t rows, size_t cols, size_t ld)
+{
+    std::vector<float> r(rows * cols);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) r[i * cols + j] = zr_f32_round_tf32(p[i * ld + j]);
+    return r;
+}
+
 extern "C" int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float alpha,
                             const float *A, int lda, const float *B, int ldb, float beta, float *C,
                             int ldc)
 {
+    int tf32 = s->g->tf32;
     /* row-major: A is M x K (K x M transposed), B K x N (N x K), C M x N; the spans they cover */
     size_t na = (size_t)((ta ? K : M) - 1) * (size_t)lda + (size_t)(ta ? M : K);
     size_t nb = (size_t)((tb ? N : K) - 1) * (size_t)ldb + (size_t)(tb ? K : N);
@@ -17,10 +39,18 @@ extern "C" int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K,
     if (M > 0 && N > 0 && K > 0) fp = {rd(A, na * 4), rd(B, nb * 4)};
     if (M > 0 && N > 0) fp.push_back(wr(C, nc * 4));
     return push(s, [=]() {
+        if (tf32 && M > 0 && N > 0 && K > 0) {
+            size_t ra = (size_t)(ta ? K : M), ca = (size_t)(ta ? M : K);
+            size_t rb = (size_t)(tb ? N : K), cb = (size_t)(tb ? K : N);
+            std::vector<float> a = tf32_pack(A, ra, ca, (size_t)lda), b = tf32_pack(B, rb, cb, (size_t)ldb);
+            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                        M, N, K, alpha, a.data(), (int)ca, b.data(), (int)cb, beta, C, ldc);
+            return 0;
+        }
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return 0;
-    }, "sgemm", fp);
+    }, tf32 ? "sgemm TF32" : "sgemm", fp);
 }
 
 /* The typed gemm as a tensor-core GEMM is specified: 16-bit A and B widened exactly to fp32 (a
@@ -50,6 +80,7 @@ extern "C" int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int 
         return fail(s->g, -EINVAL, "zr_gpu_gemm_ex: unsupported dtypes/compute type");
     if ((uintptr_t)A % dt_size(at) || (uintptr_t)B % dt_size(bt) || (uintptr_t)C % dt_size(ct))
         return fail(s->g, -EINVAL, "zr_gpu_gemm_ex: a matrix is not aligned to its element size (cuBLAS needs it)");
+    int tf32 = at == ZR_DT_FP32 && s->g->tf32;
     size_t ra = (size_t)(ta ? K : M), ca = (size_t)(ta ? M : K);
     size_t rb = (size_t)(tb ? N : K), cb = (size_t)(tb ? K : N);
     size_t na = (ra - 1) * (size_t)lda + ca, nb = (rb - 1) * (size_t)ldb + cb;
@@ -67,6 +98,10 @@ extern "C" int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int 
             for (size_t j = 0; j < ca; j++) a[i * ca + j] = ld_elem(A, i * (size_t)lda + j, at);
         for (size_t i = 0; K > 0 && i < rb; i++)
             for (size_t j = 0; j < cb; j++) b[i * cb + j] = ld_elem(B, i * (size_t)ldb + j, bt);
+        if (tf32) {
+            for (float &x : a) x = zr_f32_round_tf32(x);
+            for (float &x : b) x = zr_f32_round_tf32(x);
+        }
         if (beta != 0.0f)
             for (int i = 0; i < M; i++)
                 for (int j = 0; j < N; j++) c[(size_t)i * N + j] = ld_elem(C, (size_t)i * ldc + j, ct);
@@ -78,7 +113,7 @@ extern "C" int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int 
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) st_elem(C, (size_t)i * ldc + j, ct, c[(size_t)i * N + j]);
         return 0;
-    }, "gemm_ex", fp);
+    }, tf32 ? "gemm_ex TF32" : "gemm_ex", fp);
 }
 
 /* ---------------------------------------------------------------------- gemm with an epilogue (additive) */
@@ -108,6 +143,7 @@ extern "C" int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int 
         return fail(s->g, -ENOTSUP, std::string("emulated cuBLASLt: no algorithm for ") + names[epi] +
                     " (ZR_GPU_EMU_LT_OFF)");
     if (!C || beta == 0.0f) C = D;
+    int tf32 = ab == ZR_DT_FP32 && s->g->tf32;
     size_t ra = (size_t)(ta ? K : M), ca = (size_t)(ta ? M : K);
     size_t rb = (size_t)(tb ? N : K), cb = (size_t)(tb ? K : N);
     size_t na = (ra - 1) * (size_t)lda + ca, nb = (rb - 1) * (size_t)ldb + cb;
@@ -129,8 +165,16 @@ extern "C" int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int 
         if (beta != 0.0f)
             for (int i = 0; i < M; i++)
                 for (int j = 0; j < N; j++) c[(size_t)i * N + j] = ld_elem(C, (size_t)i * ldd + j, dt);
+        /* TF32: the product's operands rounded; the bias gradient (below) sums the fp32 op(B) */
+        std::vector<float> at32, bt32;
+        if (tf32) {
+            at32 = a, bt32 = b;
+            for (float &x : at32) x = zr_f32_round_tf32(x);
+            for (float &x : bt32) x = zr_f32_round_tf32(x);
+        }
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    M, N, K, alpha, a.data(), (int)ca, b.data(), (int)cb, beta, c.data(), N);
+                    M, N, K, alpha, tf32 ? at32.data() : a.data(), (int)ca, tf32 ? bt32.data() : b.data(),
+                    (int)cb, beta, c.data(), N);
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {
                 float x = c[(size_t)i * N + j];

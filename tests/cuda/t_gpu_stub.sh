@@ -17,6 +17,8 @@
 #     the direct run bit for bit, nothing runs at capture, bytes counted per launch; a host wait,
 #     a record and a pageable copy during a capture refused and the capture invalidated; capture
 #     under sync-debug refused; a capture left open is ended by close;
+#   - TF32: zr_gpu_set_tf32 off/on/off; the stub cuBLAS/cuBLASLt see PEDANTIC / COMPUTE_32F when off and
+#     TF32_TENSOR_OP / COMPUTE_32F_FAST_TF32 when on, and compute accordingly (x_gpu_stub.c tf32);
 #   - sm_86 device: no exact cubin, so the sm_80 PTX is loaded; sm_90: its own cubin;
 #   - a CUDA 12.4 driver is refused at open with the driver to install (CUDA 13.0, R580);
 #   - a kernel listed in the PTX but missing from the module is an error at open, not at launch;
@@ -102,6 +104,15 @@ if [ $rc -eq 0 ] && grep -q "graph ok" "$tmp/out" \
    && grep -q "refused as expected: zr_gpu_capture_begin under sync-debug" "$tmp/err" \
    && grep -q "captures 4 (10 operations), graph launches 2$" "$tmp/err"
 then ok graph_capture_and_replay; else fail graph_capture_and_replay; show; fi
+
+# TF32 (zr_gpu_set_tf32, gen's ZK_TF32): off, on, off. Exact fp32 products when off (PEDANTIC math,
+# COMPUTE_32F), TF32-rounded inputs when on (TF32_TENSOR_OP math for cublasSgemm, COMPUTE_32F_FAST_TF32
+# for cublasGemmEx and cuBLASLt), each against its own double reference and apart from the other;
+# bf16 gemm_ex keeps DEFAULT math in both.
+run tf32 && true
+if [ $rc -eq 0 ] && grep -q "tf32 ok" "$tmp/out" \
+   && grep -q "stub math: sgemm exact 2 tf32 1; gemm_ex fp32 exact 2 tf32 1, 16-bit 3 (not DEFAULT math 0); cublasLt fp32 exact 2 tf32 1$" "$tmp/err"
+then ok tf32_math_mode_and_compute_type; else fail tf32_math_mode_and_compute_type; show; fi
 
 run ZR_STUB_SM=86 && true
 if [ $rc -eq 0 ] && grep -q "modules cubin 0 ptx $n_mod" "$tmp/err"; then ok sm86_loads_sm80_ptx; else fail sm86_loads_sm80_ptx; show; fi

@@ -10,6 +10,8 @@
 **              zr_gpu_gemm_lt (each epilogue, one plan per shape), NCCL init for one rank and an all-reduce,
 **              a group of two all-gathers (ncclGroupStart/End; no host wait inside; an unbalanced end
 **              refused), close;
+**   tf32       zr_gpu_set_tf32 off/on/off: fp32 sgemm, gemm_ex, gemm_lt exact or TF32 (against two
+**              double references), the math mode / compute type the stub saw (zr_stub_math_summary);
 **   graph      stream capture: a sequence (kernel, sgemm, gemm_ex, memset, D2D copy) captured after
 **              an uncaptured run runs nothing at capture and, launched twice, gives the bits of the
 **              sequence run twice directly; bytes per link counted per launch; a host wait, an event
@@ -32,6 +34,7 @@
 #include "kernels/zk_shapes.h"   /* the shapes of the kernel table, ZK_ATT_TC_FWD_SMEM */
 
 const char *zr_stub_summary(void);
+const char *zr_stub_math_summary(void);
 
 #define TRY(call) do { int rc_ = (call); if (rc_ < 0) { fprintf(stderr, "x_gpu_stub: %s failed (%d): %s\n", #call, rc_, zr_gpu_strerror(g)); return 1; } } while (0)
 #define EXPECT(cond) do { if (!(cond)) { fprintf(stderr, "x_gpu_stub: %s:%d: expected %s\n", __FILE__, __LINE__, #cond); return 1; } } while (0)
@@ -405,6 +408,84 @@ static int hang(ZrGpu *g, int with_coll)
     return rc == -ETIMEDOUT ? 3 : 1;
 }
 
+/* TF32 of a double, rounded to nearest even with 11 significant bits (frexp's mantissa in [0.5, 1)
+** scaled by 2^11), independent of zr_half.h's bit arithmetic that the stub and the stand-in use. */
+static double tf32_ref(double x)
+{
+    int e;
+    double m = frexp(x, &e);
+    return ldexp(nearbyint(ldexp(m, 11)), e - 11);
+}
+
+/* zr_gpu_set_tf32 off, on, off: fp32 sgemm, gemm_ex and gemm_lt give the exact fp32 product when
+** off and the product of TF32-rounded inputs when on (which differs from the exact one by far more
+** than fp32 rounding); a bf16 gemm_ex keeps DEFAULT math either way. The stub counts what each call
+** asked for (zr_stub_math_summary: t_gpu_stub.sh checks the counts). */
+static int tf32(ZrGpu *g)
+{
+    enum { M = 3, N = 4, K = 16 };
+    ZrGpuStream *s;
+    TRY(zr_gpu_stream_create(g, &s, "compute"));
+    static float A[M * K], B[K * N], C[M * N];
+    static uint16_t A16[M * K], B16[K * N];
+    double exact[M * N], rounded[M * N];
+    for (int i = 0; i < M * K; i++) A[i] = (float)(1.0 + 0.001 * (i + 1)), A16[i] = zr_f32_to_bf16(A[i]);
+    for (int i = 0; i < K * N; i++) B[i] = (float)(0.5 - 0.0007 * i), B16[i] = zr_f32_to_bf16(B[i]);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            exact[i * N + j] = rounded[i * N + j] = 0;
+            for (int k = 0; k < K; k++) {
+                exact[i * N + j] += (double)A[i * K + k] * B[k * N + j];
+                rounded[i * N + j] += tf32_ref(A[i * K + k]) * tf32_ref(B[k * N + j]);
+            }
+        }
+    TRY(zr_gpu_host_register(g, A, sizeof A));
+    TRY(zr_gpu_host_register(g, B, sizeof B));
+    TRY(zr_gpu_host_register(g, C, sizeof C));
+    TRY(zr_gpu_host_register(g, A16, sizeof A16));
+    TRY(zr_gpu_host_register(g, B16, sizeof B16));
+    void *dA, *dB, *dC, *dA16, *dB16;
+    TRY(zr_gpu_malloc(g, &dA, sizeof A)); TRY(zr_gpu_malloc(g, &dB, sizeof B)); TRY(zr_gpu_malloc(g, &dC, sizeof C));
+    TRY(zr_gpu_malloc(g, &dA16, sizeof A16)); TRY(zr_gpu_malloc(g, &dB16, sizeof B16));
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, dA, A, sizeof A));
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, dB, B, sizeof B));
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, dA16, A16, sizeof A16));
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, dB16, B16, sizeof B16));
+    static const int phase[3] = {0, 1, 0};
+    for (int ph = 0; ph < 3; ph++) {
+        int on = phase[ph];
+        TRY(zr_gpu_set_tf32(g, on));
+        const double *want = on ? rounded : exact, *other = on ? exact : rounded;
+        for (int which = 0; which < 3; which++) {
+            if (which == 0) TRY(zr_gpu_sgemm(s, 0, 0, M, N, K, 1.0f, dA, K, dB, N, 0.0f, dC, N));
+            else if (which == 1)
+                TRY(zr_gpu_gemm_ex(s, 0, 0, M, N, K, 1.0f, dA, ZR_DT_FP32, K, dB, ZR_DT_FP32, N, 0.0f, dC,
+                                   ZR_DT_FP32, N, ZR_GPU_COMPUTE_32F));
+            else
+                TRY(zr_gpu_gemm_lt(s, 0, 0, M, N, K, 1.0f, dA, K, dB, N, ZR_DT_FP32, 0.0f, NULL, dC, N, ZR_DT_FP32,
+                                   ZR_GPU_EPI_NONE, NULL, NULL, 0));
+            TRY(zr_gpu_copy(s, ZR_GPU_D2H, C, dC, sizeof C));
+            TRY(zr_gpu_stream_sync(s));
+            double worst = 0, apart = 1e30;
+            for (int i = 0; i < M * N; i++) {
+                double d = fabs(C[i] - want[i]) / fabs(want[i]), o = fabs(C[i] - other[i]) / fabs(want[i]);
+                if (d > worst) worst = d;
+                if (o < apart) apart = o;
+            }
+            fprintf(stderr, "x_gpu_stub: tf32 %d %s: within %.1e of its reference, %.1e from the other\n", on,
+                    which == 0 ? "sgemm" : which == 1 ? "gemm_ex" : "gemm_lt", worst, apart);
+            EXPECT(worst <= 1e-6);      /* fp32 sums of K = 16 products */
+            EXPECT(apart >= 1e-5);      /* TF32 moves every element by ~1e-4 here */
+        }
+        /* bf16 operands: tensor cores with or without TF32, DEFAULT math (the stub counts it) */
+        TRY(zr_gpu_gemm_ex(s, 0, 0, M, N, K, 1.0f, dA16, ZR_DT_BF16, K, dB16, ZR_DT_BF16, N, 0.0f, dC, ZR_DT_FP32,
+                           N, ZR_GPU_COMPUTE_32F));
+    }
+    TRY(zr_gpu_stream_sync(s));
+    fprintf(stderr, "%s\n", zr_stub_math_summary());
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *sc = argc > 1 ? argv[1] : "basic";
@@ -419,6 +500,7 @@ int main(int argc, char **argv)
     if (!strcmp(sc, "basic")) rc = basic(g);
     else if (!strcmp(sc, "fault")) rc = fault(g);
     else if (!strcmp(sc, "graph")) rc = graph(g);
+    else if (!strcmp(sc, "tf32")) rc = tf32(g);
     else if (!strcmp(sc, "hang")) rc = hang(g, 0);
     else if (!strcmp(sc, "hang_coll")) rc = hang(g, 1);
     else rc = 0;

@@ -85,6 +85,53 @@ static void t_compute_bound_equals_flops_over_peak(void)
     ZT_NEAR(pr.step_s, 2 * flops / 1e12, 0, 1e-9);
 }
 
+/* TF32 (train.allow_tf32, gen/cuda_dec.c's zg_cuda_tf32): an fp32 plan that allows it runs its
+** matmuls at the profile's TF32 peak, so a compute-bound forward takes FLOPs / TF32 peak, shorter by
+** the ratio of the peaks, and MFU is against that peak; without the key, in a bf16 plan or on a host
+** profile the dtype's peak stays. The built-in figures are the datasheets' dense TF32 ones. */
+static void t_tf32_peak(void)
+{
+    ZgPlan *p = make_plan(64, 2, 32, 1, 0, ZG_OFFLOAD_NONE);
+    if (!p) { ZT_CHECK(p != NULL); return; }
+    ZgOp ops[] = {{.kind = ZG_OP_FORWARD, .arg = 1, .slot = -1}};
+    set_last(p, ops, 1);
+    ZgHw h = ideal();
+    h.tf32_flops = 7.5e12;
+    double C = 64, T = 32, BT = 4 * T, numel = 12 * C * C + 13 * C;
+    double flops = 2 * BT * numel + 2 * BT * C * T;
+    ZgPrediction pr;
+    const char *which = NULL;
+    ZT_EQ_INT(Z.dtype, ZG_DTYPE_FP32);
+    zg_predict(p, &h, &pr);
+    double exact = pr.step_s;
+    ZT_NEAR(exact, flops / 1e12, 0, 1e-9);
+    ZT_NEAR(zg_predict_peak(p, &h, &which), 1e12, 0, 1e-12);
+    ZT_EQ_STR(which, "fp32");
+    M.allow_tf32 = true;
+    zg_predict(p, &h, &pr);
+    ZT_NEAR(pr.step_s, flops / 7.5e12, 0, 1e-9);
+    ZT_NEAR(exact / pr.step_s, 7.5, 0, 1e-9);
+    ZT_NEAR(pr.mfu, pr.model_flops / pr.step_s / 7.5e12, 0, 1e-12);
+    ZT_NEAR(zg_predict_peak(p, &h, &which), 7.5e12, 0, 1e-12);
+    ZT_EQ_STR(which, "tf32");
+    h.host = true;                              /* the host kernels have no TF32 */
+    zg_predict(p, &h, &pr);
+    ZT_NEAR(pr.step_s, exact, 0, 1e-9);
+    h.host = false;
+    Z.dtype = ZG_DTYPE_BF16;                    /* the key is inert in 16-bit plans */
+    ZT_NEAR(zg_predict_peak(p, &h, &which), 1e12, 0, 1e-12);
+    ZT_EQ_STR(which, "bf16");
+    Z.dtype = ZG_DTYPE_FP32;
+    M.allow_tf32 = false;
+    ZgHw b;
+    ZT_CHECK(zg_hw_builtin("h100-sxm", &b));
+    ZT_NEAR(b.tf32_flops, 494.7e12, 0, 1e-12);  /* dense TF32 (989.4 with sparsity) */
+    ZT_CHECK(zg_hw_builtin("a100-80gb", &b));
+    ZT_NEAR(b.tf32_flops, 156e12, 0, 1e-12);
+    ZT_CHECK(zg_hw_builtin("host", &b));
+    ZT_NEAR(b.tf32_flops, b.peak_flops[ZG_DTYPE_FP32], 0, 1e-12);
+}
+
 static void t_mfu_formula(void)
 {
     ZgPlan *p = make_plan(64, 2, 32, 1, 0, ZG_OFFLOAD_NONE);
@@ -282,10 +329,17 @@ static void t_profile_file(void)
     ZT_CHECK(zg_hw_load(path, &back));
     ZT_NEAR(back.h2d_bw, 12.5e9, 0, 1e-12);
     ZT_NEAR(back.peak_flops[ZG_DTYPE_BF16], 989.4e12, 0, 1e-12);
+    ZT_NEAR(back.tf32_flops, 494.7e12, 0, 1e-12);
+    /* the TF32 peak is a matmul_tflops key, and written back */
+    path = write_tmp("{\"base\": \"host\", \"matmul_tflops\": {\"tf32\": 3.5}}\n");
+    zg_diag_reset();
+    ZT_CHECK(zg_hw_load(path, &back));
+    ZT_NEAR(back.tf32_flops, 3.5e12, 0, 1e-12);
+    ZT_NEAR(back.peak_flops[ZG_DTYPE_FP32], 160e9, 0, 1e-12);
 
     /* errors, each at its line */
     path = write_tmp("{\n  \"base\": \"host\",\n  \"hbm_gbs\": 3000,\n  \"h2d_gbs\": \"fast\",\n"
-                     "  \"matmul_tflops\": {\"tf32\": 1},\n  \"d2h_gbs\": -1,\n"
+                     "  \"matmul_tflops\": {\"int8\": 1},\n  \"d2h_gbs\": -1,\n"
                      "  \"host_kernels\": [{\"d_model\": 128, \"matmul_gflops\": 1,\n"
                      "    \"attention_gflop\": 1, \"layernorm_gbs\": 1}]\n}\n");
     zg_diag_reset();
@@ -293,7 +347,7 @@ static void t_profile_file(void)
     ZT_CHECK(!zg_hw_load(path, &back));
     ZT_EQ_INT(zg_diag_count_matching("unknown hardware profile key 'hbm_gbs'", 3), 1);
     ZT_EQ_INT(zg_diag_count_matching("h2d_gbs must be a number", 4), 1);
-    ZT_EQ_INT(zg_diag_count_matching("matmul_tflops.tf32", 5), 1);
+    ZT_EQ_INT(zg_diag_count_matching("matmul_tflops.int8", 5), 1);
     ZT_EQ_INT(zg_diag_count_matching("d2h_gbs must be in", 6), 1);
     ZT_EQ_INT(zg_diag_count_matching("unknown key host_kernels[0].attention_gflop", 8), 1);
     ZT_EQ_INT(zg_diag_count_matching("host_kernels[0] has no attention_gflops", 7), 1);
@@ -312,6 +366,7 @@ static void t_profile_file(void)
 int main(void)
 {
     ZT_RUN(t_compute_bound_equals_flops_over_peak);
+    ZT_RUN(t_tf32_peak);
     ZT_RUN(t_mfu_formula);
     ZT_RUN(t_wait_holds_compute);
     ZT_RUN(t_pcie_bound_names_h2d);

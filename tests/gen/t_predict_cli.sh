@@ -4,7 +4,8 @@
 # valid Chrome-trace JSON with one named track per resource and events inside the predicted step;
 # plan.txt carries the same summary; a profile file is used (a slower H2D changes nothing for a
 # plan without offload, a slower matmul slows it); an unknown --hardware exits 1 naming the
-# built-ins; --hardware without --predict exits 2.
+# built-ins; --hardware without --predict exits 2; an fp32 plan with train.allow_tf32 is predicted at
+# the TF32 peak.
 . "$(dirname "$0")/../lib.sh"
 PY=/usr/bin/python3
 [ -x bin/zgen ] || { fail zgen_built "bin/zgen missing (make bin/zgen)"; zt_end; }
@@ -36,6 +37,33 @@ step() { bin/zgen specs/gpt2-124m-bf16.yaml --predict --hardware "$1" --json -o 
          $PY -c 'import json,sys; print(json.load(sys.stdin)["step_s"])'; }
 a=$(step h100-sxm); b=$(step "$tmp/slow_pcie.json"); c=$(step "$tmp/slow_mm.json")
 check profile_file_used $PY -c "import sys; a,b,c=map(float,sys.argv[1:]); assert a==b and c>5*a" "$a" "$b" "$c"
+
+# TF32: an fp32 plan with train.allow_tf32 is predicted at the TF32 peak (494.7 TF dense on
+# h100-sxm), named in the JSON and the text; its compute is shorter, by at most the ratio of the
+# peaks (494.7 / 67), and exactly that ratio for the matmul-bound part; a bf16 plan ignores the key.
+tf32_spec() {  # tf32_spec FILE true|false: GPT-2 124M shapes, fp32, ZeRO-0 on one rank (compute-bound)
+  cat >"$1" <<EOF
+name: tf
+model: {arch: gpt2, vocab_size: 50304, context: 1024, d_model: 768, n_layers: 12, n_heads: 12}
+train: {seq_len: 1024, world_size: 1, allow_tf32: $2}
+deepspeed: {train_micro_batch_size_per_gpu: 8, gradient_accumulation_steps: 1, zero_optimization: {stage: 0}}
+EOF
+}
+tf32_spec "$tmp/tf32.yaml" true
+tf32_spec "$tmp/exact.yaml" false
+bin/zgen "$tmp/tf32.yaml" --predict --hardware h100-sxm --json -o "$tmp/t1" >"$tmp/t1.json" 2>/dev/null
+bin/zgen "$tmp/exact.yaml" --predict --hardware h100-sxm --json -o "$tmp/t0" >"$tmp/t0.json" 2>/dev/null
+bin/zgen "$tmp/tf32.yaml" --predict --hardware h100-sxm -o "$tmp/t2" >"$tmp/t2.txt" 2>/dev/null
+check tf32_peak_used $PY - "$tmp/t1.json" "$tmp/t0.json" <<'PY'
+import json, sys
+t, e = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert t["peak"] == "tf32" and e["peak"] == "fp32", (t["peak"], e["peak"])
+assert abs(t["peak_flops"] - 494.7e12) < 1e6 and abs(e["peak_flops"] - 67e12) < 1e6, (t["peak_flops"], e["peak_flops"])
+r = e["busy_s"]["compute"] / t["busy_s"]["compute"]
+assert 5 < r <= 494.7 / 67 * (1 + 1e-9), r
+assert t["step_s"] < e["step_s"], (t["step_s"], e["step_s"])
+PY
+check tf32_peak_in_text grep -q "TFLOP/s tf32 peak" "$tmp/t2.txt"
 
 bin/zgen specs/tiny.yaml --predict --hardware h900 -o "$tmp/x" >/dev/null 2>"$tmp/e"; rc=$?
 check unknown_hardware_exit1 [ "$rc" = 1 ]

@@ -50,7 +50,10 @@ struct St { int driver, sm, ndev, dev = -1, hang; std::string fault; CUresult st
             std::vector<Alloc> allocs; std::vector<Alloc> pinned;
             int n_cubin, n_ptx, launches, refused, pageable, aborted, gemm_ex, lt_matmul, lt_heur; std::string log;
             int group_depth, groups, grouped; std::vector<std::function<void()>> group_q;
-            int captures, captured, graph_launches; } S;
+            int captures, captured, graph_launches;
+            /* TF32 (zr_gpu_set_tf32): fp32 GEMMs by what they were asked to compute in */
+            int sgemm_exact, sgemm_tf32, gex_fp32_exact, gex_fp32_tf32, gex_16bit, lt_fp32_exact, lt_fp32_tf32,
+                gex_16bit_not_default; } S;
 /* A capturing stream records its work (closures with the arguments copied) instead of running it;
 ** a graph holds the records, and a launch runs them in order. */
 struct Stream { int id; int capturing = 0; std::vector<std::function<void()>> rec; };
@@ -144,6 +147,16 @@ int cubin_entries(const unsigned char *b, Mod *m)
 }
 
 void block_forever() { for (;;) sleep(1); }
+}
+
+/* What the fp32 and 16-bit GEMMs were asked to compute in (t_gpu_stub.sh's tf32 scenario). */
+extern "C" const char *zr_stub_math_summary(void)
+{
+    static char b[300];
+    snprintf(b, sizeof b, "stub math: sgemm exact %d tf32 %d; gemm_ex fp32 exact %d tf32 %d, 16-bit %d (not DEFAULT "
+             "math %d); cublasLt fp32 exact %d tf32 %d", S.sgemm_exact, S.sgemm_tf32, S.gex_fp32_exact,
+             S.gex_fp32_tf32, S.gex_16bit, S.gex_16bit_not_default, S.lt_fp32_exact, S.lt_fp32_tf32);
+    return b;
 }
 
 extern "C" const char *zr_stub_summary(void)
@@ -443,7 +456,9 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) { cuEventDestroy((CUevent)
 cublasStatus_t CUBLASWINAPI cublasCreate(cublasHandle_t *h) { *h = (cublasHandle_t) new int(0); return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t CUBLASWINAPI cublasDestroy(cublasHandle_t h) { delete (int *)h; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t CUBLASWINAPI cublasSetStream(cublasHandle_t, cudaStream_t s) { blas_stream = (Stream *)s; return CUBLAS_STATUS_SUCCESS; }
-cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
+/* The handle is its math mode (cublasCreate: DEFAULT); the GEMMs read it as cuBLAS does. */
+cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t h, cublasMath_t m) { *(int *)h = (int)m; return CUBLAS_STATUS_SUCCESS; }
+static bool mode_tf32(cublasHandle_t h) { return (*(int *)h & 0xf) == CUBLAS_TF32_TENSOR_OP_MATH; }
 const char *CUBLASWINAPI cublasGetStatusName(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : s == CUBLAS_STATUS_INVALID_VALUE ? "CUBLAS_STATUS_INVALID_VALUE" : "CUBLAS_STATUS_INTERNAL_ERROR"; }
 const char *CUBLASWINAPI cublasGetStatusString(cublasStatus_t s) { return s == CUBLAS_STATUS_INVALID_VALUE ? "an invalid value was used as an argument" : "stub"; }
 /* cublasGemmEx: the combinations zr_gpu uses (A, B of one type; C that type or fp32; COMPUTE_32F),
@@ -459,7 +474,7 @@ static void stub_st(void *p, long i, cudaDataType_t t, float v)
     if (t == CUDA_R_32F) { ((float *)p)[i] = v; return; }
     ((uint16_t *)p)[i] = t == CUDA_R_16BF ? zr_f32_to_bf16(v) : zr_f32_to_fp16(v);
 }
-cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                                          int k, const void *alpha, const void *A, cudaDataType_t at, int lda,
                                          const void *B, cudaDataType_t bt, int ldb, const void *beta, void *C,
                                          cudaDataType_t ct, int ldc, cublasComputeType_t comp, cublasGemmAlgo_t)
@@ -467,7 +482,7 @@ cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t, cublasOperation_t ta, c
     int ra = ta == CUBLAS_OP_N ? m : k, rb = tb == CUBLAS_OP_N ? k : n;
     bool types = at == bt && (at == CUDA_R_16BF || at == CUDA_R_16F || at == CUDA_R_32F) && (ct == at || ct == CUDA_R_32F);
     if (m < 0 || n < 0 || k < 0 || lda < (ra > 1 ? ra : 1) || ldb < (rb > 1 ? rb : 1) || ldc < (m > 1 ? m : 1) ||
-        !types || comp != CUBLAS_COMPUTE_32F) {
+        !types || (comp != CUBLAS_COMPUTE_32F && !(comp == CUBLAS_COMPUTE_32F_FAST_TF32 && at == CUDA_R_32F && ct == CUDA_R_32F))) {
         fprintf(stderr, "zr_stub: cublasGemmEx: m %d n %d k %d lda %d ldb %d ldc %d types %d %d %d compute %d: invalid\n",
                 m, n, k, lda, ldb, ldc, (int)at, (int)bt, (int)ct, (int)comp);
         S.refused++;
@@ -475,6 +490,13 @@ cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t, cublasOperation_t ta, c
     }
     float al = *(const float *)alpha, be = *(const float *)beta;
     S.gemm_ex++;
+    /* fp32 operands: TF32 when the compute type asks for it (or the handle's TF32 math mode does) */
+    bool tf32 = at == CUDA_R_32F && (comp == CUBLAS_COMPUTE_32F_FAST_TF32 || mode_tf32(h));
+    if (at != CUDA_R_32F) {
+        S.gex_16bit++;
+        if ((*(int *)h & 0xf) != CUBLAS_DEFAULT_MATH) S.gex_16bit_not_default++;
+    } else if (tf32) S.gex_fp32_tf32++;
+    else S.gex_fp32_exact++;
     auto run = [=]() {
         for (int j = 0; j < n; j++)
             for (int i = 0; i < m; i++) {
@@ -482,6 +504,7 @@ cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t, cublasOperation_t ta, c
                 for (int p = 0; p < k; p++) {
                     float a = stub_ld(A, ta == CUBLAS_OP_N ? i + (long)p * lda : p + (long)i * lda, at);
                     float b = stub_ld(B, tb == CUBLAS_OP_N ? p + (long)j * ldb : j + (long)p * ldb, bt);
+                    if (tf32) a = zr_f32_round_tf32(a), b = zr_f32_round_tf32(b);
                     acc += a * b;
                 }
                 long o = i + (long)j * ldc;
@@ -492,7 +515,7 @@ cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t, cublasOperation_t ta, c
     return CUBLAS_STATUS_SUCCESS;
 }
 /* Column-major C = alpha op(A) op(B) + beta C, with cuBLAS's argument checks. */
-cublasStatus_t CUBLASWINAPI cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+cublasStatus_t CUBLASWINAPI cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                         const float *alpha, const float *A, int lda, const float *B, int ldb,
                                         const float *beta, float *C, int ldc)
 {
@@ -503,6 +526,9 @@ cublasStatus_t CUBLASWINAPI cublasSgemm(cublasHandle_t, cublasOperation_t ta, cu
         return CUBLAS_STATUS_INVALID_VALUE;
     }
     const float al = *alpha, be = *beta;
+    bool tf32 = mode_tf32(h);       /* TF32_TENSOR_OP_MATH: inputs rounded to TF32 */
+    if (tf32) S.sgemm_tf32++;
+    else S.sgemm_exact++;
     auto run = [=]() {
         for (int j = 0; j < n; j++)
             for (int i = 0; i < m; i++) {
@@ -510,6 +536,7 @@ cublasStatus_t CUBLASWINAPI cublasSgemm(cublasHandle_t, cublasOperation_t ta, cu
                 for (int p = 0; p < k; p++) {
                     float a = ta == CUBLAS_OP_N ? A[i + (long)p * lda] : A[p + (long)i * lda];
                     float b = tb == CUBLAS_OP_N ? B[p + (long)j * ldb] : B[j + (long)p * ldb];
+                    if (tf32) a = zr_f32_round_tf32(a), b = zr_f32_round_tf32(b);
                     acc += a * b;
                 }
                 C[i + (long)j * ldc] = al * acc + (be != 0 ? be * C[i + (long)j * ldc] : 0.0f);
@@ -597,7 +624,9 @@ const char *lt_check(const LtDesc *d, const LtLayout *a, const LtLayout *b, cons
     uint64_t am = d->ta == CUBLAS_OP_N ? a->rows : a->cols, ak = d->ta == CUBLAS_OP_N ? a->cols : a->rows;
     uint64_t bk = d->tb == CUBLAS_OP_N ? b->rows : b->cols, bn = d->tb == CUBLAS_OP_N ? b->cols : b->rows;
     bool gelu = d->epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || d->epi == CUBLASLT_EPILOGUE_DGELU;
-    if (d->comp != CUBLAS_COMPUTE_32F || d->scale != CUDA_R_32F) return "compute type (COMPUTE_32F, fp32 scale)";
+    if ((d->comp != CUBLAS_COMPUTE_32F && !(d->comp == CUBLAS_COMPUTE_32F_FAST_TF32 && a->t == CUDA_R_32F)) ||
+        d->scale != CUDA_R_32F)
+        return "compute type (COMPUTE_32F, or COMPUTE_32F_FAST_TF32 for fp32 A and B; fp32 scale)";
     if (a->t != b->t || (c->t != a->t && c->t != CUDA_R_32F) || c->t != dd->t) return "matrix types";
     if (ak != bk || am != c->rows || bn != c->cols || c->rows != dd->rows || c->cols != dd->cols || c->ld != dd->ld)
         return "layouts disagree";
@@ -693,13 +722,16 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_
     if (d->bias && !in_alloc(d->bias, (size_t)m * es)) return lt_refuse("cublasLtMatmul: bias outside a device allocation");
     float al = *(const float *)alpha, be = *(const float *)beta;
     S.lt_matmul++;
+    bool tf32 = d->comp == CUBLAS_COMPUTE_32F_FAST_TF32;
+    if (a->t == CUDA_R_32F) (tf32 ? S.lt_fp32_tf32 : S.lt_fp32_exact)++;
+    auto rd = [&](const void *p, long i, cudaDataType_t t) { float v = lt_ld(p, i, t); return tf32 ? zr_f32_round_tf32(v) : v; };
     std::vector<float> x((size_t)m * n);
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
             float acc = 0;
             for (int p = 0; p < k; p++)
-                acc += lt_ld(A, d->ta == CUBLAS_OP_N ? i + (long)p * a->ld : p + (long)i * a->ld, a->t) *
-                       lt_ld(B, d->tb == CUBLAS_OP_N ? p + (long)j * b->ld : j + (long)p * b->ld, b->t);
+                acc += rd(A, d->ta == CUBLAS_OP_N ? i + (long)p * a->ld : p + (long)i * a->ld, a->t) *
+                       rd(B, d->tb == CUBLAS_OP_N ? p + (long)j * b->ld : j + (long)p * b->ld, b->t);
             x[(size_t)j * m + i] = al * acc + (be != 0 ? be * lt_ld(C, i + (long)j * c->ld, c->t) : 0.0f);
         }
     for (int j = 0; j < n; j++)
