@@ -186,7 +186,7 @@ static void swap_arithmetic(const ZgPlan *p)
     int64_t swap = per * sg, rest = zg_mem_host_per_node(p) - swap * rpn;
     ZgLoc at = sg_set ? z->loc_sub_group_size : m->loc_host_memory;
     int64_t each = p->sg_swap == ZG_SWAP_PARAMS ? 4 : p->grad_nvme ? 16 : 12;
-    int64_t land = zg_plan_param_land(p) ? 2 * zg_dtype_size(z->dtype) : 0;   /* param_land */
+    int64_t land = zg_plan_param_land(p);
     int64_t wb = per - each * p->n_sg_buffers - land;
     zg_note(at, "swap buffers: (%d staging buffers (buffer_count) x %lld bytes (%s)%s) per element "
             "x a sub-group of %lld elements = %.2f GiB per rank; the rest of the plan needs %.2f GiB "

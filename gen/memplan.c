@@ -261,7 +261,6 @@ ZgOpBytes zg_op_bytes(const ZgPlan *p, const ZgOp *o)
 {
     const ZgZero *z = p->zero;
     int64_t ws = p->model->world_size, n16 = zg_dtype_size(z->dtype);
-    bool opt_off = z->offload_optimizer.device != ZG_OFFLOAD_NONE;
     int a = o->arg;
     ZgOpBytes b = {0};
     switch (o->kind) {
@@ -295,7 +294,7 @@ ZgOpBytes zg_op_bytes(const ZgPlan *p, const ZgOp *o)
     case ZG_OP_OPTIMIZER:
         if (p->sg_swap == ZG_SWAP_PARAMS) break;          /* SWAP_OUT writes them */
         if (z->offload_param.device == ZG_OFFLOAD_NVME) b.nvme_write = p->subgroups[a].numel * n16;
-        else if (opt_off && z->offload_param.device == ZG_OFFLOAD_NONE)
+        else if (zg_plan_param_land(p))   /* the update goes up from param_land */
             b.h2d = p->subgroups[a].numel * n16;
         break;
     case ZG_OP_ALLGATHER_PARAMS:

@@ -288,11 +288,12 @@ int zg_plan_ranks_per_node(const ZgModel *m)
     return rpn > m->world_size ? m->world_size : rpn;
 }
 
-bool zg_plan_param_land(const ZgPlan *p)
+int64_t zg_plan_param_land(const ZgPlan *p)
 {
     const ZgZero *z = p->zero;
-    return z->offload_optimizer.device != ZG_OFFLOAD_NONE &&
-           (z->stage < 3 || z->offload_param.device == ZG_OFFLOAD_NONE);
+    bool land = z->offload_optimizer.device != ZG_OFFLOAD_NONE &&
+                (z->stage < 3 || z->offload_param.device == ZG_OFFLOAD_NONE);
+    return land ? 2 * zg_dtype_size(z->dtype) : 0;
 }
 
 /* Pinned bytes per sub-group element of the staging buffers that scale with sub_group_size
@@ -301,7 +302,7 @@ bool zg_plan_param_land(const ZgPlan *p)
 int64_t zg_plan_swap_bytes_per_elem(const ZgPlan *p)
 {
     const ZgZero *z = p->zero;
-    int64_t land = zg_plan_param_land(p) ? 2 * zg_dtype_size(z->dtype) : 0;
+    int64_t land = zg_plan_param_land(p);
     if (p->sg_swap == ZG_SWAP_PARAMS) return (int64_t)p->n_sg_buffers * 4 + land;
     if (p->sg_swap != ZG_SWAP_OPTIMIZER) return land;
     bool wb = z->stage == 3 && z->offload_param.device == ZG_OFFLOAD_NVME;

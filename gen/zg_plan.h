@@ -437,9 +437,9 @@ int64_t zg_acts_ckpt_bytes(const ZgModel *m, int64_t micro_batch);
 int64_t zg_scratch_bytes(const ZgModel *m, int64_t micro_batch);
 /* memplan.c: host bytes per node (pinned + host per rank times ranks per node). */
 int64_t zg_mem_host_per_node(const ZgPlan *p);
-/* plan.c: the plan has the pinned "param_land" (Adam on the host, the working copy on the device:
-** memplan.c's landings). */
-bool zg_plan_param_land(const ZgPlan *p);
+/* plan.c: bytes per sub-group element of the pinned "param_land" (Adam on the host, the working
+** copy on the device: memplan.c's landings, two 16-bit sub-groups); 0 when the plan has none. */
+int64_t zg_plan_param_land(const ZgPlan *p);
 /* memplan.c: what one op row moves per rank per link, in bytes (the plan's cost sums these; the
 ** prediction times them). */
 typedef struct ZgOpBytes { int64_t net, h2d, d2h, nvme_read, nvme_write; } ZgOpBytes;

@@ -131,6 +131,7 @@ static inline int64_t zr_gpu_coll_net_bytes(ZrCollOp op, int64_t count, ZrDtype 
 ** Sync-debug: synchronise after every launch and name the kernel that faulted (also ZR_SYNC_DEBUG=1
 ** in the environment). */
 void zr_gpu_set_sync_debug(ZrGpu *g, int on);
+int zr_gpu_sync_debug(const ZrGpu *g);      /* on: set above, or ZR_SYNC_DEBUG at open */
 /* Host waits (zr_gpu_event_sync, zr_gpu_stream_sync) poll; at each poll after the first few
 ** microseconds hook(arg, what, seconds waited) is called, and a non-zero return gives the wait up
 ** (-ETIMEDOUT, zr_gpu_strerror names what was waited for). */

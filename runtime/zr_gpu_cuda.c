@@ -122,6 +122,7 @@ const char *zr_gpu_backend(void) { return "cuda"; }
 const char *zr_gpu_strerror(const ZrGpu *g) { return g ? g->err : open_err; }
 const char *zr_gpu_describe(const ZrGpu *g) { return g->desc; }
 void zr_gpu_set_sync_debug(ZrGpu *g, int on) { g->sync_debug = on; }
+int zr_gpu_sync_debug(const ZrGpu *g) { return g->sync_debug; }
 void zr_gpu_set_wait_hook(ZrGpu *g, ZrGpuWaitHook hook, void *arg) { g->hook = hook; g->hook_arg = arg; }
 
 /* ---------------------------------------------------------------------- driver version */

@@ -78,6 +78,11 @@ void cz_regions_init(void)
     }
 }
 
+int cz_dev_region(int r)
+{
+    return r >= 0 && zg_regions[r].tier == ZR_TIER_DEVICE;
+}
+
 int cz_is_dev(const void *p)
 {
     for (int i = 0; i < n_maps; i++)
@@ -263,10 +268,6 @@ static void grad_copy(const ZrOpRow *op)
 static ZrOpRow landed[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1], take[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 static int pend[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];   /* take[k] waits for its D2H */
 
-static int dev_region(int r)
-{
-    return r >= 0 && zg_regions[r].tier == ZR_TIER_DEVICE;
-}
 
 /* The lowered row (gen/lower.c): an all-reduce in place, or a reduce-scatter into its destination,
 ** or nothing (one rank). A collective writes device memory only, and gen lowers no reduction into
@@ -279,7 +280,7 @@ static void reduce(const ZrOpRow *op)
     l->xfer = ZR_XFER_NONE;
     CZ_CHECK(zr_gpu_record(CZ.ev_compute, CZ.compute));
     CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_compute));
-    if (op->xfer == ZR_XFER_REDUCE_SCATTER && dev_region(op->dst)) {
+    if (op->xfer == ZR_XFER_REDUCE_SCATTER && cz_dev_region(op->dst)) {
         CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_REDUCE_SCATTER,
                              cz_dev(tr_region_at(op->src, op->src_off, op->src_dt)),
                              cz_dev(tr_region_at(op->dst, op->dst_off, op->dst_dt)), op->count,

@@ -126,8 +126,6 @@ static void dev_optimizer(int k, float lr)
     }
 }
 
-static int dev_region(int r) { return r >= 0 && zg_regions[r].tier == ZR_TIER_DEVICE; }
-
 /* One persistent tensor's slice into "persist" (the row's destination, on the device): from the
 ** shard on the device, or with the parameters offloaded from the pinned shard or, on NVMe, from
 ** where tr_persist_fill read it into the pinned "persist_land": only this rank's slices cross. */
@@ -137,7 +135,7 @@ static void dev_persist_slice(int64_t at, int64_t from, int64_t n, void *ctx)
 {
     const ZrOpRow *op = ctx;
     void *dst = cz_dev(tr_region_at(op->dst, op->dst_off + at, op->dst_dt));
-    if (dev_region(op->src))
+    if (cz_dev_region(op->src))
         CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, dst, cz_dev(tr_region_at(op->src, op->src_off + from, op->src_dt)),
                              (size_t)n * ZG_DTYPE_SIZE));
     else if (zg_regions[op->src].tier != ZR_TIER_NVME)
@@ -427,7 +425,7 @@ static void check_step(void)
 ** So the step moves what the plan's cost counts, and only between pinned memory and the device. */
 static void host_step_op(const ZrOpRow *op, double lr)
 {
-    if (op->kind == ZR_OP_ALLGATHER_PARAMS && dev_region(op->dst)) {
+    if (op->kind == ZR_OP_ALLGATHER_PARAMS && cz_dev_region(op->dst)) {
         CZ_CHECK(zr_gpu_record(CZ.ev_h2d, CZ.h2d));         /* every sub-group's update has landed */
         CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_h2d));
         dev_allgather(op);
@@ -436,20 +434,16 @@ static void host_step_op(const ZrOpRow *op, double lr)
     char *home = tr_opt_home();
     if (op->kind != ZR_OP_OPTIMIZER || !dev(home)) { tr_step_op(op, lr); return; }
     const ZrSubGroupRow *sg = &zg_subgroups[op->arg];
-    if (!param_land) {          /* ZR_CUDA_HOST_ADAM=1 on a plan with Adam on the device (a test) */
-        tr_step_op(op, lr);
-        char *at = home + sg->shard_offset * ZG_DTYPE_SIZE;
-        CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D, cz_dev(at), at, (size_t)sg->numel * ZG_DTYPE_SIZE));
-        return;
-    }
+    char *at = home + sg->shard_offset * ZG_DTYPE_SIZE, *from = at;
     int j = op->arg % 2;
-    char *slot = param_land + (int64_t)j * ZG_PARAM_LAND_NUMEL * ZG_DTYPE_SIZE;
-    CZ_CHECK(zr_gpu_event_sync(CZ.ev_land[j]));         /* its last H2D is done */
-    T.param_out = slot - sg->shard_offset * ZG_DTYPE_SIZE;
+    if (param_land) {           /* none: ZR_CUDA_HOST_ADAM=1 on a plan with Adam on the device (a test) */
+        from = param_land + (int64_t)j * ZG_PARAM_LAND_NUMEL * ZG_DTYPE_SIZE;
+        CZ_CHECK(zr_gpu_event_sync(CZ.ev_land[j]));     /* its last H2D is done */
+        T.param_out = from - sg->shard_offset * ZG_DTYPE_SIZE;
+    }
     tr_step_op(op, lr);
     T.param_out = NULL;
-    char *at = home + sg->shard_offset * ZG_DTYPE_SIZE;
-    CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D, cz_dev(at), slot, (size_t)sg->numel * ZG_DTYPE_SIZE));
+    CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D, cz_dev(at), from, (size_t)sg->numel * ZG_DTYPE_SIZE));
     CZ_CHECK(zr_gpu_record(CZ.ev_land[j], CZ.h2d));
 }
 

@@ -496,8 +496,8 @@ static int graphs_on(void)
 {
     static int on = -1;
     if (on < 0) {
-        const char *e = getenv("ZR_CUDA_GRAPHS"), *sd = getenv("ZR_SYNC_DEBUG");
-        on = !(e && strcmp(e, "0") == 0) && !CZ.sync_debug && !(sd && *sd && strcmp(sd, "0") != 0);
+        const char *e = getenv("ZR_CUDA_GRAPHS");
+        on = !(e && strcmp(e, "0") == 0) && !zr_gpu_sync_debug(CZ.gpu);   /* sync-debug: uncaptured */
     }
     return on;
 }

@@ -73,6 +73,7 @@ void cz_die_gpu(const char *what, int rc) __attribute__((noreturn));
 /* cuda_exec.c */
 void *cz_dev(const void *shadow);           /* device address of a device-tier shadow pointer */
 int cz_is_dev(const void *shadow);
+int cz_dev_region(int r);                   /* plan region r lives in the device tier */
 void cz_regions_init(void);                 /* the shadow -> device map */
 extern const TrOps cz_ops;                  /* the executor's op table on the device */
 void cz_flush(void);                        /* host waits the step's copies, finishes its adds */

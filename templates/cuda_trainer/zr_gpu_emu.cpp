@@ -314,6 +314,7 @@ extern "C" int zr_gpu_footprint(ZrGpuStream *s, const void *p, size_t bytes, int
 ** its stream is drained, so a fault already names its operation, and its waits never block on a
 ** device: both are accepted and have nothing to do. */
 extern "C" void zr_gpu_set_sync_debug(ZrGpu *g, int on) { g->sync_debug = on; }
+extern "C" int zr_gpu_sync_debug(const ZrGpu *g) { return g->sync_debug; }
 extern "C" void zr_gpu_set_wait_hook(ZrGpu *g, ZrGpuWaitHook hook, void *arg)
 {
     (void)g; (void)hook; (void)arg;
