@@ -179,6 +179,12 @@ static void layout(ZgPlan *p)
         region(&lo, "master", ZG_MEM_MASTER, opt_tier, O * 4, false);
     region(&lo, "adam_m", ZG_MEM_ADAM_M, opt_tier, O * 4, false);
     region(&lo, "adam_v", ZG_MEM_ADAM_V, opt_tier, O * 4, false);
+    /* the speculative step's second copy (plan.c): Adam writes it, the step rule commits it */
+    if (p->speculative) {
+        region(&lo, "master_next", ZG_MEM_MASTER, opt_tier, O * 4, false);
+        region(&lo, "adam_m_next", ZG_MEM_ADAM_M, opt_tier, O * 4, false);
+        region(&lo, "adam_v_next", ZG_MEM_ADAM_V, opt_tier, O * 4, false);
+    }
     if (p->sg_swap == ZG_SWAP_OPTIMIZER) {
         for (int b = 0; b < p->n_sg_buffers; b++)
             region(&lo, zg_fmt("opt_buf_%d", b), ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED,

@@ -225,6 +225,28 @@ static int64_t sg_wanted;
 /* Optimizer sub-groups of the rank's optimizer shard, and what swaps them (ZgSgSwap). More than
 ** ZG_MAX_TABLE_ROWS are not built (sub_group_size 1 on a large shard asks for billions): the plan
 ** gets none and zg_plan_build refuses it from sg_wanted. */
+/* The speculative optimizer step (docs/PLAN.md "Speculative optimizer step"). Adam on the host
+** cannot start before the global norm, which needs every gradient: without speculation the whole
+** CPU Adam sits after backward. With it, a sub-group's Adam runs as soon as its gradients are final,
+** assuming the step applies unclipped (no fp16 overflow, norm within gradient_clipping) and writing
+** a second copy of master, m and v; the step rule then commits that copy, or, when the assumption
+** failed, redoes every sub-group from the untouched first copy. Either way the bits are those of
+** the unspeculated step. Planned where the state is in host memory and the gradients are handed
+** over into grad32 there (offload_optimizer cpu, stages 1-2); the norm is then summed during that
+** hand-over (norm_fused) with or without speculation, so the choice never changes the norm. */
+static void decide_speculative(ZgPlan *p)
+{
+    const ZgZero *z = p->zero;
+    bool host_state = !p->adam_device && z->offload_optimizer.device == ZG_OFFLOAD_CPU &&
+                      (z->stage == 1 || z->stage == 2);
+    p->norm_fused = host_state;
+    p->speculative = host_state && p->n_subgroups > 0 && p->model->speculative_step != 0;
+    p->spec_why = p->speculative ? NULL
+                : !host_state ? "it needs the optimizer state in host memory (offload_optimizer cpu, ZeRO stage 1 or 2)"
+                : p->n_subgroups == 0 ? "the plan has no sub-groups"
+                : "train.speculative_step is false";
+}
+
 static void make_subgroups(ZgPlan *p)
 {
     const ZgZero *z = p->zero;
@@ -246,6 +268,7 @@ static void make_subgroups(ZgPlan *p)
     ** host runs it (the device cannot write the parameters' host home in its pass) */
     p->adam_device = z->offload_optimizer.device == ZG_OFFLOAD_NONE &&
                      (z->stage < 3 || z->offload_param.device == ZG_OFFLOAD_NONE);
+    decide_speculative(p);
     p->sg_swap = opt_nvme ? ZG_SWAP_OPTIMIZER
                : z->stage == 3 && par_nvme && z->dtype == ZG_DTYPE_FP32 &&
                  z->offload_optimizer.device == ZG_OFFLOAD_NONE ? ZG_SWAP_PARAMS : ZG_SWAP_NONE;
@@ -343,6 +366,19 @@ static bool fit_sub_groups(ZgPlan *p)
     return true;
 }
 
+/* The speculative step needs a second copy of master, m and v in host memory; where that does not
+** fit hardware.host_memory and the spec did not ask for it, the plan runs without it. true when it
+** dropped it (replan). */
+static bool fit_speculative(ZgPlan *p)
+{
+    const ZgModel *m = p->model;
+    if (!p->speculative || m->speculative_step == 1 || m->host_memory <= 0) return false;
+    if (zg_mem_host_per_node(p) <= m->host_memory) return false;
+    p->speculative = false;
+    p->spec_why = "its second copy of the optimizer state does not fit hardware.host_memory";
+    return true;
+}
+
 void zg_plan_build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
 {
     p->act_ckpt = p->act_ckpt || m->activation_checkpointing;
@@ -355,6 +391,10 @@ void zg_plan_build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
     zg_memplan_build(p);
     if (fit_sub_groups(p)) {
         zg_plan_partition(p);
+        zg_sched_build(p);
+        zg_memplan_build(p);
+    }
+    if (fit_speculative(p)) {
         zg_sched_build(p);
         zg_memplan_build(p);
     }

@@ -219,6 +219,8 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jstr(j, "grad_shard", region_tier(p, z->stage < 2 && !*region_tier(p, "grad32") ? "grads" : "grad32"));
     jstr(j, "optimizer_state", region_tier(p, "adam_m"));
     jstr(j, "adam", p->adam_device ? "device" : "host");
+    jbool(j, "speculative_step", p->speculative);
+    jbool(j, "norm_fused", p->norm_fused);
     jclose(j, '}');
     jclose(j, '}');
 

@@ -310,6 +310,14 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
             p->adam_device || z->offload_optimizer.device != ZG_OFFLOAD_NONE ? ""
             : " (its state stays in the device tier, as DeepSpeed places it, but the parameters it "
               "updates are offloaded; a GPU rank reads and writes that state through host memory)");
+    if (p->speculative)
+        fprintf(f, "speculative step: each sub-group's Adam runs in the last micro-step once its gradients "
+                "are final (OPTIMIZER in that list), into a second copy of the state; the step commits it "
+                "when the step applies unclipped, else redoes every sub-group from the first copy (same bits)\n");
+    else if (!p->adam_device)
+        fprintf(f, "no speculative step: %s\n", p->spec_why ? p->spec_why : "?");
+    if (p->norm_fused)
+        fprintf(f, "gradient norm summed per bucket while the last micro-step hands the gradients over\n");
     fprintf(f, "optimizer shard %lld elements in %d sub-group(s) (boundaries multiple of %lld)\n",
             (long long)s->opt_numel, p->n_subgroups, (long long)p->sg_align);
     owners_txt(p, f);

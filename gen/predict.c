@@ -36,6 +36,7 @@ typedef struct Sim {
     int *opt_done;              /* per sub-group: last event of its update (Adam, H2D, write) */
     int micro;
     int last_bwd;               /* module of the latest BACKWARD (for GRAD_COPY) */
+    int last_grad;              /* the latest hand-over (grad_done) of this micro-step */
 } Sim;
 
 static double ev_end(const Sim *s, int e) { return e < 0 ? 0.0 : s->pr->ev[e].start + s->pr->ev[e].dur; }
@@ -150,6 +151,25 @@ static double bucket_module_numel(const ZgPlan *p, int k, int mi)
 /* }===================================================================== */
 
 /* {===================================================================== the replay */
+/* OPTIMIZER on sub-group a after events deps[0..nd): Adam where the plan runs it, then the updated
+** working copy to NVMe or H2D. Returns the update's last event (also opt_done[a]). */
+static int adam_op(Sim *s, const ZgOp *o, const int *deps, int nd)
+{
+    const ZgPlan *p = s->p;
+    const ZgHw *hw = s->hw;
+    int a = o->arg;
+    bool host_adam = !p->adam_device;
+    double sg = a >= 0 && a < p->n_subgroups ? (double)p->subgroups[a].numel : 0;
+    double t = host_adam || hw->host ? sg / hw->cpu_adam_rate
+                                     : sg * (28.0 + zg_dtype_size(p->zero->dtype)) / hw->mem_bw;
+    int e = run(s, host_adam ? ZG_RES_CPU : ZG_RES_COMPUTE, o->kind, a, t + hw->op_overhead_s, deps, nd);
+    ZgOpBytes b = zg_op_bytes(p, o);     /* the updated working copy: to NVMe, or H2D */
+    if (b.nvme_write) e = run1(s, ZG_RES_NVME_WRITE, o->kind, a, (double)b.nvme_write / hw->nvme_write_bw, e);
+    else if (b.h2d) e = run1(s, ZG_RES_H2D, ZG_NOPS + ZG_PX_H2D, a, (double)b.h2d / hw->h2d_bw, e);
+    s->opt_done[a] = e;
+    return e;
+}
+
 static void micro_step(Sim *s, const ZgOp *ops, int n)
 {
     const ZgPlan *p = s->p;
@@ -204,6 +224,7 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
                 s->grad_done[a] = run1(s, ZG_RES_CPU, ZG_NOPS + ZG_PX_ACCUM, a,
                                        part * (n16 + 8.0) / hw->host_mem_bw, e);
                 s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a, 0, e);
+                s->last_grad = s->grad_done[a];
             } else {
                 s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a,
                                        part * (n16 + 8.0) / hw->mem_bw, e);
@@ -219,6 +240,10 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
             }
             break;
         }
+        case ZG_OP_OPTIMIZER:       /* the speculative step: Adam once the hand-overs so far are done,
+                                    ** off the driver (a host thread), so compute goes on */
+            adam_op(s, o, &s->last_grad, 1);
+            break;
         default:
             break;
         }
@@ -241,13 +266,13 @@ static void optimizer_step(Sim *s, const ZgOp *ops, int n)
     double norm_bw = host_adam ? hw->host_mem_bw : hw->mem_bw;
     if (p->grad_nvme)               /* the norm reads the gradient shard back from NVMe */
         all = run1(s, ZG_RES_NVME_READ, ZG_NOPS + ZG_PX_NVME_READ, 0, shard * 4.0 / hw->nvme_read_bw, all);
-    int norm = run1(s, opt_res, ZG_NOPS + ZG_PX_NORM, 0,
-                    shard * (z->stage >= 2 || host_adam ? 4.0 : n16) / norm_bw, all);
+    /* norm_fused: the hand-overs summed it; what is left is adding the buckets' sums */
+    double norm_bytes = p->norm_fused ? 0 : shard * (z->stage >= 2 || host_adam ? 4.0 : n16);
+    int norm = run1(s, opt_res, ZG_NOPS + ZG_PX_NORM, 0, norm_bytes / norm_bw + hw->op_overhead_s, all);
     int done = norm;
     for (int i = 0; i < n; i++) {
         const ZgOp *o = &ops[i];
         int a = o->arg, dep[3];
-        double sg = a >= 0 && a < p->n_subgroups ? (double)p->subgroups[a].numel : 0;
         switch (o->kind) {
         case ZG_OP_SWAP_IN:
             dep[0] = a - p->n_sg_buffers >= 0 ? s->swap_out[a - p->n_sg_buffers] : -1;
@@ -257,13 +282,7 @@ static void optimizer_step(Sim *s, const ZgOp *ops, int n)
         case ZG_OP_OPTIMIZER: {
             dep[0] = norm;
             dep[1] = s->swap_in[a];
-            double t = host_adam || hw->host ? sg / hw->cpu_adam_rate
-                                           : sg * (28.0 + n16) / hw->mem_bw;
-            int e = run(s, opt_res, o->kind, a, t + hw->op_overhead_s, dep, 2);
-            ZgOpBytes b = zg_op_bytes(p, o);     /* the updated working copy: to NVMe, or H2D */
-            if (b.nvme_write) e = run1(s, ZG_RES_NVME_WRITE, o->kind, a, (double)b.nvme_write / hw->nvme_write_bw, e);
-            else if (b.h2d) e = run1(s, ZG_RES_H2D, ZG_NOPS + ZG_PX_H2D, a, (double)b.h2d / hw->h2d_bw, e);
-            s->opt_done[a] = e;
+            int e = adam_op(s, o, dep, 2);
             if (ev_end(s, e) > ev_end(s, done)) done = e;
             break;
         }
@@ -322,7 +341,7 @@ void zg_predict(const ZgPlan *p, const ZgHw *hw, ZgPrediction *pr)
     memset(pr, 0, sizeof *pr);
     const ZgModel *m = p->model;
     const ZgZero *z = p->zero;
-    Sim s = {.p = p, .hw = hw, .pr = pr, .last_compute = -1, .last_bwd = -1};
+    Sim s = {.p = p, .hw = hw, .pr = pr, .last_compute = -1, .last_bwd = -1, .last_grad = -1};
     for (int r = 0; r < ZG_NRES; r++) s.last[r] = -1;
     int ng = p->n_gathers + 1, ns = p->n_gather_slots + 1, nb = p->n_buckets + 1, nsg = p->n_subgroups + 1;
     int **arrs[] = {&s.gather_done, &s.slot_free, &s.reduce_done, &s.grad_done, &s.swap_in,

@@ -202,13 +202,47 @@ static void step_ops(const ZgPlan *p, OpList *l)
     bool nvme = p->sg_swap != ZG_SWAP_NONE;
     int n = p->n_subgroups;
     if (nvme && n > 0) emit(l, ZG_OP_SWAP_IN, 0, -1);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !p->speculative; i++) {
         if (nvme && i + 1 < n) emit(l, ZG_OP_SWAP_IN, i + 1, -1);
         emit(l, ZG_OP_OPTIMIZER, i, -1);
         if (nvme) emit(l, ZG_OP_SWAP_OUT, i, -1);
     }
     if (z->stage == 1 || z->stage == 2) emit(l, ZG_OP_ALLGATHER_PARAMS, 0, -1);
     if (z->stage == 3 && p->shard.persist_numel > 0) emit(l, ZG_OP_ALLGATHER_PARAMS, 0, -1);
+}
+
+/* The speculative step (plan.c): OPTIMIZER on sub-group k right after the last WAIT_REDUCE, in the
+** last micro-step, of a bucket that holds gradients of k on some rank (rank r's sub-group k is the
+** flat range r * opt_flat_stride + [shard_offset, + numel)). After it every rank's gradients of k
+** are final, so the op sits at the same place in every rank's list. */
+static void speculative_ops(const ZgPlan *p, OpList *l)
+{
+    int ns = p->n_subgroups, ws = p->model->world_size;
+    int *after = zg_xmalloc((size_t)(ns > 0 ? ns : 1) * sizeof *after);
+    for (int k = 0; k < ns; k++) after[k] = -1;
+    for (int i = 0; i < l->n; i++) {
+        if (l->ops[i].kind != ZG_OP_WAIT_REDUCE) continue;
+        const ZgBucket *b = &p->buckets[l->ops[i].arg];
+        for (int k = 0; k < ns; k++)
+            for (int r = 0; r < ws; r++) {
+                int64_t lo = (int64_t)r * p->shard.opt_flat_stride + p->subgroups[k].shard_offset;
+                if (lo < b->flat_offset + b->numel && b->flat_offset < lo + p->subgroups[k].numel) {
+                    after[k] = i;
+                    break;
+                }
+            }
+    }
+    OpList out = {0};
+    for (int i = 0; i < l->n; i++) {
+        emit(&out, l->ops[i].kind, l->ops[i].arg, l->ops[i].slot);
+        for (int k = ns - 1; k >= 0; k--)
+            if (after[k] == i) emit(&out, ZG_OP_OPTIMIZER, k, -1);
+    }
+    for (int k = ns - 1; k >= 0; k--)          /* a sub-group of padding only: at the end */
+        if (after[k] < 0) emit(&out, ZG_OP_OPTIMIZER, k, -1);
+    free(l->ops);
+    free(after);
+    *l = out;
 }
 
 void zg_sched_build(ZgPlan *p)
@@ -218,6 +252,7 @@ void zg_sched_build(ZgPlan *p)
     bool every = p->zero->stage >= 2;
     micro_ops(p, &micro, every);
     micro_ops(p, &last, true);
+    if (p->speculative) speculative_ops(p, &last);
     step_ops(p, &step);
     s->micro = micro.ops; s->n_micro = micro.n;
     s->last = last.ops;   s->n_last = last.n;

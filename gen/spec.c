@@ -26,7 +26,7 @@ static const char *const spec_keys[] = {
     "train.batch_size", "train.grad_accum", "train.lr", "train.activation_checkpointing",
     "hardware.device_memory", "hardware.host_memory", "hardware.gpus_per_node",
     "hardware.device_headroom",
-    "train.allow_tf32",
+    "train.allow_tf32", "train.speculative_step",
 };
 #define N_SPEC_KEYS ((int)(sizeof spec_keys / sizeof spec_keys[0]))
 
@@ -48,6 +48,7 @@ void zg_model_defaults(ZgModel *m)
     m->world_size = 1;
     m->seed = 1234;
     m->rope_theta = 10000.0;
+    m->speculative_step = -1;
 }
 
 void zg_model_set_world_size(ZgModel *m, int ws)
@@ -267,6 +268,10 @@ static void load_train(const ZgNode *sec, ZgModel *m, Seen *seen)
         } else if (!strcmp(k, "allow_tf32")) {
             m->loc_allow_tf32 = v->loc;
             zg_node_bool(v, what, &m->allow_tf32);
+        } else if (!strcmp(k, "speculative_step")) {
+            bool b;
+            m->loc_speculative_step = v->loc;
+            if (zg_node_bool(v, what, &b)) m->speculative_step = b;
         } else unknown_key("train", k, sec->key_locs[i]);
         free(what);
     }
@@ -415,6 +420,7 @@ const ZgNode *zg_spec_load(const char *path, ZgModel *m)
     m->loc_n_layers = rat;
     m->loc_arch = rat;
     m->loc_allow_tf32 = rat;
+    m->loc_speculative_step = rat;
     if (root->kind != ZG_NMAP) {
         zg_error(root->loc, "a spec is a mapping (name, model, train, deepspeed, hardware), not %s",
                  zg_node_kind_name(root));

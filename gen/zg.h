@@ -131,6 +131,10 @@ typedef struct ZgModel {
     ** gen/cuda_dec.c's decision (zg_cuda_tf32: fp32 plans only). */
     bool allow_tf32;
     ZgLoc loc_allow_tf32;       /* the key (the spec's top level when absent) */
+    /* Added by the speculative-step work (spec.c): train.speculative_step, the user's word on
+    ** plan.c's speculative optimizer step: -1 left out (zgen decides), 0 false, 1 true. */
+    int speculative_step;
+    ZgLoc loc_speculative_step; /* the key (the spec's top level when absent) */
 } ZgModel;
 
 typedef struct ZgOffloadCfg {

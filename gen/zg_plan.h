@@ -410,6 +410,17 @@ typedef struct ZgPlan {
                                             ** written through, nvme_write; SWAP_IN reads it with
                                             ** master, m, v), and REDUCE never lands in grad32
                                             ** directly (docs/PLAN.md "Gradients on NVMe") */
+    /* Added by the speculative-step work (plan.c, docs/PLAN.md "Speculative optimizer step"). */
+    bool speculative;                       /* Adam on the host runs each sub-group inside the last
+                                            ** micro-step as soon as its gradients are final (an
+                                            ** OPTIMIZER op in sched.last), assuming the step applies
+                                            ** unclipped; the state is double-buffered ("*_next"),
+                                            ** and the step rule commits it or redoes every
+                                            ** sub-group from the untouched state */
+    const char *spec_why;                   /* why not speculative (plan.txt), or NULL */
+    bool norm_fused;                        /* the gradient norm is summed per bucket while the
+                                            ** last micro-step hands the gradients over into grad32
+                                            ** (no separate pass over the shard before Adam) */
 } ZgPlan;
 
 

@@ -24,18 +24,19 @@ static inline float load_g(const void *g, int gdt, int64_t i)
     return zr_fp16_to_f32(((const uint16_t *)g)[i]);
 }
 
-void zr_adam_kernel_scalar(const ZrAdamK *k, float *p, float *m, float *v, const void *g,
-                           int gdt, void *p16, int p16dt, int64_t n)
+void zr_adam_kernel_scalar(const ZrAdamK *k, const float *pin, const float *min, const float *vin,
+                           float *p, float *m, float *v, const void *g, int gdt, void *p16, int p16dt,
+                           int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         float gi = load_g(g, gdt, i) * k->gs;
-        float pi = p[i];
+        float pi = pin[i];
         if (k->decay) {
             if (k->adamw) pi = pi - k->lrwd * pi;
             else gi = gi + k->wd * pi;
         }
-        float mi = k->b1 * m[i] + k->omb1 * gi;
-        float vi = k->b2 * v[i] + k->omb2 * (gi * gi);
+        float mi = k->b1 * min[i] + k->omb1 * gi;
+        float vi = k->b2 * vin[i] + k->omb2 * (gi * gi);
         float den = sqrtf(vi) * k->rbc2 + k->eps;
         pi = pi - k->step_size * (mi / den);
         p[i] = pi;
@@ -149,7 +150,7 @@ int zr_adam_step_scalar(const ZrAdamCfg *c, float *p, float *m, float *v, const 
 {
     ZrAdamK k;
     int rc = prepare(c, p, m, v, g, gdt, p16, p16dt, n, &k);
-    if (rc == 0 && n > 0) zr_adam_kernel_scalar(&k, p, m, v, g, (int)gdt, p16, (int)p16dt, n);
+    if (rc == 0 && n > 0) zr_adam_kernel_scalar(&k, p, m, v, p, m, v, g, (int)gdt, p16, (int)p16dt, n);
     return rc;
 }
 
@@ -159,13 +160,20 @@ int zr_adam_step_scalar(const ZrAdamCfg *c, float *p, float *m, float *v, const 
 int zr_adam_step(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g, ZrDtype gdt,
                  void *p16, ZrDtype p16dt, int64_t n)
 {
+    return zr_adam_step_to(c, p, m, v, p, m, v, g, gdt, p16, p16dt, n);
+}
+
+int zr_adam_step_to(const ZrAdamCfg *c, const float *pin, const float *min, const float *vin, float *p,
+                    float *m, float *v, const void *g, ZrDtype gdt, void *p16, ZrDtype p16dt, int64_t n)
+{
     ZrAdamK k;
     int rc = prepare(c, p, m, v, g, gdt, p16, p16dt, n, &k);
+    if (rc == 0 && n > 0 && (!pin || !min || !vin)) rc = -EINVAL;
     if (rc != 0 || n == 0) return rc;
     ZrAdamKernel *fn = current()->fn;
     int nt = omp_in_parallel() || n < ZR_ADAM_PAR_MIN ? 1 : omp_get_max_threads();
     if (nt <= 1) {
-        fn(&k, p, m, v, g, (int)gdt, p16, (int)p16dt, n);
+        fn(&k, pin, min, vin, p, m, v, g, (int)gdt, p16, (int)p16dt, n);
         return 0;
     }
     size_t gsz = gdt == ZR_DT_FP32 ? 4 : 2;
@@ -177,7 +185,7 @@ int zr_adam_step(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g
         int64_t per = ((n + nth - 1) / nth + 63) & ~(int64_t)63;
         int64_t lo = per * tid, hi = lo + per < n ? lo + per : n;
         if (lo < hi)
-            fn(&k, p + lo, m + lo, v + lo, (const char *)g + lo * gsz, (int)gdt,
+            fn(&k, pin + lo, min + lo, vin + lo, p + lo, m + lo, v + lo, (const char *)g + lo * gsz, (int)gdt,
                p16 ? (void *)((char *)p16 + lo * 2) : NULL, (int)p16dt, hi - lo);
     }
     return 0;

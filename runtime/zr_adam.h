@@ -40,6 +40,12 @@ typedef struct ZrAdamCfg {
 */
 int zr_adam_step(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g, ZrDtype gdt,
                  void *p16, ZrDtype p16dt, int64_t n);
+/* The same pass out of place: reads pin, min, vin and writes p, m, v (each output array either is
+** its input or does not overlap it), the same bits as zr_adam_step on copies. The speculative step
+** (docs/PLAN.md) computes the next state beside the current one with it, at the in-place pass's
+** 28 B per parameter. */
+int zr_adam_step_to(const ZrAdamCfg *c, const float *pin, const float *min, const float *vin, float *p,
+                    float *m, float *v, const void *g, ZrDtype gdt, void *p16, ZrDtype p16dt, int64_t n);
 /* The reference every SIMD path is held to (single-threaded, plain C). */
 int zr_adam_step_scalar(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g,
                         ZrDtype gdt, void *p16, ZrDtype p16dt, int64_t n);
@@ -58,7 +64,9 @@ typedef struct ZrAdamK {
     float gs;                 /* grad_scale */
     int adamw, decay;         /* decay = (wd != 0) */
 } ZrAdamK;
-typedef void ZrAdamKernel(const ZrAdamK *k, float *p, float *m, float *v, const void *g,
-                          int gdt, void *p16, int p16dt, int64_t n);
+/* Reads pin/min/vin, writes p/m/v (the same arrays for an in-place step). */
+typedef void ZrAdamKernel(const ZrAdamK *k, const float *pin, const float *min, const float *vin,
+                          float *p, float *m, float *v, const void *g, int gdt, void *p16, int p16dt,
+                          int64_t n);
 ZrAdamKernel zr_adam_kernel_scalar, zr_adam_kernel_avx2, zr_adam_kernel_avx512;
 #endif

@@ -37,7 +37,8 @@ T256 static inline __m128i to_bf16(__m256 x)
     return _mm256_castsi256_si128(pk);
 }
 
-T256 void zr_adam_kernel_avx2(const ZrAdamK *k, float *p, float *m, float *v, const void *g,
+T256 void zr_adam_kernel_avx2(const ZrAdamK *k, const float *pin, const float *min, const float *vin,
+                              float *p, float *m, float *v, const void *g,
                               int gdt, void *p16, int p16dt, int64_t n)
 {
     const __m256 b1 = _mm256_set1_ps(k->b1), b2 = _mm256_set1_ps(k->b2);
@@ -49,14 +50,14 @@ T256 void zr_adam_kernel_avx2(const ZrAdamK *k, float *p, float *m, float *v, co
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 gi = _mm256_mul_ps(load_g8(g, gdt, i), gs);
-        __m256 pi = _mm256_loadu_ps(p + i);
+        __m256 pi = _mm256_loadu_ps(pin + i);
         if (decay) {
             if (adamw) pi = _mm256_sub_ps(pi, _mm256_mul_ps(lrwd, pi));
             else gi = _mm256_add_ps(gi, _mm256_mul_ps(wd, pi));
         }
-        __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)),
+        __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(min + i)),
                                   _mm256_mul_ps(omb1, gi));
-        __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)),
+        __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(vin + i)),
                                   _mm256_mul_ps(omb2, _mm256_mul_ps(gi, gi)));
         __m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(vi), rbc2), eps);
         pi = _mm256_sub_ps(pi, _mm256_mul_ps(ss, _mm256_div_ps(mi, den)));
@@ -72,7 +73,7 @@ T256 void zr_adam_kernel_avx2(const ZrAdamK *k, float *p, float *m, float *v, co
     }
     if (i < n) {
         size_t gsz = gdt == ZR_DT_FP32 ? 4 : 2;
-        zr_adam_kernel_scalar(k, p + i, m + i, v + i, (const char *)g + i * gsz, gdt,
+        zr_adam_kernel_scalar(k, pin + i, min + i, vin + i, p + i, m + i, v + i, (const char *)g + i * gsz, gdt,
                               p16 ? (void *)((uint16_t *)p16 + i) : NULL, p16dt, n - i);
     }
 }

@@ -36,7 +36,8 @@ T512 static inline __m256i to_bf16(__m512 x)
     return _mm512_cvtepi32_epi16(r);
 }
 
-T512 void zr_adam_kernel_avx512(const ZrAdamK *k, float *p, float *m, float *v, const void *g,
+T512 void zr_adam_kernel_avx512(const ZrAdamK *k, const float *pin, const float *min, const float *vin,
+                              float *p, float *m, float *v, const void *g,
                                 int gdt, void *p16, int p16dt, int64_t n)
 {
     const __m512 b1 = _mm512_set1_ps(k->b1), b2 = _mm512_set1_ps(k->b2);
@@ -48,14 +49,14 @@ T512 void zr_adam_kernel_avx512(const ZrAdamK *k, float *p, float *m, float *v, 
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512 gi = _mm512_mul_ps(load_g16(g, gdt, i), gs);
-        __m512 pi = _mm512_loadu_ps(p + i);
+        __m512 pi = _mm512_loadu_ps(pin + i);
         if (decay) {
             if (adamw) pi = _mm512_sub_ps(pi, _mm512_mul_ps(lrwd, pi));
             else gi = _mm512_add_ps(gi, _mm512_mul_ps(wd, pi));
         }
-        __m512 mi = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(m + i)),
+        __m512 mi = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(min + i)),
                                   _mm512_mul_ps(omb1, gi));
-        __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(v + i)),
+        __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(vin + i)),
                                   _mm512_mul_ps(omb2, _mm512_mul_ps(gi, gi)));
         __m512 den = _mm512_add_ps(_mm512_mul_ps(_mm512_sqrt_ps(vi), rbc2), eps);
         pi = _mm512_sub_ps(pi, _mm512_mul_ps(ss, _mm512_div_ps(mi, den)));
@@ -71,7 +72,7 @@ T512 void zr_adam_kernel_avx512(const ZrAdamK *k, float *p, float *m, float *v, 
     }
     if (i < n) {
         size_t gsz = gdt == ZR_DT_FP32 ? 4 : 2;
-        zr_adam_kernel_scalar(k, p + i, m + i, v + i, (const char *)g + i * gsz, gdt,
+        zr_adam_kernel_scalar(k, pin + i, min + i, vin + i, p + i, m + i, v + i, (const char *)g + i * gsz, gdt,
                               p16 ? (void *)((uint16_t *)p16 + i) : NULL, p16dt, n - i);
     }
 }

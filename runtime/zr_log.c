@@ -54,6 +54,7 @@ int zr_log_format(char *buf, size_t cap, const ZrLogStep *s)
     ADD(put_num(buf + n, cap - n, s->tokens_per_s));
     ADD(snprintf(buf + n, cap - n, ",\"ms\":"));
     ADD(put_num(buf + n, cap - n, s->ms));
+    if (s->speculation) ADD(snprintf(buf + n, cap - n, ",\"speculation\":\"%s\"", s->speculation));
     if (s->has_val) {
         ADD(snprintf(buf + n, cap - n, ",\"val_loss\":"));
         ADD(put_num(buf + n, cap - n, s->val_loss));

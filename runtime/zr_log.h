@@ -4,7 +4,9 @@
 ** Log line, keys always in this order, floats with %.9g, non-finite values as null:
 **   {"step":12,"loss":5.12,"lr":0.0006,"grad_norm":1.5,"loss_scale":65536,"skipped":0,
 **    "tokens_per_s":10234.5,"ms":101.2}
-** plus ,"val_loss":x before the closing brace when has_val. loss_scale is 1 without fp16.
+** then ,"speculation":"kept"|"redone"|"undone" when the plan speculates (the speculative step's
+** outcome: its second copy committed, redone because the step clipped, undone because it skipped),
+** and ,"val_loss":x before the closing brace when has_val. loss_scale is 1 without fp16.
 ** step counts optimizer steps from 0, skipped ones included.
 */
 #ifndef ZR_LOG_H
@@ -21,6 +23,7 @@ typedef struct ZrLogStep {
     int skipped;                /* 1: fp16 overflow, no update */
     double tokens_per_s;
     double ms;                  /* wall time of the step */
+    const char *speculation;    /* "kept", "redone", "undone", or NULL (no speculative step) */
     int has_val;
     double val_loss;
 } ZrLogStep;

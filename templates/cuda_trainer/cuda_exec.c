@@ -491,10 +491,20 @@ static void grads_zero(void)
         CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grad32), 0, (size_t)T.opt_numel * 4));
 }
 
+/* OPTIMIZER in the last micro-step (ZG_SPECULATIVE): the host's hand-overs of the buckets brought
+** down so far are finished first (the sub-group's gradients are among them), then the step op as
+** the step runs it: Adam on the host into a slot of "param_land", that slot H2D. The driver runs
+** Adam itself, so the device works meanwhile only on what was issued before this op. */
+static void spec_optimizer(const ZrOpRow *op)
+{
+    for (int k = 0; k < ZG_N_BUCKETS; k++) finish_bucket(k);
+    tr_spec_optimizer(op, cz_host_step_op);
+}
+
 const TrOps cz_ops = {
     .name = "cuda",
     .swap_in = param_swap_in, .gather = gather, .wait_gather = wait_gather, .release = release,
     .forward = forward, .backward = backward,
-    .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce,
+    .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce, .optimizer = spec_optimizer,
     .batch = cz_upload_batch, .flush = cz_flush, .grads_zero = grads_zero,
 };

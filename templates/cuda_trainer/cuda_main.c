@@ -423,7 +423,7 @@ static void check_step(void)
 ** - ALLGATHER_PARAMS whose destination is on the device runs there, as lowered (the partitions'
 **   all-gather, or stage 3's persistent tensors rebuilt from this rank's slices).
 ** So the step moves what the plan's cost counts, and only between pinned memory and the device. */
-static void host_step_op(const ZrOpRow *op, double lr)
+void cz_host_step_op(const ZrOpRow *op, double lr)
 {
     if (op->kind == ZR_OP_ALLGATHER_PARAMS && cz_dev_region(op->dst)) {
         CZ_CHECK(zr_gpu_record(CZ.ev_h2d, CZ.h2d));         /* every sub-group's update has landed */
@@ -452,7 +452,7 @@ static void host_optim_step(void)
     CZ_CHECK(zr_gpu_event_sync(CZ.ev_h2d));    /* the last push out of the shadow is done */
     CZ_CHECK(zr_gpu_record(CZ.ev_compute, CZ.compute));
     CZ_CHECK(zr_gpu_wait(CZ.h2d, CZ.ev_compute));   /* the device has stopped reading the working copy */
-    tr_optim_step_with(host_step_op);
+    tr_optim_step_with(cz_host_step_op);
     /* the next step's work waits for the updates (compute, and nccl for the gathers) */
     CZ_CHECK(zr_gpu_record(CZ.ev_h2d, CZ.h2d));
     CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_h2d));

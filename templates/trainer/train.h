@@ -90,6 +90,13 @@ typedef struct Trainer {
     float *grad32;              /* owned fp32 gradient shard, or NULL (absent, or on NVMe) */
     int64_t grad32_nvme;        /* byte offset of grad32 in the swap file (ZG_GRAD_NVME), -1 */
     float *master, *adam_m, *adam_v;   /* fp32 owned optimizer shard (NULL when on NVMe/absent) */
+    float *master_next, *adam_m_next, *adam_v_next;  /* ZG_SPECULATIVE: the speculative step's
+                                ** output; committing swaps it with the three above */
+    int spec_mode;              /* train_optim.c: how OPTIMIZER runs now (TR_SPEC_*) */
+    int64_t spec_redone, spec_undone;  /* steps whose speculation was redone (clipped) or undone
+                                ** (skipped), for the log */
+    double norm_part[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];  /* ZG_NORM_FUSED: each bucket's sum of
+                                ** squares of this rank's gradients, from the last hand-over */
     int64_t master_nvme, adam_m_nvme, adam_v_nvme;  /* byte offsets in the swap file, -1 */
     void *opt_buf[TR_MAX_BUFS]; /* optimizer on NVMe: staging for master|m|v of one sub-group */
     int64_t opt_buf_part;       /* floats per part of an opt_buf */
@@ -172,6 +179,9 @@ void *tr_region_named(const char *name);  /* its memory; NULL when it has none o
 /* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32
 ** (train_ops.c) */
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add);
+/* Sum of squares in double over 8 interleaved partial sums (element i into sum i % 8), added
+** ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)): a fixed order every backend repeats (ZG_NORM_FUSED). */
+double tr_sumsq_f32(const float *x, int64_t n);
 void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off);   /* blocking swap-file I/O */
 void tr_nvme_rw_param(int write, void *buf, int64_t bytes, int64_t off);   /* same, params_shard's file */
 
@@ -194,6 +204,7 @@ typedef struct TrOps {
     TrOpFn *grad_copy;          /* GRAD_COPY: module gradients into the bucket buffer */
     TrOpFn *reduce;             /* REDUCE: start the row's collective */
     TrOpFn *wait_reduce;        /* WAIT_REDUCE: the row's hand-over into grad32 */
+    TrOpFn *optimizer;          /* OPTIMIZER in a micro-step list (ZG_SPECULATIVE) */
     void (*batch)(int micro);   /* hook: T.inputs / T.targets hold micro-step `micro`'s batch */
     void (*flush)(void);        /* hook: after the step's last micro-step and after an evaluation */
     void (*grads_zero)(void);   /* hook: start of a step, after the host accumulators are zeroed */
@@ -236,6 +247,12 @@ void tr_optim_step(void);               /* after the last micro-step: norm, scal
 ** train-cuda with the host's Adam: each sub-group's update to the device, the gathers there). */
 void tr_optim_step_with(void (*run_op)(const ZrOpRow *op, double lr));
 void tr_step_op(const ZrOpRow *op, double lr);   /* the host's: swaps, Adam, gathers */
+/* ZG_SPECULATIVE: OPTIMIZER in the last micro-step's list, through the backend's run_op (the
+** lr and grad_scale of an unclipped step); run_op is tr_step_op or a backend's wrapper of it. */
+void tr_spec_optimizer(const ZrOpRow *op, void (*run_op)(const ZrOpRow *op, double lr));
+/* How OPTIMIZER runs: in place (not speculative), into the *_next state (the speculation and its
+** redo), or only rewriting the working copy from the current master (a skipped step). */
+enum { TR_SPEC_OFF, TR_SPEC_NEXT, TR_SPEC_RESTORE };
 float *tr_opt_state_at(int part, int64_t i);  /* in-memory master (0), m (1), v (2) element i */
 void tr_opt_shard_grads(float *dst);    /* this rank's owned gradient shard as fp32 */
 void tr_params_gather(void);            /* all-gather the working copy from the owned parts */

@@ -152,6 +152,10 @@ static void run_op(const TrOps *ops, const ZrOpRow *op)
         ops->wait_reduce(op);
         tr_span(ZR_TRACK_COMM, "reduce + hand-over", t0);
         break;
+    case ZR_OP_OPTIMIZER:       /* the speculative step (gen/plan.c): the trace span is Adam's own */
+        if (!train) break;
+        ops->optimizer(op);
+        break;
     default:
         tr_die("op kind %d in a micro-step list", op->kind);
     }
@@ -194,6 +198,7 @@ void tr_grads_zero(const TrOps *ops)
 {
     if (T.grads) memset(T.grads, 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE);
     if (T.grad32) memset(T.grad32, 0, (size_t)T.opt_numel * 4);
+    memset(T.norm_part, 0, sizeof T.norm_part);
     tr_grad_window_reset();
     if (ops->grads_zero) ops->grads_zero();
 }

@@ -280,6 +280,9 @@ void tr_layout_init(void)
     T.master = region("master", &T.master_nvme, NULL);
     T.adam_m = region("adam_m", &T.adam_m_nvme, NULL);
     T.adam_v = region("adam_v", &T.adam_v_nvme, NULL);
+    T.master_next = region("master_next", NULL, NULL);
+    T.adam_m_next = region("adam_m_next", NULL, NULL);
+    T.adam_v_next = region("adam_v_next", NULL, NULL);
     for (int b = 0; b < TR_MAX_BUFS; b++) {
         snprintf(name, sizeof name, "opt_buf_%d", b);
         if (!(T.opt_buf[b] = region(name, NULL, &bytes))) break;

@@ -260,7 +260,7 @@ int main(int argc, char **argv)
         T.loss_sum = 0;
         T.loss_scale = ZG_FP16 ? T.scaler.scale : 1.0;
         double lr = zr_lr_at(&T.lr, T.applied);
-        int64_t skipped = T.scaler.skipped;
+        int64_t skipped = T.scaler.skipped, redone = T.spec_redone, undone = T.spec_undone;
         for (int micro = 0; micro < ZG_GRAD_ACCUM; micro++)
             tr_exec_micro(tr_backend->ops, micro, micro == ZG_GRAD_ACCUM - 1);
         if (T.a.dump_grads && T.step == first) tr_dump_grads(T.a.dump_grads);
@@ -273,6 +273,8 @@ int main(int argc, char **argv)
         ls.grad_norm = T.grad_norm;
         ls.loss_scale = T.loss_scale;
         ls.skipped = T.scaler.skipped != skipped;
+        if (ZG_SPECULATIVE)
+            ls.speculation = T.spec_undone != undone ? "undone" : T.spec_redone != redone ? "redone" : "kept";
         ls.ms = (zr_trace_now_us() - t0) / 1000.0;
         ls.tokens_per_s = ZG_TOKENS_PER_STEP / (ls.ms / 1000.0);
         if (T.a.val && T.step == T.a.steps) {

@@ -242,6 +242,16 @@ static void reduce(const ZrOpRow *op)
         tr_die("REDUCE of bucket %d lowered to %s", op->arg, zr_xfer_names[op->xfer]);
 }
 
+double tr_sumsq_f32(const float *x, int64_t n)
+{
+    double s[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) s[j] += (double)x[i + j] * x[i + j];
+    for (int j = 0; i < n; i++, j++) s[j] += (double)x[i] * x[i];
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add)
 {
 #if ZG_MIXED
@@ -269,9 +279,16 @@ void tr_hand_over(const ZrOpRow *op)
     int64_t skip, dst, n = tr_hand_over_range(op, &skip, &dst);
     if (n <= 0) return;
     const char *src = (const char *)tr_region_at(op->src, op->src_off, op->src_dt) + skip * ZG_DTYPE_SIZE;
-    if (op->xfer == ZR_XFER_NVME_WRITE) tr_grad_take(dst, src, n, op->accumulate);
-    else tr_w_into_f32(tr_region_at(op->dst, dst, ZR_DT_FP32), src, n, op->accumulate);
+    if (op->xfer == ZR_XFER_NVME_WRITE) {
+        tr_grad_take(dst, src, n, op->accumulate);
+        return;
+    }
+    float *d = tr_region_at(op->dst, dst, ZR_DT_FP32);
+    tr_w_into_f32(d, src, n, op->accumulate);
+    if (ZG_NORM_FUSED && T.micro == ZG_GRAD_ACCUM - 1) T.norm_part[op->arg] = tr_sumsq_f32(d, n);
 }
+
+static void host_spec_optimizer(const ZrOpRow *op) { tr_spec_optimizer(op, tr_step_op); }
 
 /* NONE: the reduction already landed in grad32, or there is no grad32. */
 static void wait_reduce(const ZrOpRow *op)
@@ -286,4 +303,5 @@ const TrOps tr_host_ops = {
     .swap_in = param_swap_in, .gather = gather, .wait_gather = wait_gather, .release = release,
     .forward = forward, .backward = backward,
     .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce,
+    .optimizer = host_spec_optimizer,
 };

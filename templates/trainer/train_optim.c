@@ -206,14 +206,16 @@ static void swap_out(int k)
 ** elementwise: any chunking gives the same bits). */
 #define ADAM_CHUNK (1 << 20)
 
-static void adam_piece(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g, ZrDtype gdt,
-                       char *p16, int64_t n)
+/* Reads p, m, v and writes po, mo, vo (the same arrays in place). */
+static void adam_piece(const ZrAdamCfg *c, float *p, float *m, float *v, float *po, float *mo, float *vo,
+                       const void *g, ZrDtype gdt, char *p16, int64_t n)
 {
     size_t gsz = gdt == ZR_DT_FP32 ? 4 : ZG_DTYPE_SIZE;
     for (int64_t a = 0; a < n; a += ADAM_CHUNK) {
         int64_t len = n - a < ADAM_CHUNK ? n - a : ADAM_CHUNK;
-        ZR_CHECK(zr_adam_step(c, p + a, m + a, v + a, (const char *)g + a * gsz, gdt,
-                              p16 ? p16 + a * ZG_DTYPE_SIZE : NULL, (ZrDtype)ZG_DTYPE, len));
+        ZR_CHECK(zr_adam_step_to(c, p + a, m + a, v + a, po + a, mo + a, vo + a,
+                                 (const char *)g + a * gsz, gdt, p16 ? p16 + a * ZG_DTYPE_SIZE : NULL,
+                                 (ZrDtype)ZG_DTYPE, len));
         if (T.nvme && zr_nvme_poll(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
         if (T.nvme_param != T.nvme && zr_nvme_poll(T.nvme_param) < 0) tr_die("%s", zr_nvme_strerror(T.nvme_param));
     }
@@ -255,16 +257,25 @@ static void optimizer(int k, double lr)
     double t0 = tr_now();
     ZrAdamCfg c = {(float)lr, (float)ZG_BETA1, (float)ZG_BETA2, (float)ZG_EPS, 0.0f, ZG_ADAM_W_MODE,
                    ZG_BIAS_CORRECTION ? T.applied + 1 : INT64_MAX, T.grad_scale};
+    /* where the update goes: in place, or the speculative step's second copy (whose working copy
+    ** then comes from that copy's master) */
+    int next = T.spec_mode == TR_SPEC_NEXT;
+    float *out[3] = {next ? T.master_next : p, next ? T.adam_m_next : m, next ? T.adam_v_next : v};
     for (int t = 0; t < ZG_N_TENSORS; t++) {
         int64_t lo = T.t[t].opt_lo > s0 ? T.t[t].opt_lo : s0;
         int64_t hi = T.t[t].opt_hi < s1 ? T.t[t].opt_hi : s1;
         if (hi <= lo) continue;
+        if (T.spec_mode == TR_SPEC_RESTORE) {      /* a skipped step: the working copy of the master */
+            if (ZG_MIXED) tr_f32_to_w(home + lo * ZG_DTYPE_SIZE, p + lo, hi - lo);
+            else memcpy(home + lo * 4, p + lo, (size_t)(hi - lo) * 4);
+            continue;
+        }
         ZrDtype gdt = ZR_DT_FP32;
         const void *g = gnv ? gnv + lo : grad_at(lo, &gdt);
         c.weight_decay = zg_tensors[t].decay ? (float)ZG_WEIGHT_DECAY : 0.0f;
         char *p16 = ZG_MIXED && home ? home + lo * ZG_DTYPE_SIZE : NULL;
-        adam_piece(&c, p + lo, m + lo, v + lo, g, gdt, p16, hi - lo);
-        if (!ZG_MIXED && home) memcpy(home + lo * 4, p + lo, (size_t)(hi - lo) * 4);
+        adam_piece(&c, p + lo, m + lo, v + lo, out[0] + lo, out[1] + lo, out[2] + lo, g, gdt, p16, hi - lo);
+        if (!ZG_MIXED && home) memcpy(home + lo * 4, out[0] + lo, (size_t)(hi - lo) * 4);
     }
     if (separate && T.params_shard_nvme >= 0)
         ZR_CHECK(zr_nvme_write_async(T.nvme_param, T.param_wb, sg->numel * ZG_DTYPE_SIZE,
@@ -365,9 +376,16 @@ static double owned_sumsq_nvme(void)
     return s;
 }
 
-/* Sum of squares of this rank's owned gradient (double accumulation, fixed order). */
+/* Sum of squares of this rank's owned gradient (double accumulation, fixed order). With
+** ZG_NORM_FUSED the last hand-over of each bucket summed its part (tr_sumsq_f32), and the buckets
+** add up in bucket order, whichever order they arrived in. */
 static double owned_sumsq(void)
 {
+    if (ZG_NORM_FUSED) {
+        double s = 0;
+        for (int b = 0; b < ZG_N_BUCKETS; b++) s += T.norm_part[b];
+        return s;
+    }
     if (T.grad32_nvme >= 0) return owned_sumsq_nvme();
     double s = 0;
     for (int t = 0; t < ZG_N_TENSORS; t++) {
@@ -432,8 +450,75 @@ int tr_step_rule(double (*owned)(void), double *lr)
     return 1;
 }
 
+/* ---------------------------------------------------------------------- the speculative step */
+/* ZG_SPECULATIVE (gen/plan.c): OPTIMIZER ops sit in the last micro-step's list, each right after its
+** sub-group's gradients are final, and run with what an applied, unclipped step would use: this
+** step's lr and 1/loss_scale. They write master_next, m_next, v_next and the working copy; the
+** current state stays as it was. The step rule then decides: an applied unclipped step has exactly
+** those inputs (the same float grad_scale), so the second copy is the step and committing it is
+** swapping pointers; an applied clipped step redoes every sub-group from the current state with
+** its grad_scale; a skipped step (fp16 overflow) rewrites the working copy from the current master,
+** which it was before the speculation. Each outcome has the bits of the unspeculated step. */
+static int spec_done[ZG_N_SUBGROUPS > 0 ? ZG_N_SUBGROUPS : 1];
+
+void tr_spec_optimizer(const ZrOpRow *op, void (*run_op)(const ZrOpRow *op, double lr))
+{
+    T.grad_scale = (float)(1.0 / T.loss_scale);
+    T.spec_mode = TR_SPEC_NEXT;
+    run_op(op, zr_lr_at(&T.lr, T.applied));
+    T.spec_mode = TR_SPEC_OFF;
+    spec_done[op->arg] = 1;
+}
+
+static void swap_state(float **a, float **b, const char *name, const char *next)
+{
+    float *t = *a;
+    *a = *b;
+    *b = t;
+    int i = tr_region_index(name), j = tr_region_index(next);
+    if (i >= 0 && j >= 0) { void *r = T.rg[i]; T.rg[i] = T.rg[j]; T.rg[j] = r; }
+}
+
+/* Every OPTIMIZER of the last micro-step's list again, in `mode`. */
+static void spec_rerun(int mode, double lr, void (*run_op)(const ZrOpRow *op, double lr))
+{
+    T.spec_mode = mode;
+    for (int i = 0; i < ZG_N_LAST_MICRO_OPS; i++)
+        if (zg_last_micro_ops[i].kind == ZR_OP_OPTIMIZER) run_op(&zg_last_micro_ops[i], lr);
+    T.spec_mode = TR_SPEC_OFF;
+}
+
+static int spec_settle(double (*owned)(void), void (*run_op)(const ZrOpRow *op, double lr))
+{
+    for (int k = 0; k < ZG_N_SUBGROUPS; k++)
+        if (!spec_done[k]) tr_die("internal: sub-group %d had no speculative update this step", k);
+    memset(spec_done, 0, sizeof spec_done);
+    float guessed = (float)(1.0 / T.loss_scale);
+    double lr;
+    if (!tr_step_rule(owned, &lr)) {
+        double t0 = tr_now();
+        spec_rerun(TR_SPEC_RESTORE, 0, run_op);
+        tr_span(ZR_TRACK_COMPUTE, "speculation undone", t0);
+        T.spec_undone++;
+        return 0;
+    }
+    if (T.grad_scale != guessed) {
+        double t0 = tr_now();
+        spec_rerun(TR_SPEC_NEXT, lr, run_op);
+        tr_span(ZR_TRACK_COMPUTE, "speculation redone", t0);
+        T.spec_redone++;
+    }
+    swap_state(&T.master, &T.master_next, "master", "master_next");
+    swap_state(&T.adam_m, &T.adam_m_next, "adam_m", "adam_m_next");
+    swap_state(&T.adam_v, &T.adam_v_next, "adam_v", "adam_v_next");
+    for (int i = 0; i < ZG_N_STEP_OPS; i++) run_op(&zg_step_ops[i], lr);
+    T.applied++;
+    return 1;
+}
+
 int tr_step(double (*owned)(void), void (*run_op)(const ZrOpRow *op, double lr))
 {
+    if (ZG_SPECULATIVE) return spec_settle(owned, run_op);
     double lr;
     if (!tr_step_rule(owned, &lr)) return 0;
     for (int i = 0; i < ZG_N_STEP_OPS; i++) run_op(&zg_step_ops[i], lr);

@@ -211,6 +211,43 @@ static void bitexact_path(const char *impl)
 static void t_bitexact_avx512(void) { bitexact_path("avx512"); }
 static void t_bitexact_avx2(void) { bitexact_path("avx2"); }
 static void t_bitexact_scalar_forced(void) { bitexact_path("scalar"); }
+
+/* zr_adam_step_to on every path the CPU has: the in-place step's bits in the outputs, the inputs
+** untouched, across the OpenMP threshold and an odd tail. */
+static void t_out_of_place(void)
+{
+    static const char *const impls[] = {"avx512", "avx2", "scalar"};
+    int64_t n = 100003;
+    size_t fb = (size_t)n * 4;
+    float *a = malloc(fb * 9 + 64), *in = a + 1, *out = in + 3 * n, *ref = out + 3 * n;
+    float *gsrc = malloc(fb);
+    uint16_t *h1 = malloc((size_t)n * 2), *h2 = malloc((size_t)n * 2);
+    omp_set_num_threads(2);
+    for (int ii = 0; ii < 3; ii++) {
+        if (zr_adam_force_impl(impls[ii]) == -ENOTSUP) continue;
+        for (int64_t i = 0; i < n; i++) {
+            in[i] = ref[i] = nrand();
+            in[n + i] = ref[n + i] = nrand() * 0.01f;
+            in[2 * n + i] = ref[2 * n + i] = (float)urand() * 1e-3f;
+        }
+        fill_grads(gsrc, n, ii + 1);
+        void *g = make_grad(gsrc, n, ZR_DT_BF16);
+        ZrAdamCfg c = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-6f, .weight_decay = 0.05f,
+                       .adamw = 1, .step = 5, .grad_scale = 0.5f};
+        ZT_EQ_INT(zr_adam_step_to(&c, in, in + n, in + 2 * n, out, out + n, out + 2 * n, g, ZR_DT_BF16,
+                                  h2, ZR_DT_BF16, n), 0);
+        int kept = memcmp(in, ref, fb * 3) == 0;
+        ZT_CHECK(kept);
+        ZT_EQ_INT(zr_adam_step(&c, ref, ref + n, ref + 2 * n, g, ZR_DT_BF16, h1, ZR_DT_BF16, n), 0);
+        ZT_CHECK(same_bits(ref, out, fb * 3, "p,m,v", impls[ii], n));
+        ZT_CHECK(memcmp(h1, h2, (size_t)n * 2) == 0);
+        ZT_EQ_INT(zr_adam_step_to(&c, NULL, in + n, in + 2 * n, out, out + n, out + 2 * n, g, ZR_DT_BF16,
+                                  NULL, ZR_DT_BF16, n), -EINVAL);
+        free(g);
+    }
+    zr_adam_force_impl(NULL);
+    free(a); free(gsrc); free(h1); free(h2);
+}
 /* }===================================================================== */
 
 static void t_dispatch(void)
@@ -275,5 +312,6 @@ int main(void)
     ZT_RUN(t_bitexact_avx2);
     ZT_RUN(t_bitexact_scalar_forced);
     ZT_RUN(t_nan_propagates);
+    ZT_RUN(t_out_of_place);
     return zt_end();
 }

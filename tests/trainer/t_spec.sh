@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# t_spec.sh — the speculative optimizer step (gen/plan.c, docs/PLAN.md "Speculative optimizer step")
+# on the emitted host trainer: ZeRO stages 1 and 2 with the optimizer offloaded to the CPU, 1 and 2
+# ranks, fp32/bf16/fp16, each run with train.speculative_step true and false. Each pair must give
+# the same logged losses and gradient norms and byte-identical exported weights, and the log must
+# show the outcome the case forces, so every branch is proved to have run:
+#   - gradient_clipping 1e6: every step is kept (the second copy is committed);
+#   - gradient_clipping 1e-3: every step clips, so every speculation is redone;
+#   - fp16 with initial_scale_power 19 (hysteresis 1): the first steps overflow, so their
+#     speculation is undone, and the later ones are kept or redone.
+# Also: plan.txt says whether the plan speculates, and speculative_step false leaves no
+# OPTIMIZER op in the micro-step lists.
+. "$(dirname "$0")/../lib.sh"
+export ZR_DEBUG_MEM=1
+zt_need_mpi "spec" numpy
+zt_build bin/zgen build/libzrt.a
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+"$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 2>/dev/null
+
+# run TAG STAGE WS PREC CLIP SPEC -> $tmp/TAG/{log.jsonl,w.safetensors}
+run() {
+  local d="$tmp/$1" stage=$2 ws=$3 prec=$4 clip=$5 spec=$6 mp=""
+  case $prec in
+    bf16) mp='"bf16": {"enabled": true},' ;;
+    fp16) mp='"fp16": {"enabled": true, "initial_scale_power": 19, "hysteresis": 1},' ;;
+  esac
+  mkdir -p "$d"
+  cat >"$d/spec.yaml" <<EOF
+name: sp
+model: {arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 2, n_heads: 2, d_ff: 80}
+train: {seq_len: 16, world_size: $ws, seed: 7, speculative_step: $spec}
+deepspeed: ds.json
+EOF
+  cat >"$d/ds.json" <<EOF
+{"train_batch_size": 12, "gradient_accumulation_steps": 2, "gradient_clipping": $clip, $mp
+ "zero_optimization": {"stage": $stage, "reduce_bucket_size": 2500, "sub_group_size": 3000,
+   "offload_optimizer": {"device": "cpu"}},
+ "optimizer": {"type": "AdamW", "params": {"lr": 3e-3, "weight_decay": 0.1}}}
+EOF
+  bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log" >&2; return 1; }
+  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/*_host*.o "$d/out/"
+  make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1 || { tail "$d/make.log" >&2; return 1; }
+  [ -d "$tmp/kobj" ] || { mkdir -p "$tmp/kobj"; cp "$d"/out/*_host*.o "$tmp/kobj/"; }
+  mpirun -np "$ws" "$d/out/train" --data "$tmp/corpus.bin" --steps 6 --log "$d/log.jsonl" \
+      --export "$d/w.safetensors" --threads 1 --quiet >"$d/run.log" 2>&1 || { tail -5 "$d/run.log" >&2; return 1; }
+}
+
+# outcomes TAG: the speculation field of every step, space-separated
+outcomes() { "$PY" -c 'import json,sys; print(" ".join(json.loads(l).get("speculation","-") for l in open(sys.argv[1])))' "$tmp/$1/log.jsonl"; }
+numbers() { "$PY" -c 'import json,sys; [print(repr(json.loads(l)["loss"]), repr(json.loads(l)["grad_norm"]), json.loads(l)["skipped"]) for l in open(sys.argv[1])]' "$tmp/$1/log.jsonl"; }
+
+# case NAME STAGE WS PREC CLIP WANT: WANT is a regex the outcomes must match
+case_() {
+  local name=$1 stage=$2 ws=$3 prec=$4 clip=$5 want=$6
+  if ! run "$name-on" "$stage" "$ws" "$prec" "$clip" true || ! run "$name-off" "$stage" "$ws" "$prec" "$clip" false; then
+    fail "$name" "a run failed"; return
+  fi
+  local got; got=$(outcomes "$name-on")
+  if ! [[ "$got" =~ $want ]]; then fail "$name" "outcomes '$got', want /$want/"; return; fi
+  if [ "$(outcomes "$name-off")" != "$(echo "$got" | sed 's/[a-z]*/-/g')" ]; then
+    fail "$name" "the plan without speculation logged an outcome"; return
+  fi
+  if ! cmp -s <(numbers "$name-on") <(numbers "$name-off"); then fail "$name" "losses or norms differ"; return; fi
+  if ! cmp -s "$tmp/$name-on/w.safetensors" "$tmp/$name-off/w.safetensors"; then fail "$name" "weights differ"; return; fi
+  ok "$name: speculation ($got) = no speculation, bit for bit"
+}
+
+case_ "stage 2, 1 rank, bf16, never clips"   2 1 bf16 1e6  '^(kept ){5}kept$'
+case_ "stage 2, 1 rank, bf16, always clips"  2 1 bf16 1e-3 '^(redone ){5}redone$'
+case_ "stage 2, 2 ranks, fp32, never clips"  2 2 fp32 1e6  '^(kept ){5}kept$'
+case_ "stage 1, 2 ranks, bf16, always clips" 1 2 bf16 1e-3 '^(redone ){5}redone$'
+case_ "stage 2, 2 ranks, fp16, overflows"    2 2 fp16 1e6  '^undone .*kept'
+case_ "stage 1, 1 rank, fp16, clips"         1 1 fp16 1.0  'undone.*(redone|kept)'
+
+# the plan says it, and the list shows it
+d="$tmp/stage 2, 1 rank, bf16, never clips"
+check "plan.txt states the speculative step" grep -q "^speculative step: " "$d-on/out/plan.txt"
+check "plan.txt says why not when turned off" grep -q "^no speculative step: train.speculative_step is false" "$d-off/out/plan.txt"
+check "OPTIMIZER ops in the last micro-step only when speculative" \
+  "$PY" -c '
+import json, sys
+on, off = (json.load(open(sys.argv[i] + "/out/plan.json"))["schedule"] for i in (1, 2))
+n = lambda s, l: sum(1 for o in s[l] if o[0] == "OPTIMIZER")
+sys.exit(0 if n(on, "last") > 0 and n(on, "step") == 0 and n(off, "last") == 0 and n(off, "step") > 0 else 1)' "$d-on" "$d-off"
+zt_end
