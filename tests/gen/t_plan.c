@@ -74,6 +74,7 @@ typedef struct Sim {
     int *reduced, *waited, *copies, *buf_owner;
     int fwd_next, bwd_next, last_bwd;
     int recomputes;
+    int spec_opt;               /* OPTIMIZER ops seen (the speculative step) */
 } Sim;
 
 static bool module_in_bucket(const ZgPlan *p, int mi, int k)
@@ -180,10 +181,26 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
             if (stage >= 2 && p->buckets[a].buffer >= 0 && p->buckets[a].buffer <= 2)
                 s.buf_owner[p->buckets[a].buffer] = -1;
             break;
+        case ZG_OP_OPTIMIZER: {    /* the speculative step: last list only, gradients final on every rank */
+            ZT_CHECKM(p->speculative && ops == p->sched.last, "%s op %d: OPTIMIZER in a micro-step", what, i);
+            const ZgSubGroup *sg = &p->subgroups[a];
+            for (int k = 0; k < K; k++)
+                for (int r = 0; r < p->model->world_size; r++) {
+                    int64_t lo = (int64_t)r * p->shard.opt_flat_stride + sg->shard_offset;
+                    if (lo < p->buckets[k].flat_offset + p->buckets[k].numel &&
+                        p->buckets[k].flat_offset < lo + sg->numel)
+                        ZT_CHECKM(s.waited[k] == 1, "%s op %d: sub-group %d's Adam before bucket %d is handed over (rank %d)",
+                                  what, i, a, k, r);
+                }
+            s.spec_opt++;
+            break;
+        }
         default:
             ZT_CHECKM(0, "%s op %d: %s in a micro-step", what, i, zg_op_name(o->kind));
         }
     }
+    ZT_CHECKM(s.spec_opt == (p->speculative && ops == p->sched.last ? p->n_subgroups : 0),
+              "%s: %d speculative OPTIMIZER ops", what, s.spec_opt);
     ZT_CHECKM(s.fwd_next == M && s.bwd_next == -1, "%s: not every module ran", what);
     /* every block but the last is recomputed once with checkpointing, none without */
     ZT_CHECKM(s.recomputes == (p->act_ckpt ? (int)p->model->n_layers - 1 : 0), "%s: %d recomputes",
@@ -219,7 +236,7 @@ static void sim_step(const ZgPlan *p)
         switch (o->kind) {
         case ZG_OP_SWAP_IN: ZT_CHECK(nvme && !in[a]); in[a] = 1; break;
         case ZG_OP_OPTIMIZER:
-            ZT_CHECK(!opt[a] && (!nvme || in[a]));
+            ZT_CHECK(!p->speculative && !opt[a] && (!nvme || in[a]));
             ZT_CHECK(!nvme || a + 1 >= N || in[a + 1]);        /* next sub-group prefetched */
             opt[a] = 1;
             break;
@@ -231,7 +248,7 @@ static void sim_step(const ZgPlan *p)
         default: ZT_CHECKM(0, "step op %s", zg_op_name(o->kind));
         }
     }
-    for (int i = 0; i < N; i++) ZT_CHECK(opt[i] && in[i] == nvme && out[i] == nvme);
+    for (int i = 0; i < N; i++) ZT_CHECK((opt[i] || p->speculative) && in[i] == nvme && out[i] == nvme);
     int st = p->zero->stage;
     ZT_EQ_INT(allgathers, st == 1 || st == 2 || (st == 3 && p->shard.persist_numel > 0));
     free(in); free(opt); free(out);
