@@ -34,6 +34,7 @@
 ** activations (fp16 plans, ZK_IO 0) the working copy is widened into the device "stage32" before a
 ** module runs; with bf16 activations (bf16 plans, ZK_IO 1) the model reads the working copy itself.
 */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -349,6 +350,7 @@ static char *host_range(const ZrOpRow *h, size_t *bytes)
 ** Adam on the device) into the shadow at the same offsets. The host's hand-over runs later
 ** (finish_bucket: before its slot or shadow range is refilled, or in cz_flush), so the host never
 ** waits for the device inside a micro-step. */
+static void spec_join(void);
 static char *pend_at[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 static size_t pend_bytes[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 static int land_region = -2, land_next, land_bucket[ZG_GRAD_LAND_SLOTS > 0 ? ZG_GRAD_LAND_SLOTS : 1];
@@ -415,6 +417,7 @@ static void wait_reduce(const ZrOpRow *op)
 ** wait for the device first (the stand-in runs queued work only while its host waits). */
 void cz_flush(void)
 {
+    spec_join();
     for (int k = 0; k < ZG_N_BUCKETS; k++) finish_bucket(k);
     CZ_CHECK(zr_gpu_stream_sync(CZ.d2h));
     for (int m = 0; m < ZG_GRAD_ACCUM; m++) {
@@ -491,14 +494,70 @@ static void grads_zero(void)
         CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grad32), 0, (size_t)T.opt_numel * 4));
 }
 
-/* OPTIMIZER in the last micro-step (ZG_SPECULATIVE): the host's hand-overs of the buckets brought
-** down so far are finished first (the sub-group's gradients are among them), then the step op as
-** the step runs it: Adam on the host into a slot of "param_land", that slot H2D. The driver runs
-** Adam itself, so the device works meanwhile only on what was issued before this op. */
+/* OPTIMIZER in the last micro-step (ZG_SPECULATIVE). The host's hand-overs of the buckets brought
+** down so far are finished first (the sub-group's gradients are among them); then the sub-group's
+** Adam runs on a host thread beside the driver, into its slot of "param_land", while the driver goes
+** on issuing the backward. One sub-group at a time: the next OPTIMIZER, or the end of the micro-step
+** (cz_flush), joins it and sends its slot H2D, so every GPU call stays on the driver's thread. The
+** driver touches nothing the Adam reads or writes meanwhile: later hand-overs write other ranges
+** of grad32, and the step's own uses of the state come after the join. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int started, busy;
+    const ZrOpRow *op;          /* the posted (busy) or finished (not yet sent) sub-group's op */
+} spec = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
+
+static void *spec_thread(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&spec.mu);
+    for (;;) {
+        while (!spec.busy) pthread_cond_wait(&spec.cv, &spec.mu);
+        const ZrOpRow *op = spec.op;
+        pthread_mutex_unlock(&spec.mu);
+        tr_spec_optimizer(op, tr_step_op);
+        pthread_mutex_lock(&spec.mu);
+        spec.busy = 0;
+        pthread_cond_broadcast(&spec.cv);
+    }
+    return NULL;
+}
+
+/* The posted sub-group's Adam done, and its slot on its way up. */
+static void spec_join(void)
+{
+    pthread_mutex_lock(&spec.mu);
+    while (spec.busy) pthread_cond_wait(&spec.cv, &spec.mu);
+    const ZrOpRow *op = spec.op;
+    spec.op = NULL;
+    pthread_mutex_unlock(&spec.mu);
+    if (op) {
+        double t0 = tr_now();
+        cz_land_end(op);
+        tr_span(ZR_TRACK_COMM, "speculative update H2D", t0);
+    }
+}
+
 static void spec_optimizer(const ZrOpRow *op)
 {
     for (int k = 0; k < ZG_N_BUCKETS; k++) finish_bucket(k);
-    tr_spec_optimizer(op, cz_host_step_op);
+    spec_join();
+    if (!cz_land_begin(op)) {                 /* no device home: Adam writes it where it is */
+        tr_spec_optimizer(op, tr_step_op);
+        return;
+    }
+    if (!spec.started) {
+        pthread_t th;
+        if (pthread_create(&th, NULL, spec_thread, NULL) != 0) tr_die("cannot start the speculative step's host thread");
+        pthread_detach(th);
+        spec.started = 1;
+    }
+    pthread_mutex_lock(&spec.mu);
+    spec.op = op;
+    spec.busy = 1;
+    pthread_cond_broadcast(&spec.cv);
+    pthread_mutex_unlock(&spec.mu);
 }
 
 const TrOps cz_ops = {

@@ -423,6 +423,34 @@ static void check_step(void)
 ** - ALLGATHER_PARAMS whose destination is on the device runs there, as lowered (the partitions'
 **   all-gather, or stage 3's persistent tensors rebuilt from this rank's slices).
 ** So the step moves what the plan's cost counts, and only between pinned memory and the device. */
+/* An OPTIMIZER op's device side, in two halves around the host's Adam (the speculative step runs
+** the Adam between them on its host thread): begin frees the sub-group's landing slot and points
+** T.param_out at it; end sends the slot H2D. begin returns 0 where the home is not on the device
+** (Adam writes it where it is, and end is not called). */
+int cz_land_begin(const ZrOpRow *op)
+{
+    if (op->kind != ZR_OP_OPTIMIZER || !dev(tr_opt_home())) return 0;
+    const ZrSubGroupRow *sg = &zg_subgroups[op->arg];
+    int j = op->arg % 2;
+    if (param_land) {           /* none: ZR_CUDA_HOST_ADAM=1 on a plan with Adam on the device (a test) */
+        char *from = param_land + (int64_t)j * ZG_PARAM_LAND_NUMEL * ZG_DTYPE_SIZE;
+        CZ_CHECK(zr_gpu_event_sync(CZ.ev_land[j]));     /* its last H2D is done */
+        T.param_out = from - sg->shard_offset * ZG_DTYPE_SIZE;
+    }
+    return 1;
+}
+
+void cz_land_end(const ZrOpRow *op)
+{
+    const ZrSubGroupRow *sg = &zg_subgroups[op->arg];
+    char *at = (char *)tr_opt_home() + sg->shard_offset * ZG_DTYPE_SIZE, *from = at;
+    int j = op->arg % 2;
+    if (param_land) from = param_land + (int64_t)j * ZG_PARAM_LAND_NUMEL * ZG_DTYPE_SIZE;
+    T.param_out = NULL;
+    CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D, cz_dev(at), from, (size_t)sg->numel * ZG_DTYPE_SIZE));
+    CZ_CHECK(zr_gpu_record(CZ.ev_land[j], CZ.h2d));
+}
+
 void cz_host_step_op(const ZrOpRow *op, double lr)
 {
     if (op->kind == ZR_OP_ALLGATHER_PARAMS && cz_dev_region(op->dst)) {
@@ -431,20 +459,9 @@ void cz_host_step_op(const ZrOpRow *op, double lr)
         dev_allgather(op);
         return;
     }
-    char *home = tr_opt_home();
-    if (op->kind != ZR_OP_OPTIMIZER || !dev(home)) { tr_step_op(op, lr); return; }
-    const ZrSubGroupRow *sg = &zg_subgroups[op->arg];
-    char *at = home + sg->shard_offset * ZG_DTYPE_SIZE, *from = at;
-    int j = op->arg % 2;
-    if (param_land) {           /* none: ZR_CUDA_HOST_ADAM=1 on a plan with Adam on the device (a test) */
-        from = param_land + (int64_t)j * ZG_PARAM_LAND_NUMEL * ZG_DTYPE_SIZE;
-        CZ_CHECK(zr_gpu_event_sync(CZ.ev_land[j]));     /* its last H2D is done */
-        T.param_out = from - sg->shard_offset * ZG_DTYPE_SIZE;
-    }
+    int landed = cz_land_begin(op);
     tr_step_op(op, lr);
-    T.param_out = NULL;
-    CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D, cz_dev(at), from, (size_t)sg->numel * ZG_DTYPE_SIZE));
-    CZ_CHECK(zr_gpu_record(CZ.ev_land[j], CZ.h2d));
+    if (landed) cz_land_end(op);
 }
 
 static void host_optim_step(void)

@@ -78,6 +78,8 @@ void cz_regions_init(void);                 /* the shadow -> device map */
 extern const TrOps cz_ops;                  /* the executor's op table on the device */
 void cz_flush(void);                        /* host waits the step's copies, finishes its adds */
 void cz_host_step_op(const ZrOpRow *op, double lr);   /* a step op with Adam on the host (cuda_main.c) */
+int cz_land_begin(const ZrOpRow *op);       /* OPTIMIZER's landing slot ready, T.param_out on it */
+void cz_land_end(const ZrOpRow *op);        /* ... and sent H2D */
 void cz_push_params(void);                  /* working copy (+ device optimizer state): shadow -> device */
 void cz_pull_state(void);                   /* device optimizer state and working copy -> shadow */
 /* One convert.cu kernel (zd_f32_to_16, zd_16_to_f32, zd_add_16_to_f32, zd_add_f32_to_16,

@@ -12,6 +12,7 @@
 ** Fault injection for tests (docs/TRAINER.md, Faults): ZG_FAULT_EXIT_RANK=r ZG_FAULT_EXIT_STEP=s
 ** makes rank r raise ZG_FAULT_SIGNAL (KILL, default, or STOP: a hung rank) as step s begins.
 */
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -42,9 +43,14 @@ void tr_die(const char *fmt, ...)
 
 double tr_now(void) { return T.trace ? zr_trace_now_us() : 0; }
 
+/* Spans come from the driver and, with the speculative step on train-cuda, its host thread. */
 void tr_span(int track, const char *name, double t0)
 {
-    if (T.trace) zr_trace_span(T.trace, track, name, t0);
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    if (!T.trace) return;
+    pthread_mutex_lock(&mu);
+    zr_trace_span(T.trace, track, name, t0);
+    pthread_mutex_unlock(&mu);
 }
 
 /* The stage number here and in the start-up banner is text for the user, who configured a stage: nothing

@@ -18,6 +18,9 @@
 #     to the host there, for the host reference's comparison);
 #   - the D2H of reduced buckets that only --check needs, put back into the executor (a mutant of
 #     the generated cuda_exec.c), makes the ZeRO-2 comparison fail.
+# gradient_clipping is 1e6, so the speculative step of the CPU-optimizer plans at ZeRO 1-2 is kept
+# every step: the plan's cost is that case (a step that clips redoes Adam and sends the owned part up
+# twice; tests/trainer/t_spec.sh proves the redo's bits).
 # A sixth field sets gradient_accumulation_steps (default 2; "3 2 cpu none fp32 1" is the one fp32
 # micro-step whose stage-3 reduction cannot go straight into an offloaded grad32).
 # LINKS="STAGE WS OPT PARAM DTYPE [GAS];..." runs only those configurations. Skips (77) without mpirun / numpy.
@@ -42,7 +45,7 @@ train: {seq_len: 16, world_size: $2, seed: 7}
 deepspeed: ds.json
 EOF
   cat >"$d/ds.json" <<EOF
-{"train_batch_size": $((3 * gas * $2)), "gradient_accumulation_steps": $gas, "gradient_clipping": 1.0, $prec
+{"train_batch_size": $((3 * gas * $2)), "gradient_accumulation_steps": $gas, "gradient_clipping": 1e6, $prec
  "zero_optimization": {"stage": $1, "reduce_bucket_size": 2500, "sub_group_size": 3000,
    "stage3_param_persistence_threshold": 100, "stage3_prefetch_bucket_size": 3000,
    "offload_optimizer": {"device": "$3", "nvme_path": "$tmp/nvme"},

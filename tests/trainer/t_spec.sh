@@ -8,6 +8,10 @@
 #   - gradient_clipping 1e-3: every step clips, so every speculation is redone;
 #   - fp16 with initial_scale_power 19 (hysteresis 1): the first steps overflow, so their
 #     speculation is undone, and the later ones are kept or redone.
+# The same pairs on train-cuda-emu (the CUDA trainer on the CPU stand-in, where the speculative
+# Adam runs on a host thread beside the driver): kept on 2 ranks, redone on 1. (fp16 is left out
+# there: train-cuda-emu with fp16 and Adam on the host overflows at every scale down to 2^10, with
+# or without speculation; an open fault of that path, see the issue note.)
 # Also: plan.txt says whether the plan speculates, and speculative_step false leaves no
 # OPTIMIZER op in the micro-step lists.
 . "$(dirname "$0")/../lib.sh"
@@ -41,7 +45,17 @@ EOF
   [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/*_host*.o "$d/out/"
   make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1 || { tail "$d/make.log" >&2; return 1; }
   [ -d "$tmp/kobj" ] || { mkdir -p "$tmp/kobj"; cp "$d"/out/*_host*.o "$tmp/kobj/"; }
-  mpirun -np "$ws" "$d/out/train" --data "$tmp/corpus.bin" --steps 6 --log "$d/log.jsonl" \
+  local exe=train
+  if [ -n "${CUDA:-}" ]; then
+    exe=train-cuda-emu
+    if [ -f "$tmp/eobj/zr_gpu_emu.o" ]; then
+      mkdir -p "$d/out/cuda-emu.obj/host"; cp "$tmp/eobj/zr_gpu_emu.o" "$d/out/cuda-emu.obj/"
+      cp "$tmp"/eobj/gpt2_host*.o "$d/out/cuda-emu.obj/host/"
+    fi
+    make -s -j2 -C "$d/out" cuda-emu >"$d/make.log" 2>&1 || { grep -m5 error "$d/make.log" >&2; return 1; }
+    [ -f "$tmp/eobj/zr_gpu_emu.o" ] || { mkdir -p "$tmp/eobj"; cp "$d/out/cuda-emu.obj/zr_gpu_emu.o" "$d"/out/cuda-emu.obj/host/gpt2_host*.o "$tmp/eobj/"; }
+  fi
+  mpirun -np "$ws" "$d/out/$exe" --data "$tmp/corpus.bin" --steps 6 --log "$d/log.jsonl" \
       --export "$d/w.safetensors" --threads 1 --quiet >"$d/run.log" 2>&1 || { tail -5 "$d/run.log" >&2; return 1; }
 }
 
@@ -72,6 +86,9 @@ case_ "stage 1, 2 ranks, bf16, always clips" 1 2 bf16 1e-3 '^(redone ){5}redone$
 case_ "stage 2, 2 ranks, fp16, overflows"    2 2 fp16 1e6  '^undone .*kept'
 case_ "stage 1, 1 rank, fp16, clips"         1 1 fp16 1.0  'undone.*(redone|kept)'
 
+CUDA=1 case_ "train-cuda-emu: stage 2, 2 ranks, bf16, never clips" 2 2 bf16 1e6 '^(kept ){5}kept$'
+CUDA=1 case_ "train-cuda-emu: stage 1, 1 rank, bf16, always clips" 1 1 bf16 1e-3 '^(redone ){5}redone$'
+
 # the plan says it, and the list shows it
 d="$tmp/stage 2, 1 rank, bf16, never clips"
 check "plan.txt states the speculative step" grep -q "^speculative step: " "$d-on/out/plan.txt"
@@ -82,4 +99,8 @@ import json, sys
 on, off = (json.load(open(sys.argv[i] + "/out/plan.json"))["schedule"] for i in (1, 2))
 n = lambda s, l: sum(1 for o in s[l] if o[0] == "OPTIMIZER")
 sys.exit(0 if n(on, "last") > 0 and n(on, "step") == 0 and n(off, "last") == 0 and n(off, "step") > 0 else 1)' "$d-on" "$d-off"
+# where it cannot apply (stage 3 here) the key is accepted with a warning at its line
+w=$( (cd tests/bad && ../../bin/zgen ../trainer/spec_speculative_inert.yaml -o "$tmp/inert") 2>&1)
+check "speculative_step true where it cannot apply: a warning at its line" \
+  grep -q "spec_speculative_inert.yaml:10:21: warning: train.speculative_step has no effect in this plan" <<<"$w"
 zt_end
