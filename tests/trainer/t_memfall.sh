@@ -40,12 +40,14 @@ EOS
       "$d/out/plan.json"
 }
 
-# rss NAME -> the largest peak RSS of the 4 ranks (KiB) after 2 steps
+# rss NAME -> the largest peak RSS of the 4 ranks (KiB) after 2 steps. Each rank's figure goes to
+# a file of its own: on the shared stderr two ranks' lines can interleave into one bogus number.
 rss() {
   local d="$tmp/$1"
-  ZR_COLL_SHM_KB=512 mpirun --oversubscribe -np $WS -x ZR_COLL_SHM_KB /usr/bin/time -f "maxrss_kb %M" "$d/out/train" --data "$tmp/corpus.bin" \
-      --steps 2 --threads 1 --quiet >"$d/run.log" 2>&1 || { tail -5 "$d/run.log" >&2; return 1; }
-  grep -o 'maxrss_kb [0-9]*' "$d/run.log" | awk '{ if ($2 > m) m = $2 } END { print m }'
+  ZR_COLL_SHM_KB=512 mpirun --oversubscribe -np $WS -x ZR_COLL_SHM_KB sh -c \
+      'exec /usr/bin/time -f "maxrss_kb %M" -o "$0.$OMPI_COMM_WORLD_RANK" "$@"' "$d/time" "$d/out/train" \
+      --data "$tmp/corpus.bin" --steps 2 --threads 1 --quiet >"$d/run.log" 2>&1 || { tail -5 "$d/run.log" >&2; return 1; }
+  cat "$d"/time.* | grep -o 'maxrss_kb [0-9]*' | awk '{ if ($2 > m) m = $2 } END { print m }'
 }
 
 SMALL="arch: gpt2, vocab_size: 8192, context: 128, d_model: 512, n_layers: 8, n_heads: 8"
