@@ -158,20 +158,22 @@ static void lower_op(Lower *L, ZgOp *o)
             }
             break;
         }
-        /* WAIT_REDUCE: the hand-over of the reduced gradients into grad32 */
-        if (g32 < 0 || L->direct) {
+        /* WAIT_REDUCE: the hand-over of the reduced gradients into grad32 (or, 16-bit with one
+        ** micro-step, a copy into grad16) */
+        int g16 = rid(p, "grad16");
+        if ((g32 < 0 && g16 < 0) || L->direct) {
             o->xfer = ZG_XFER_NONE;
             break;
         }
         o->xfer = ZG_XFER_COPY;
-        o->dst = g32;
-        o->dst_dt = ZG_DTYPE_FP32;
+        o->dst = g32 >= 0 ? g32 : g16;
+        o->dst_dt = g32 >= 0 ? ZG_DTYPE_FP32 : L->w;
         if (L->stage < 3) {
             o->src = buf;
             o->src_off = buf_off;
             o->flat = k->flat_offset;
             o->count = k->numel;
-            o->accumulate = L->stage == 2;    /* stages 0/1 reduce the accumulated sum once */
+            o->accumulate = L->stage == 2 && g32 >= 0;    /* stages 0/1 reduce the accumulated sum once */
         } else {
             o->src = recv >= 0 ? recv : buf;
             o->count = k->padded_numel / L->ws;
@@ -206,8 +208,8 @@ static void lower_op(Lower *L, ZgOp *o)
     }
     case ZG_OP_OPTIMIZER: {
         const ZgSubGroup *sg = &p->subgroups[a];
-        int g32 = rid(p, "grad32");
-        o->src = g32 >= 0 ? g32 : rid(p, "grads");
+        int g32 = rid(p, "grad32"), g16 = rid(p, "grad16");
+        o->src = g32 >= 0 ? g32 : g16 >= 0 ? g16 : rid(p, "grads");
         o->src_dt = g32 >= 0 ? ZG_DTYPE_FP32 : L->w;
         o->src_off = sg->shard_offset;
         o->dst = sg->buffer >= 0 ? ridn(p, p->sg_swap == ZG_SWAP_PARAMS ? "master_buf_" : "opt_buf_",

@@ -172,6 +172,8 @@ static void layout(ZgPlan *p)
     ** x 4, aligned like master/m/v), staged through the fourth part of opt_buf_<b> */
     if (p->grad_nvme)
         region(&lo, "grad32", ZG_MEM_GRAD, ZG_TIER_NVME, O * 4, false);
+    else if (p->grad16)
+        region(&lo, "grad16", ZG_MEM_GRAD, opt_host, O * n16, false);
     else if (z->stage >= 2 || opt_off)
         region(&lo, "grad32", ZG_MEM_GRAD, opt_off ? opt_host : ZG_TIER_DEVICE, O * 4, false);
     /* optimizer state */

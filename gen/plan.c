@@ -240,6 +240,9 @@ static void decide_speculative(ZgPlan *p)
     bool host_state = !p->adam_device && z->offload_optimizer.device == ZG_OFFLOAD_CPU &&
                       (z->stage == 1 || z->stage == 2);
     p->norm_fused = host_state;
+    /* with one micro-step nothing accumulates: grad32 would be a widened copy, which Adam does in
+    ** its registers (16-bit gradients in, the same bits) */
+    p->grad16 = host_state && z->dtype != ZG_DTYPE_FP32 && z->grad_accum <= 1;
     p->speculative = host_state && p->n_subgroups > 0 && p->model->speculative_step != 0;
     p->spec_why = p->speculative ? NULL
                 : !host_state ? "it needs the optimizer state in host memory (offload_optimizer cpu, ZeRO stage 1 or 2)"

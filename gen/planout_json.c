@@ -216,7 +216,8 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jint(j, "nvme_align", p->nvme_align);
     jopen(j, "placement", '{');
     jstr(j, "param_shard", region_tier(p, z->stage < 3 ? "params16" : "params_shard"));
-    jstr(j, "grad_shard", region_tier(p, z->stage < 2 && !*region_tier(p, "grad32") ? "grads" : "grad32"));
+    jstr(j, "grad_shard", region_tier(p, p->grad16 ? "grad16"
+                                      : z->stage < 2 && !*region_tier(p, "grad32") ? "grads" : "grad32"));
     jstr(j, "optimizer_state", region_tier(p, "adam_m"));
     jstr(j, "adam", p->adam_device ? "device" : "host");
     jbool(j, "speculative_step", p->speculative);

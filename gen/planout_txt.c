@@ -301,9 +301,11 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
     for (int i = 0; i < p->mem.n_regions; i++) {
         const ZgRegion *r = &p->mem.regions[i];
         if (!strcmp(r->name, "params16") || !strcmp(r->name, "params_shard") ||
-            !strcmp(r->name, "grad32") || !strcmp(r->name, "adam_m"))
+            !strcmp(r->name, "grad32") || !strcmp(r->name, "grad16") || !strcmp(r->name, "adam_m"))
             fprintf(f, "%s%s lives on %s\n", !strcmp(r->name, "adam_m") ? "optimizer state (master, m, v)"
-                    : !strcmp(r->name, "grad32") ? "owned fp32 gradient shard" : "working parameters, ",
+                    : !strcmp(r->name, "grad32") ? "owned fp32 gradient shard"
+                    : !strcmp(r->name, "grad16") ? "owned 16-bit gradient shard (one micro-step: Adam widens it)"
+                    : "working parameters, ",
                     r->name[0] == 'p' ? zg_dtype_name(z->dtype) : "", zg_tier_name(r->tier));
     }
     fprintf(f, "Adam runs on the %s%s\n", p->adam_device ? "device" : "host",

@@ -421,6 +421,9 @@ typedef struct ZgPlan {
     bool norm_fused;                        /* the gradient norm is summed per bucket while the
                                             ** last micro-step hands the gradients over into grad32
                                             ** (no separate pass over the shard before Adam) */
+    bool grad16;                            /* norm_fused with 16-bit gradients and one micro-step:
+                                            ** the owned gradients stay 16-bit in host "grad16"
+                                            ** (no fp32 grad32 to widen into), Adam reads them */
 } ZgPlan;
 
 

@@ -88,6 +88,7 @@ typedef struct Trainer {
     void *bucket_recv[TR_MAX_BUFS];  /* stage 3: this rank's reduce-scattered chunk (W), or NULL */
     int n_bucket_bufs;
     float *grad32;              /* owned fp32 gradient shard, or NULL (absent, or on NVMe) */
+    void *grad16;               /* ZG_GRAD16: the owned gradient shard kept 16-bit (W), or NULL */
     int64_t grad32_nvme;        /* byte offset of grad32 in the swap file (ZG_GRAD_NVME), -1 */
     float *master, *adam_m, *adam_v;   /* fp32 owned optimizer shard (NULL when on NVMe/absent) */
     float *master_next, *adam_m_next, *adam_v_next;  /* ZG_SPECULATIVE: the speculative step's
@@ -182,6 +183,9 @@ void tr_w_into_f32(float *d, const void *s, int64_t n, int add);
 /* Sum of squares in double over 8 interleaved partial sums (element i into sum i % 8), added
 ** ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)): a fixed order every backend repeats (ZG_NORM_FUSED). */
 double tr_sumsq_f32(const float *x, int64_t n);
+/* The 16-bit hand-over (ZG_GRAD16): copies n W values, -0 as +0 (what adding into a zeroed fp32 sum
+** gives), and returns tr_sumsq_f32 of their fp32 values, the same bits as the fp32 hand-over. */
+double tr_copy_w_sumsq(void *dst, const void *src, int64_t n);
 void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off);   /* blocking swap-file I/O */
 void tr_nvme_rw_param(int write, void *buf, int64_t bytes, int64_t off);   /* same, params_shard's file */
 

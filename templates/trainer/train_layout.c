@@ -277,6 +277,8 @@ void tr_layout_init(void)
         T.bucket_recv[b] = region(name, NULL, NULL);
     }
     T.grad32 = region("grad32", &T.grad32_nvme, NULL);
+    int64_t g16_bytes = 0;
+    if ((T.grad16 = region("grad16", NULL, &g16_bytes))) memset(T.grad16, 0, (size_t)g16_bytes);   /* padding */
     T.master = region("master", &T.master_nvme, NULL);
     T.adam_m = region("adam_m", &T.adam_m_nvme, NULL);
     T.adam_v = region("adam_v", &T.adam_v_nvme, NULL);
@@ -337,8 +339,8 @@ void tr_layout_init(void)
     if ((zg_tensors[0].part_numel > 0) != has_shard)    /* derive() reads the rows, the rest the regions */
         tr_die("plan's tensor rows %s per-rank slices (part_numel) but its regions hold %s",
                has_shard ? "lack" : "have", has_shard ? "params_shard" : "params16");
-    if (!T.grads && ((!T.grad32 && T.grad32_nvme < 0) || T.n_bucket_bufs == 0))
-        tr_die("plan lacks gradient buffers: neither grads nor grad32 with bucket_0");
+    if (!T.grads && ((!T.grad32 && !T.grad16 && T.grad32_nvme < 0) || T.n_bucket_bufs == 0))
+        tr_die("plan lacks gradient buffers: neither grads nor grad32 (or grad16) with bucket_0");
     if (T.grad32_nvme >= 0 && (T.opt_parts != 4 || ZG_N_SUBGROUPS == 0))
         tr_die("plan puts grad32 on NVMe without opt_buf_<b> staging for its sub-groups");
     if (ZG_MIXED && !T.stage32) tr_die("plan lacks region stage32");

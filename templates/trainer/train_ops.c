@@ -242,14 +242,45 @@ static void reduce(const ZrOpRow *op)
         tr_die("REDUCE of bucket %d lowered to %s", op->arg, zr_xfer_names[op->xfer]);
 }
 
-double tr_sumsq_f32(const float *x, int64_t n)
+/* Element i of a range into lane i % 8; a range fed in pieces of multiples of 8 sums the same. */
+static void sumsq_lanes(double s[8], const float *x, int64_t n)
 {
-    double s[8] = {0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int j = 0; j < 8; j++) s[j] += (double)x[i + j] * x[i + j];
     for (int j = 0; i < n; i++, j++) s[j] += (double)x[i] * x[i];
+}
+
+static double lanes_sum(const double s[8])
+{
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+double tr_sumsq_f32(const float *x, int64_t n)
+{
+    double s[8] = {0};
+    sumsq_lanes(s, x, n);
+    return lanes_sum(s);
+}
+
+double tr_copy_w_sumsq(void *dst, const void *src, int64_t n)
+{
+    double s[8] = {0};
+#if ZG_DTYPE_SIZE == 2
+    const uint16_t *h = src;
+    uint16_t *d = dst;
+    float x[1024];
+    for (int64_t a = 0; a < n; a += 1024) {
+        int64_t m = n - a < 1024 ? n - a : 1024;
+        for (int64_t i = 0; i < m; i++) d[a + i] = h[a + i] == 0x8000 ? 0 : h[a + i];
+        tr_w_to_f32(x, d + a, m);
+        sumsq_lanes(s, x, m);
+    }
+#else
+    (void)dst; (void)src; (void)n;
+    tr_die("internal: a 16-bit gradient hand-over in an fp32 plan");
+#endif
+    return lanes_sum(s);
 }
 
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add)
@@ -281,6 +312,10 @@ void tr_hand_over(const ZrOpRow *op)
     const char *src = (const char *)tr_region_at(op->src, op->src_off, op->src_dt) + skip * ZG_DTYPE_SIZE;
     if (op->xfer == ZR_XFER_NVME_WRITE) {
         tr_grad_take(dst, src, n, op->accumulate);
+        return;
+    }
+    if (op->dst_dt != ZR_DT_FP32) {           /* grad16: one micro-step, a copy */
+        T.norm_part[op->arg] = tr_copy_w_sumsq(tr_region_at(op->dst, dst, op->dst_dt), src, n);
         return;
     }
     float *d = tr_region_at(op->dst, dst, ZR_DT_FP32);

@@ -24,6 +24,7 @@
 static const void *grad_at(int64_t i, ZrDtype *dt)
 {
     if (T.grad32) { *dt = ZR_DT_FP32; return T.grad32 + i; }
+    if (T.grad16) { *dt = (ZrDtype)ZG_DTYPE; return tr_w_at(T.grad16, i); }
     *dt = (ZrDtype)ZG_DTYPE;
     return tr_w_at(T.grads, T.opt_flat0 + i);
 }

@@ -21,7 +21,8 @@
 # gradient_clipping is 1e6, so the speculative step of the CPU-optimizer plans at ZeRO 1-2 is kept
 # every step: the plan's cost is that case (a step that clips redoes Adam and sends the owned part up
 # twice; tests/trainer/t_spec.sh proves the redo's bits).
-# A sixth field sets gradient_accumulation_steps (default 2; "3 2 cpu none fp32 1" is the one fp32
+# A sixth field sets gradient_accumulation_steps (default 2; "2 2 cpu none bf16 1" is the 16-bit
+# gradient shard, grad16; "3 2 cpu none fp32 1" is the one fp32
 # micro-step whose stage-3 reduction cannot go straight into an offloaded grad32).
 # LINKS="STAGE WS OPT PARAM DTYPE [GAS];..." runs only those configurations. Skips (77) without mpirun / numpy.
 . "$(dirname "$0")/../lib.sh"
@@ -111,7 +112,7 @@ EOF
 cfgs="0 1 none none fp32;0 2 none none fp32;1 1 none none fp32;1 2 none none fp32;2 1 none none fp32;2 2 none none fp32;3 1 none none fp32;3 2 none none fp32"
 cfgs="$cfgs;0 1 none none bf16;0 2 none none bf16;1 1 none none bf16;1 2 none none bf16;2 1 none none bf16;2 2 none none bf16;3 1 none none bf16;3 2 none none bf16"
 cfgs="$cfgs;1 2 cpu none bf16;2 2 cpu none fp32;2 1 cpu none bf16;3 2 cpu none fp32;3 2 cpu cpu bf16;3 2 nvme cpu fp32;3 2 nvme nvme bf16"
-cfgs="$cfgs;3 2 none cpu fp32;3 2 none nvme bf16;3 2 cpu none fp32 1"
+cfgs="$cfgs;3 2 none cpu fp32;3 2 none nvme bf16;3 2 cpu none fp32 1;2 2 cpu none bf16 1"
 IFS=';' read -ra list <<<"${LINKS:-$cfgs}"
 for cfg in "${list[@]}"; do
   set -- $cfg

@@ -35,9 +35,9 @@ train: {seq_len: 16, world_size: $ws, seed: 7, speculative_step: $spec}
 deepspeed: ds.json
 EOF
   cat >"$d/ds.json" <<EOF
-{"train_batch_size": 12, "gradient_accumulation_steps": 2, "gradient_clipping": $clip, $mp
+{"train_batch_size": $((6 * ${GAS:-2})), "gradient_accumulation_steps": ${GAS:-2}, "gradient_clipping": $clip, $mp
  "zero_optimization": {"stage": $stage, "reduce_bucket_size": 2500, "sub_group_size": 3000,
-   "offload_optimizer": {"device": "cpu"}},
+   "offload_optimizer": {"device": "${OFFLOAD:-cpu}"}},
  "optimizer": {"type": "AdamW", "params": {"lr": 3e-3, "weight_decay": 0.1}}}
 EOF
   bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log" >&2; return 1; }
@@ -90,6 +90,22 @@ case_ "stage 1, 1 rank, fp16, clips"         1 1 fp16 1.0  'undone.*(redone|kept
 CUDA=1 case_ "train-cuda-emu: stage 2, 2 ranks, bf16, never clips" 2 2 bf16 1e6 '^(kept ){5}kept$'
 CUDA=1 case_ "train-cuda-emu: stage 1, 1 rank, bf16, always clips" 1 1 bf16 1e-3 '^(redone ){5}redone$'
 CUDA=1 case_ "train-cuda-emu: stage 2, 1 rank, fp16, overflows"   2 1 fp16 1e6  '^undone .*kept'
+
+# One micro-step in 16 bits: the owned gradients stay 16-bit in host "grad16" and Adam widens them
+# (plan.c grad16). Against the optimizer on the device tier (fp32 grad32, the norm summed in its own
+# pass), on both trainers: the same losses, norms and weights.
+pair16() {
+  local name=$1
+  if ! GAS=1 run "$name-cpu" 2 1 bf16 1.0 true || ! GAS=1 OFFLOAD=none run "$name-none" 2 1 bf16 1.0 true; then
+    fail "$name" "a run failed"; return
+  fi
+  if ! grep -q '^owned 16-bit gradient shard' "$tmp/$name-cpu/out/plan.txt"; then fail "$name" "the plan has no grad16"; return; fi
+  if ! cmp -s <(numbers "$name-cpu") <(numbers "$name-none"); then fail "$name" "losses or norms differ"; return; fi
+  if ! cmp -s "$tmp/$name-cpu/w.safetensors" "$tmp/$name-none/w.safetensors"; then fail "$name" "weights differ"; return; fi
+  ok "$name: 16-bit gradient shard ($(outcomes "$name-cpu")) = optimizer on the device tier, bit for bit"
+}
+pair16 "one micro-step, bf16, grad16"
+CUDA=1 pair16 "train-cuda-emu: one micro-step, bf16, grad16"
 
 # the plan says it, and the list shows it
 d="$tmp/stage 2, 1 rank, bf16, never clips"
