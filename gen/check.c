@@ -130,8 +130,7 @@ void zg_check(const ZgModel *m, ZgZero *z)
                 : "an fp16 plan keeps its fp32 GEMMs exact, so its loss-scaled gradients, and the scaler's "
                   "skip decisions, stay the host trainer's");
     }
-    if (m->speculative_step == 1 &&
-        (z->offload_optimizer.device != ZG_OFFLOAD_CPU || (z->stage != 1 && z->stage != 2))) {
+    if (m->speculative_step == 1 && !zg_plan_host_state(z)) {
         /* Inert, like allow_tf32 above: the plan has no host-side Adam to speculate with. */
         zg_warn(m->loc_speculative_step, "train.speculative_step has no effect in this plan: the speculative "
                 "optimizer step needs zero_optimization.offload_optimizer.device cpu at stage 1 or 2");

@@ -234,19 +234,22 @@ static int64_t sg_wanted;
 ** the unspeculated step. Planned where the state is in host memory and the gradients are handed
 ** over into grad32 there (offload_optimizer cpu, stages 1-2); the norm is then summed during that
 ** hand-over (norm_fused) with or without speculation, so the choice never changes the norm. */
+bool zg_plan_host_state(const ZgZero *z)
+{
+    return z->offload_optimizer.device == ZG_OFFLOAD_CPU && (z->stage == 1 || z->stage == 2);
+}
+
 static void decide_speculative(ZgPlan *p)
 {
     const ZgZero *z = p->zero;
-    bool host_state = !p->adam_device && z->offload_optimizer.device == ZG_OFFLOAD_CPU &&
-                      (z->stage == 1 || z->stage == 2);
+    bool host_state = zg_plan_host_state(z);
     p->norm_fused = host_state;
     /* with one micro-step nothing accumulates: grad32 would be a widened copy, which Adam does in
     ** its registers (16-bit gradients in, the same bits) */
     p->grad16 = host_state && z->dtype != ZG_DTYPE_FP32 && z->grad_accum <= 1;
-    p->speculative = host_state && p->n_subgroups > 0 && p->model->speculative_step != 0;
+    p->speculative = host_state && p->model->speculative_step != 0;
     p->spec_why = p->speculative ? NULL
                 : !host_state ? "it needs the optimizer state in host memory (offload_optimizer cpu, ZeRO stage 1 or 2)"
-                : p->n_subgroups == 0 ? "the plan has no sub-groups"
                 : "train.speculative_step is false";
 }
 

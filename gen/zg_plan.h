@@ -454,6 +454,10 @@ int64_t zg_mem_host_per_node(const ZgPlan *p);
 /* plan.c: bytes per sub-group element of the pinned "param_land" (Adam on the host, the working
 ** copy on the device: memplan.c's landings, two 16-bit sub-groups); 0 when the plan has none. */
 int64_t zg_plan_param_land(const ZgPlan *p);
+/* plan.c: the optimizer state lives in host memory and the gradients are handed over into it
+** (offload_optimizer cpu, ZeRO 1-2): where the speculative step, the fused norm and grad16 apply
+** (check.c warns from it about train.speculative_step). */
+bool zg_plan_host_state(const ZgZero *z);
 /* memplan.c: what one op row moves per rank per link, in bytes (the plan's cost sums these; the
 ** prediction times them). */
 typedef struct ZgOpBytes { int64_t net, h2d, d2h, nvme_read, nvme_write; } ZgOpBytes;

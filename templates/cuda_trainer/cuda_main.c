@@ -427,15 +427,20 @@ static void check_step(void)
 ** the Adam between them on its host thread): begin frees the sub-group's landing slot and points
 ** T.param_out at it; end sends the slot H2D. begin returns 0 where the home is not on the device
 ** (Adam writes it where it is, and end is not called). */
+/* Sub-group k's slot of "param_land" (two, alternating), or NULL when the plan has none
+** (ZR_CUDA_HOST_ADAM=1 on a plan with Adam on the device, a test: the update goes up from the home). */
+static char *land_slot(int k)
+{
+    return param_land ? param_land + (int64_t)(k % 2) * ZG_PARAM_LAND_NUMEL * ZG_DTYPE_SIZE : NULL;
+}
+
 int cz_land_begin(const ZrOpRow *op)
 {
     if (op->kind != ZR_OP_OPTIMIZER || !dev(tr_opt_home())) return 0;
-    const ZrSubGroupRow *sg = &zg_subgroups[op->arg];
-    int j = op->arg % 2;
-    if (param_land) {           /* none: ZR_CUDA_HOST_ADAM=1 on a plan with Adam on the device (a test) */
-        char *from = param_land + (int64_t)j * ZG_PARAM_LAND_NUMEL * ZG_DTYPE_SIZE;
-        CZ_CHECK(zr_gpu_event_sync(CZ.ev_land[j]));     /* its last H2D is done */
-        T.param_out = from - sg->shard_offset * ZG_DTYPE_SIZE;
+    char *slot = land_slot(op->arg);
+    if (slot) {
+        CZ_CHECK(zr_gpu_event_sync(CZ.ev_land[op->arg % 2]));     /* its last H2D is done */
+        T.param_out = slot - zg_subgroups[op->arg].shard_offset * ZG_DTYPE_SIZE;
     }
     return 1;
 }
@@ -443,12 +448,10 @@ int cz_land_begin(const ZrOpRow *op)
 void cz_land_end(const ZrOpRow *op)
 {
     const ZrSubGroupRow *sg = &zg_subgroups[op->arg];
-    char *at = (char *)tr_opt_home() + sg->shard_offset * ZG_DTYPE_SIZE, *from = at;
-    int j = op->arg % 2;
-    if (param_land) from = param_land + (int64_t)j * ZG_PARAM_LAND_NUMEL * ZG_DTYPE_SIZE;
+    char *at = (char *)tr_opt_home() + sg->shard_offset * ZG_DTYPE_SIZE, *slot = land_slot(op->arg);
     T.param_out = NULL;
-    CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D, cz_dev(at), from, (size_t)sg->numel * ZG_DTYPE_SIZE));
-    CZ_CHECK(zr_gpu_record(CZ.ev_land[j], CZ.h2d));
+    CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D, cz_dev(at), slot ? slot : at, (size_t)sg->numel * ZG_DTYPE_SIZE));
+    CZ_CHECK(zr_gpu_record(CZ.ev_land[op->arg % 2], CZ.h2d));
 }
 
 void cz_host_step_op(const ZrOpRow *op, double lr)

@@ -180,11 +180,8 @@ void *tr_region_named(const char *name);  /* its memory; NULL when it has none o
 /* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32
 ** (train_ops.c) */
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add);
-/* Sum of squares in double over 8 interleaved partial sums (element i into sum i % 8), added
-** ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)): a fixed order every backend repeats (ZG_NORM_FUSED). */
-double tr_sumsq_f32(const float *x, int64_t n);
-/* The 16-bit hand-over (ZG_GRAD16): copies n W values, -0 as +0 (what adding into a zeroed fp32 sum
-** gives), and returns tr_sumsq_f32 of their fp32 values, the same bits as the fp32 hand-over. */
+/* The 16-bit hand-over (grad16): copies n W values, -0 as +0 (what adding into a zeroed fp32 sum
+** gives), and returns the sum of squares of their fp32 values with the fp32 hand-over's bits. */
 double tr_copy_w_sumsq(void *dst, const void *src, int64_t n);
 void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off);   /* blocking swap-file I/O */
 void tr_nvme_rw_param(int write, void *buf, int64_t bytes, int64_t off);   /* same, params_shard's file */

@@ -242,7 +242,9 @@ static void reduce(const ZrOpRow *op)
         tr_die("REDUCE of bucket %d lowered to %s", op->arg, zr_xfer_names[op->xfer]);
 }
 
-/* Element i of a range into lane i % 8; a range fed in pieces of multiples of 8 sums the same. */
+/* The norm's sum of squares (ZG_NORM_FUSED), in a fixed order every backend repeats: element i of a
+** hand-over's range into double lane i % 8, the lanes added ((0+1)+(2+3))+((4+5)+(6+7)). A range fed
+** in pieces of multiples of 8 sums the same. */
 static void sumsq_lanes(double s[8], const float *x, int64_t n)
 {
     int64_t i = 0;
@@ -254,13 +256,6 @@ static void sumsq_lanes(double s[8], const float *x, int64_t n)
 static double lanes_sum(const double s[8])
 {
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
-double tr_sumsq_f32(const float *x, int64_t n)
-{
-    double s[8] = {0};
-    sumsq_lanes(s, x, n);
-    return lanes_sum(s);
 }
 
 double tr_copy_w_sumsq(void *dst, const void *src, int64_t n)
@@ -283,24 +278,26 @@ double tr_copy_w_sumsq(void *dst, const void *src, int64_t n)
     return lanes_sum(s);
 }
 
-void tr_w_into_f32(float *d, const void *s, int64_t n, int add)
+/* tr_w_into_f32, and with lanes (ZG_NORM_FUSED's last hand-over) the squares of the results summed
+** block by block while the block is in cache: the lanes of one pass over the range. */
+static void into_f32(float *d, const void *s, int64_t n, int add, double *lanes)
 {
-#if ZG_MIXED
-    /* widened a block at a time (the vector conversion), then the same adds element by element */
-    const uint16_t *h = s;
-    float x[1024];
     for (int64_t a = 0; a < n; a += 1024) {
         int64_t m = n - a < 1024 ? n - a : 1024;
-        tr_w_to_f32(x, h + a, m);
-        if (!add) { memcpy(d + a, x, (size_t)m * 4); continue; }
-        for (int64_t i = 0; i < m; i++) d[a + i] += x[i];
-    }
+#if ZG_MIXED
+        /* widened a block at a time (the vector conversion), then the same adds element by element */
+        float x[1024];
+        tr_w_to_f32(x, (const uint16_t *)s + a, m);
 #else
-    const float *f = s;
-    if (!add) { memcpy(d, f, (size_t)n * 4); return; }
-    for (int64_t i = 0; i < n; i++) d[i] += f[i];
+        const float *x = (const float *)s + a;
 #endif
+        if (!add) memcpy(d + a, x, (size_t)m * 4);
+        else for (int64_t i = 0; i < m; i++) d[a + i] += x[i];
+        if (lanes) sumsq_lanes(lanes, d + a, m);
+    }
 }
+
+void tr_w_into_f32(float *d, const void *s, int64_t n, int add) { into_f32(d, s, n, add, NULL); }
 
 /* The hand-over of reduced gradients into grad32, as lowered: a flat range of which this rank's
 ** shard part is taken (stages 0-2), or this rank's reduce-scattered chunk (stage 3; with grad32 on
@@ -318,9 +315,10 @@ void tr_hand_over(const ZrOpRow *op)
         T.norm_part[op->arg] = tr_copy_w_sumsq(tr_region_at(op->dst, dst, op->dst_dt), src, n);
         return;
     }
-    float *d = tr_region_at(op->dst, dst, ZR_DT_FP32);
-    tr_w_into_f32(d, src, n, op->accumulate);
-    if (ZG_NORM_FUSED && T.micro == ZG_GRAD_ACCUM - 1) T.norm_part[op->arg] = tr_sumsq_f32(d, n);
+    double lanes[8] = {0};
+    int norm = ZG_NORM_FUSED && T.micro == ZG_GRAD_ACCUM - 1;
+    into_f32(tr_region_at(op->dst, dst, ZR_DT_FP32), src, n, op->accumulate, norm ? lanes : NULL);
+    if (norm) T.norm_part[op->arg] = lanes_sum(lanes);
 }
 
 static void host_spec_optimizer(const ZrOpRow *op) { tr_spec_optimizer(op, tr_step_op); }

@@ -378,7 +378,7 @@ static double owned_sumsq_nvme(void)
 }
 
 /* Sum of squares of this rank's owned gradient (double accumulation, fixed order). With
-** ZG_NORM_FUSED the last hand-over of each bucket summed its part (tr_sumsq_f32), and the buckets
+** ZG_NORM_FUSED the last hand-over of each bucket summed its part (train_ops.c), and the buckets
 ** add up in bucket order, whichever order they arrived in. */
 static double owned_sumsq(void)
 {
@@ -462,9 +462,12 @@ int tr_step_rule(double (*owned)(void), double *lr)
 ** which it was before the speculation. Each outcome has the bits of the unspeculated step. */
 static int spec_done[ZG_N_SUBGROUPS > 0 ? ZG_N_SUBGROUPS : 1];
 
+/* The grad_scale the speculation assumes: tr_step_rule's for an applied, unclipped step. */
+static float spec_grad_scale(void) { return (float)(1.0 / T.loss_scale); }
+
 void tr_spec_optimizer(const ZrOpRow *op, void (*run_op)(const ZrOpRow *op, double lr))
 {
-    T.grad_scale = (float)(1.0 / T.loss_scale);
+    T.grad_scale = spec_grad_scale();
     T.spec_mode = TR_SPEC_NEXT;
     run_op(op, zr_lr_at(&T.lr, T.applied));
     T.spec_mode = TR_SPEC_OFF;
@@ -494,7 +497,7 @@ static int spec_settle(double (*owned)(void), void (*run_op)(const ZrOpRow *op, 
     for (int k = 0; k < ZG_N_SUBGROUPS; k++)
         if (!spec_done[k]) tr_die("internal: sub-group %d had no speculative update this step", k);
     memset(spec_done, 0, sizeof spec_done);
-    float guessed = (float)(1.0 / T.loss_scale);
+    float guessed = spec_grad_scale();
     double lr;
     if (!tr_step_rule(owned, &lr)) {
         double t0 = tr_now();
