@@ -32,6 +32,8 @@
 **                       it to libzrt once at start-up (zr_gpu_set_tf32); the runtime never decides it.
 */
 #include "zg_cuda_dec.h"
+#include "../templates/cuda/kernels/zk_colsum.h"      /* the partials cz_acts_init carves */
+#include "../templates/cuda/kernels/zk_tokbucket.h"   /* the wte gradient's token grouping */
 
 int zg_cuda_act_io(const ZgPlan *p)
 {
@@ -101,6 +103,7 @@ int64_t zg_cuda_acts_bytes(const ZgPlan *p, int64_t *scratch)
     int64_t lse = p->zero->micro_batch * m->n_heads * m->seq_len;
     int64_t layer = 8 * (BTC * ab + 256) + 4 * (BT * 4 + 256) + (lse * 4 + 256) + 2 * (BTF * ab + 256) + 256;
     *scratch = 3 * al256(BTC * ab) + al256(3 * BTC * ab) + al256(lse * 4) + 2 * al256(BTF * ab) +
-               al256(BT * ab) + 2 * al256(BT * 4);
+               al256(BT * ab) + 2 * al256(BT * 4) + al256(2 * ZK_COL_CHUNKS(BT) * m->d_model * 4) +
+               al256(ZK_TOKBUCKET_INTS(BT) * 4);
     return 2 * al256(BTC * ab) + al256(m->n_layers * layer) + 3 * al256(BT * 4) + al256(BT * m->vocab_size * ab);
 }

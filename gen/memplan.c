@@ -8,6 +8,7 @@
 */
 #include <string.h>
 #include "zg.h"
+#include "../templates/cuda/kernels/zk_tokbucket.h"   /* the batch's token grouping, sent up with it */
 
 #define ARENA_ALIGN 64
 
@@ -364,9 +365,10 @@ static void cost(ZgPlan *p)
         add_times(&c->nvme_read_bytes, g, gas);
     }
     /* what the device needs of the host each micro-step and gives back, whatever the stage: the
-    ** batch's token ids and targets up (int32 each), the per-token losses down (fp32) */
+    ** batch's token ids and targets up (int32 each) with the positions grouped by token for the wte
+    ** gradient (zk_tokbucket.h's ints), the per-token losses down (fp32) */
     int64_t bt = (int64_t)z->micro_batch * m->seq_len;
-    add_times(&c->batch_h2d_bytes, 2 * bt * 4, gas);
+    add_times(&c->batch_h2d_bytes, (2 * bt + ZK_TOKBUCKET_INTS(bt)) * 4, gas);
     add_times(&c->loss_d2h_bytes, bt * 4, gas);
     /* the optimizer state on the device: Adam runs there, and only the gradient's sum of squares
     ** (one double) comes down for the step rule (the norm and the fp16 overflow decision) */

@@ -12,10 +12,11 @@ tests=$(ls bin/tests/*/t_* tests/*/t_*.sh 2>/dev/null | sort)
 for t in $tests; do
   [ -n "$filter" ] && [[ "$t" != *"$filter"* ]] && continue
   echo "== $t"
-  log=$(mktemp)
+  log=$(mktemp); t0=$SECONDS
   if [[ "$t" == *.sh ]]; then bash "$t" >"$log" 2>&1; else "$t" >"$log" 2>&1; fi
   rc=$?
   cat "$log"
+  echo "-- $t: $((SECONDS-t0)) s"
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
   rm -f "$log"
   if [ -n "$line" ]; then

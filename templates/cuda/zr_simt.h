@@ -2,7 +2,10 @@
 ** zr_simt.h — runs CUDA C kernel source on the CPU, for verification without a GPU.
 **
 ** A kernel written for the GPU is compiled by the host C compiler with this header first. Each block
-** runs alone; its threads are fibers (ucontext) on one OS thread, scheduled cooperatively:
+** runs alone; its threads are fibers on one OS thread, scheduled cooperatively (on x86-64 a stack
+** switch of our own that saves the callee-saved registers; elsewhere, and under ASan, which must
+** see the switches, ucontext, whose swapcontext also saves the signal mask with a system call per
+** switch: that was 70 % of an emulated training step):
 **   - __syncthreads() is a block barrier: the fiber yields until every live thread of the block arrives;
 **   - warp shuffles (__shfl_*_sync) and __syncwarp() are warp barriers with an exchange slot per lane;
 **   - atomics are plain read-modify-writes (fibers never interleave inside one);
@@ -153,14 +156,38 @@ template <typename K, typename... A> static int zr_simt_launch(dim3 g, dim3 b, K
     zr_simt_launch_as(#kernel, zr_simt_dim(grid), zr_simt_dim(block), (size_t)(shmem), kernel, __VA_ARGS__)
 
 #ifdef ZR_SIMT_IMPL
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define ZR_SIMT_OWN_SWITCH 1
+typedef void *ZrSimtCtx;           /* a suspended fiber: its stack pointer */
+/* Saves rbp, rbx, r12-r15, MXCSR and the x87 control word on the current stack, stores the stack
+** pointer in *save, switches to `to` and restores the same from there (SysV: all else is
+** caller-saved, so the compiler has already spilled it around the call). */
+extern "C" void zr_simt_switch(ZrSimtCtx *save, ZrSimtCtx to);
+__asm__(".text\n"
+        ".globl zr_simt_switch\n"
+        ".type zr_simt_switch, @function\n"
+        "zr_simt_switch:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  subq $16, %rsp\n  stmxcsr 8(%rsp)\n  fnstcw (%rsp)\n"
+        "  movq %rsp, (%rdi)\n  movq %rsi, %rsp\n"
+        "  fldcw (%rsp)\n  ldmxcsr 8(%rsp)\n  addq $16, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size zr_simt_switch, .-zr_simt_switch\n");
+#define ZR_SIMT_SWITCH(from, to) zr_simt_switch(&(from), (to))
+#else
+#define ZR_SIMT_OWN_SWITCH 0
 #include <ucontext.h>
+typedef ucontext_t ZrSimtCtx;
+#define ZR_SIMT_SWITCH(from, to) swapcontext(&(from), &(to))
+#endif
 
 uint3 threadIdx, blockIdx;
 dim3 blockDim, gridDim;
 
 enum { RUNNABLE, AT_BLOCK_BAR, AT_WARP_BAR, DONE };
 struct Fiber {
-    ucontext_t ctx;
+    ZrSimtCtx ctx;
     int state;
     unsigned tid;                  /* linear thread index in the block */
     int shfl_i; float shfl_f;      /* value published for a shuffle */
@@ -175,7 +202,7 @@ static struct SimtState {
     Fiber *f;
     unsigned n;                    /* threads per block */
     unsigned cur;
-    ucontext_t sched;
+    ZrSimtCtx sched;
     zr_simt_body body;
     void *ctx;
     int *warp_arrived, *warp_gen;  /* per warp */
@@ -243,10 +270,14 @@ static void fiber_main(void)
 {
     S.body(S.ctx);
     S.f[S.cur].state = DONE;
+#if ZR_SIMT_OWN_SWITCH
+    ZR_SIMT_SWITCH(S.f[S.cur].ctx, S.sched);   /* never resumed */
+    __builtin_unreachable();
+#endif
     /* returning switches to uc_link = the scheduler */
 }
 
-static void yield_to_sched(void) { swapcontext(&S.f[S.cur].ctx, &S.sched); set_coords(S.cur); }
+static void yield_to_sched(void) { ZR_SIMT_SWITCH(S.f[S.cur].ctx, S.sched); set_coords(S.cur); }
 
 void zr_simt_syncthreads(void)
 {
@@ -401,11 +432,27 @@ ZR_SIMT_HOOK void __tsan_vptr_read(void **p) { (void)p; }
 static void init_fiber(unsigned t)
 {
     Fiber *f = &S.f[t];
+#if ZR_SIMT_OWN_SWITCH
+    /* the frame zr_simt_switch restores: its ret enters fiber_main as if called (the slot above the
+    ** return address 16-byte aligned, as the ABI has it at a call), with this thread's FP modes */
+    uint32_t mxcsr;
+    uint16_t fpucw;
+    __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
+    __asm__ volatile("fnstcw %0" : "=m"(fpucw));
+    uint64_t *sp = (uint64_t *)((uintptr_t)(S.stacks + (size_t)(t + 1) * S.stack_bytes) & ~(uintptr_t)15);
+    *--sp = 0;                                  /* fiber_main's return address: it never returns */
+    *--sp = (uint64_t)(uintptr_t)fiber_main;    /* where zr_simt_switch's ret goes */
+    for (int i = 0; i < 6; i++) *--sp = 0;      /* rbp, rbx, r12-r15 */
+    *--sp = mxcsr;                              /* at 8(%rsp) */
+    *--sp = fpucw;                              /* at (%rsp) */
+    f->ctx = sp;
+#else
     getcontext(&f->ctx);
     f->ctx.uc_stack.ss_sp = S.stacks + (size_t)t * S.stack_bytes;
     f->ctx.uc_stack.ss_size = S.stack_bytes;
     f->ctx.uc_link = &S.sched;
     makecontext(&f->ctx, fiber_main, 0);
+#endif
     f->state = RUNNABLE;
     f->tid = t;
 }
@@ -424,7 +471,7 @@ static int run_block(void)
             if (S.f[t].state != RUNNABLE) continue;
             S.cur = t;
             set_coords(t);
-            swapcontext(&S.sched, &S.f[t].ctx);
+            ZR_SIMT_SWITCH(S.sched, S.f[t].ctx);
             progressed = 1;
             if (S.f[t].state == DONE) live--;
         }

@@ -38,6 +38,7 @@
 
 #include "cuda_train.h"
 #include "../kernels/zk_shapes.h"
+#include "../kernels/zk_colsum.h"
 #include "zr_half.h"
 
 #define N_ROWS (ZG_MICRO_BATCH * ZG_SEQ_LEN)
@@ -107,6 +108,8 @@ void cz_acts_init(void)
     a->ones = take(&cur, BT, AB);
     a->tokens = take(&cur, BT, 4);
     a->targets = take(&cur, BT, 4);
+    a->colsum = take(&cur, 2 * (size_t)ZK_COL_CHUNKS(N_ROWS) * ZG_D_MODEL, 4);
+    a->tok_buckets = take(&cur, ZK_TOKBUCKET_INTS(N_ROWS), 4);
     a->scratch_bytes = (size_t)(cur - scratch);
     if (a->acts_bytes != (size_t)ZG_CUDA_ACTS_BYTES || a->scratch_bytes != (size_t)ZG_CUDA_SCRATCH_BYTES)
         tr_die("internal: device activations carved %zu/%zu bytes, gen planned %lld/%lld (gen/cuda_dec.c)",
@@ -303,10 +306,15 @@ static void layernorm_bwd(void *dx, float *dw, float *db, const void *dy, const 
     fp(dy, BTC_B, 0); fp(x, BTC_B, 0); fp(w, ZG_D_MODEL * AB, 0); fp(mean, N_ROWS * 4, 0);
     fp(rstd, N_ROWS * 4, 0); fp(dx, BTC_B, 1);
     launch("zd_layernorm_backward_dx", CEIL(N_ROWS, 4), 1, 1, 128, a1);
-    void *a2[] = {&dw, &db, &dy, &x, &mean, &rstd, &n, NULL};
-    fp(dy, BTC_B, 0); fp(x, BTC_B, 0); fp(mean, N_ROWS * 4, 0); fp(rstd, N_ROWS * 4, 0);
-    fp(dw, ZG_D_MODEL * 4, 1); fp(db, ZG_D_MODEL * 4, 1);
-    launch("zd_layernorm_backward_dwdb", CEIL(ZG_D_MODEL, 64), 1, 1, 64, a2);
+    float *part = CZ.a.colsum;
+    size_t part_b = 2 * (size_t)ZK_COL_CHUNKS(N_ROWS) * ZG_D_MODEL * 4;
+    void *a2[] = {&part, &dy, &x, &mean, &rstd, &n, NULL};
+    fp(dy, BTC_B, 0); fp(x, BTC_B, 0); fp(mean, N_ROWS * 4, 0); fp(rstd, N_ROWS * 4, 0); fp(part, part_b, 1);
+    launch("zd_layernorm_backward_dwdb_part", CEIL(ZG_D_MODEL, ZK_COL_BLOCK), ZK_COL_CHUNKS(N_ROWS), 1,
+           ZK_COL_BLOCK, a2);
+    void *a3[] = {&dw, &db, &part, &n, NULL};
+    fp(part, part_b, 0); fp(dw, ZG_D_MODEL * 4, 1); fp(db, ZG_D_MODEL * 4, 1);
+    launch("zd_layernorm_backward_dwdb_sum", CEIL(ZG_D_MODEL, ZK_COL_BLOCK), 1, 1, ZK_COL_BLOCK, a3);
 }
 
 /* ---------------------------------------------------------------------- batch */
@@ -314,8 +322,13 @@ void cz_upload_batch(int micro)
 {
     memcpy(CZ.tok_h[micro], T.inputs, sizeof CZ.tok_h[micro]);
     memcpy(CZ.tgt_h[micro], T.targets, sizeof CZ.tgt_h[micro]);
+    /* the wte gradient's grouping by token (encoder.cu): the data were checked against the vocabulary
+    ** when opened (zr_data_check_vocab), so an id out of range here is this program's fault */
+    if (zk_tok_buckets(CZ.tok_h[micro], N_ROWS, ZG_VOCAB_SIZE, CZ.tok_count, CZ.bkt_h[micro]) < 0)
+        tr_die("internal: a token id of micro-step %d is outside the vocabulary of %d", micro, ZG_VOCAB_SIZE);
     CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, CZ.a.tokens, CZ.tok_h[micro], sizeof CZ.tok_h[micro]));
     CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, CZ.a.targets, CZ.tgt_h[micro], sizeof CZ.tgt_h[micro]));
+    CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, CZ.a.tok_buckets, CZ.bkt_h[micro], sizeof CZ.bkt_h[micro]));
 }
 
 /* ---------------------------------------------------------------------- forward */
@@ -465,12 +478,13 @@ static void block_backward(int l, const void *const *p, float *const *g)
 
 void cz_embed_backward(float *dwte, float *dwpe)
 {
-    const int *tok = CZ.a.tokens;
+    const int *bkt = CZ.a.tok_buckets;
     const void *dout = CZ.a.dresidual;
     int n = N_ROWS;
-    void *a1[] = {&dwte, &tok, &dout, &n, NULL};
-    fp(tok, N_ROWS * 4, 0); fp(dout, BTC_B, 0); fp(dwte, (size_t)ZG_VOCAB_SIZE * ZG_D_MODEL * 4, 1);
-    launch("zd_encoder_backward_wte", CEIL(ZG_D_MODEL, 64), 1, 1, 64, a1);
+    void *a1[] = {&dwte, &bkt, &dout, &n, NULL};
+    fp(bkt, ZK_TOKBUCKET_INTS(N_ROWS) * 4, 0); fp(dout, BTC_B, 0);
+    fp(dwte, (size_t)ZG_VOCAB_SIZE * ZG_D_MODEL * 4, 1);
+    launch("zd_encoder_backward_wte", N_ROWS, CEIL(ZG_D_MODEL, 256), 1, 256, a1);
     void *a2[] = {&dwpe, &dout, &n, NULL};
     fp(dout, BTC_B, 0); fp(dwpe, (size_t)ZG_SEQ_LEN * ZG_D_MODEL * 4, 1);
     launch("zd_encoder_backward_wpe", CEIL(ZG_SEQ_LEN * ZG_D_MODEL, 256), 1, 1, 256, a2);

@@ -21,6 +21,7 @@
 #define CUDA_TRAIN_H
 #include "train.h"
 #include "zr_gpu.h"
+#include "../kernels/zk_tokbucket.h"
 
 /* Device activations, carved from "acts" / "scratch": void * are activations in the storage that
 ** gen chose (ZK_IO: fp32 or bf16), float * are always fp32 (statistics, lse, D, losses). */
@@ -29,8 +30,8 @@ typedef struct CzDevActs {
     float *lnf_mean, *lnf_rstd, *losses;
     size_t layer_bytes;
     void *dresidual, *dln, *dqkv, *datty, *dfch, *dfch_gelu, *ones;
-    float *dbuf;
-    int *tokens, *targets;
+    float *dbuf, *colsum;       /* colsum: the LayerNorm dw/db partials (zk_colsum.h) */
+    int *tokens, *targets, *tok_buckets;
     size_t acts_bytes, scratch_bytes;
 } CzDevActs;
 
@@ -56,8 +57,10 @@ typedef struct Cz {
                                 ** whole pages of their own (cz_host_io_register) */
         _Alignas(4096) int32_t tok_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
         int32_t tgt_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
+        int32_t bkt_h[ZG_GRAD_ACCUM][ZK_TOKBUCKET_INTS(ZG_MICRO_BATCH * ZG_SEQ_LEN)];  /* zk_tokbucket.h */
         float loss_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
     };
+    int tok_count[ZG_VOCAB_SIZE + 1];       /* zk_tok_buckets' workspace */
     int loss_pending[ZG_GRAD_ACCUM];
     int check;                  /* --check */
     int sync_debug;             /* --sync-debug */

@@ -2,7 +2,9 @@
 ** t_k_layernorm.cpp — templates/cuda/kernels/layernorm.cu under the SIMT emulation against the host
 ** kernels zk_layernorm_forward/backward: plain and residual-fused forward, dx (accumulated), dw, db.
 ** Shape sets: C = 48 and C = 67 (not a multiple of the warp), N rows not a multiple of the 4 rows a
-** block takes; fp32, bf16 and fp16 storage (host inputs are the rounded values the kernel reads).
+** block takes; C = 300 (two column blocks of the dw/db sums, the second partial) with N = 150 (three
+** chunks of zk_colsum.h's 64 rows, the last partial); fp32, bf16 and fp16 storage (host inputs are
+** the rounded values the kernel reads).
 ** Tolerances: fp32 results 1e-5 + 1e-4|ref| (summation order); a 16-bit result adds one rounding of
 ** the type (bf16 2^-7, fp16 2^-10 relative, with an absolute floor at the same scale).
 */
@@ -43,6 +45,20 @@ namespace c67_fp32 {
 namespace c67_fp16 {
 #include "t_k_layernorm.cpp"
 }
+#undef ZK_C
+#undef ZK_IO
+#undef ZK_TEST_N
+#define ZK_C 300
+#define ZK_IO 0
+#define ZK_TEST_N 150
+namespace c300_fp32 {
+#include "t_k_layernorm.cpp"
+}
+#undef ZK_IO
+#define ZK_IO 1
+namespace c300_bf16 {
+#include "t_k_layernorm.cpp"
+}
 
 int main(void)
 {
@@ -50,6 +66,8 @@ int main(void)
     ZT_RUN(c48_bf16::run);
     ZT_RUN(c67_fp32::run);
     ZT_RUN(c67_fp16::run);
+    ZT_RUN(c300_fp32::run);
+    ZT_RUN(c300_bf16::run);
     return zt_end();
 }
 
@@ -91,9 +109,9 @@ static void run(void)
     std::vector<float> dy = zk_rand((size_t)N * C), dx = zk_rand((size_t)N * C), dw = zk_rand(C), db = zk_rand(C);
     zk_round<zk_io>(dy); zk_round<zk_io>(dx);
     std::vector<zk_io> dyd = zk_to<zk_io>(dy), dxd = zk_to<zk_io>(dx);
-    std::vector<float> kdw = dw, kdb = db;
-    ZT_EQ_INT(zd_layernorm_backward_launch(dxd.data(), kdw.data(), kdb.data(), dyd.data(), resd.data(), wd.data(),
-                                           hm.data(), hr.data(), N), 0);
+    std::vector<float> kdw = dw, kdb = db, part((size_t)zd_layernorm_dwdb_part_floats(N), 12345.0f);
+    ZT_EQ_INT(zd_layernorm_backward_launch(dxd.data(), kdw.data(), kdb.data(), part.data(), dyd.data(), resd.data(),
+                                           wd.data(), hm.data(), hr.data(), N), 0);
     zk_layernorm_backward(N, C, res.data(), w.data(), hm.data(), hr.data(), dy.data(), dx.data(), dw.data(), db.data());
     zk_close("dx", zk_from(dxd), dx, tol, rel);
     zk_close("dw", kdw, dw, 1e-4, 1e-4);

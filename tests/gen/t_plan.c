@@ -514,10 +514,12 @@ static void t_regions_by_config(void)
     ** the offloaded working copy), so the plan is an offloaded one. Up: each gathered tensor's own
     ** part read from NVMe (not the persistent slices between), the persistent tensors' slices after
     ** the step (rank 0's: min(part, numel) each), each micro-step's token ids and targets (int32
-    ** each). Down: this rank's chunk of every reduced bucket for the host's Adam, and each
+    ** each) and its positions grouped by token (an order, a token and a start per position, the end
+    ** of the last group and the count: int32 each). Down: this rank's chunk of every reduced bucket for the host's Adam, and each
     ** micro-step's per-token losses (fp32); no sum of squares (the host sums it). */
     ZT_CHECK(!p->adam_device);
-    int64_t tokens = (int64_t)z.micro_batch * m.seq_len * z.grad_accum, up = 8 * tokens, down = 4 * tokens;
+    int64_t tokens = (int64_t)z.micro_batch * m.seq_len * z.grad_accum, down = 4 * tokens;
+    int64_t up = 8 * tokens + (3 * tokens + 2 * z.grad_accum) * 4;
     for (int i = 0; i < p->sched.n_last; i++) {
         const ZgOp *o = &p->sched.last[i];
         if (o->kind == ZG_OP_PARAM_SWAP_IN)

@@ -3,12 +3,15 @@
 **
 ** Forward: out[n, c] = wte[tok[n], c] + wpe[n % T, c], one thread per output element; the
 ** embedding tables are 16-bit parameters (zk_io) and so is the output.
-** Backward, deterministic without atomics: dwte is owned by columns (thread c walks all N tokens in
-** order and adds into dwte[tok, c]; two tokens with the same id never race because they are the same
-** thread), dwpe by (t, c) (thread sums over the B sequences). That serialises N tokens per column,
-** which is a few microseconds at GPT-2 sizes next to the matmuls; llm.c's bucket sort would be
-** faster but needs a host-side pass over the tokens. Gradients are fp32 and accumulate (+=), as the
-** host kernels' do (gradient accumulation over micro-steps).
+** Backward, deterministic without atomics. dwte is owned by distinct tokens: the host groups the
+** micro-batch's positions by token (zk_tokbucket.h, when it uploads the batch), and block (s, column
+** block) adds the rows of the s-th distinct token's positions, in position order, onto dwte's value:
+** per element, the same fp32 additions in the same order as the host's walk over the tokens, so the
+** same bits. (One thread per column walking all N tokens did that too, but as N dependent steps on a
+** handful of SMs: milliseconds at 8192 tokens.) The grid has N rows of blocks, an upper bound on the
+** distinct tokens; the rest leave at once, so the launch does not depend on the batch. dwpe is owned
+** by (t, c) (a thread sums over the B sequences). Gradients are fp32 and accumulate (+=), as the host
+** kernels' do (gradient accumulation over micro-steps).
 */
 #include "zk_common.cuh"
 
@@ -23,12 +26,17 @@ ZK_KERNEL void zd_encoder_forward(zk_io *out, const int *tok, const zk_io *wte, 
     zk_st(out + i, zk_ld(wte + (long)tok[n] * ZK_C + c) + zk_ld(wpe + (long)t * ZK_C + c));
 }
 
-/* dwte: one thread per column; N tokens in order. */
-ZK_KERNEL void zd_encoder_backward_wte(float *dwte, const int *tok, const zk_io *dout, int N)
+/* dwte: block (s, column block) takes the s-th distinct token; bkt is zk_tokbucket.h's layout for N. */
+ZK_KERNEL void __launch_bounds__(ZK_ENC_BLOCK)
+zd_encoder_backward_wte(float *dwte, const int *bkt, const zk_io *dout, int N)
 {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= ZK_C) return;
-    for (int n = 0; n < N; n++) dwte[(long)tok[n] * ZK_C + c] += zk_ld(dout + (long)n * ZK_C + c);
+    int s = blockIdx.x, c = blockIdx.y * ZK_ENC_BLOCK + threadIdx.x;
+    if (s >= bkt[3 * N + 1] || c >= ZK_C) return;
+    const int *order = bkt, *seg_start = bkt + 2 * N;
+    float *d = dwte + (long)bkt[N + s] * ZK_C + c;
+    float acc = *d;
+    for (int i = seg_start[s]; i < seg_start[s + 1]; i++) acc += zk_ld(dout + (long)order[i] * ZK_C + c);
+    *d = acc;
 }
 
 /* dwpe: one thread per (t, c); B = N / T sequences in order. */
@@ -48,9 +56,11 @@ inline int zd_encoder_forward_launch(zk_io *out, const int *tok, const zk_io *wt
     unsigned grid = (unsigned)CEIL_DIV((long)N * ZK_C, ZK_ENC_BLOCK);
     return ZK_LAUNCH(zd_encoder_forward, grid, ZK_ENC_BLOCK, 0, out, tok, wte, wpe, N);
 }
-inline int zd_encoder_backward_launch(float *dwte, float *dwpe, const int *tok, const zk_io *dout, int N)
+/* bkt: zk_tok_buckets' layout of the micro-batch's tokens (zk_tokbucket.h). */
+inline int zd_encoder_backward_launch(float *dwte, float *dwpe, const int *bkt, const zk_io *dout, int N)
 {
-    int rc = ZK_LAUNCH(zd_encoder_backward_wte, (unsigned)CEIL_DIV(ZK_C, 64), 64, 0, dwte, tok, dout, N);
+    dim3 g = {(unsigned)N, (unsigned)CEIL_DIV(ZK_C, ZK_ENC_BLOCK), 1u};
+    int rc = ZK_LAUNCH(zd_encoder_backward_wte, g, ZK_ENC_BLOCK, 0, dwte, bkt, dout, N);
     if (rc) return rc;
     return ZK_LAUNCH(zd_encoder_backward_wpe, (unsigned)CEIL_DIV(ZK_T * ZK_C, ZK_ENC_BLOCK), ZK_ENC_BLOCK, 0,
                      dwpe, dout, N);

@@ -7,11 +7,14 @@
 ** variant first writes residual = a + b (the residual stream) and normalises that, saving one
 ** read+write of the row. mean and rstd stay fp32 for the backward pass.
 ** Backward: dx per row, again one warp per row, accumulated (+=) into the residual-stream gradient,
-** which is the residual add's backward for free. dw and db are column reductions over all rows: a
-** second kernel with one thread per column walking the rows in order, so the sums are deterministic
-** (no float atomics) and independent of the launch shape.
+** which is the residual add's backward for free. dw and db are column sums over all rows in two
+** stages (zk_colsum.h): fixed chunks of rows into fp32 partials, then the partials in chunk order, so
+** the sums are deterministic (no float atomics), depend on N alone, and have enough blocks to fill the
+** GPU (one thread per column walking all 8192 rows of GPT-2's micro-batch left a handful of SMs busy
+** for about a millisecond per LayerNorm).
 */
 #include "zk_common.cuh"
+#include "zk_colsum.h"
 
 #define ZK_LN_WARPS 4
 
@@ -75,17 +78,36 @@ ZK_KERNEL void zd_layernorm_backward_dx(zk_io *dx, const zk_io *dy, const zk_io 
     }
 }
 
-/* dw[c] += sum_n dy * xh, db[c] += sum_n dy: one thread per column, rows in order. */
-ZK_KERNEL void zd_layernorm_backward_dwdb(float *dw, float *db, const zk_io *dy, const zk_io *x,
-                                          const float *mean, const float *rstd, int N)
+/* part[chunk, c] = the chunk's sum, rows in order, of dy * xh; part[chunks + chunk, c] of dy.
+** grid (column blocks, chunks). */
+ZK_KERNEL void __launch_bounds__(ZK_COL_BLOCK)
+zd_layernorm_backward_dwdb_part(float *part, const zk_io *dy, const zk_io *x, const float *mean,
+                                const float *rstd, int N)
 {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    int c = blockIdx.x * ZK_COL_BLOCK + threadIdx.x, n0 = blockIdx.y * ZK_COL_ROWS;
     if (c >= ZK_C) return;
+    int n1 = zk_mini(n0 + ZK_COL_ROWS, N);
     float sw = 0.0f, sb = 0.0f;
-    for (int n = 0; n < N; n++) {
+    for (int n = n0; n < n1; n++) {
         float d = zk_ld(dy + (long)n * ZK_C + c);
         sw += d * (zk_ld(x + (long)n * ZK_C + c) - mean[n]) * rstd[n];
         sb += d;
+    }
+    part[(long)blockIdx.y * ZK_C + c] = sw;
+    part[((long)ZK_COL_CHUNKS(N) + blockIdx.y) * ZK_C + c] = sb;
+}
+
+/* dw[c] += the dw partials of column c in chunk order; db[c] += the db partials. */
+ZK_KERNEL void __launch_bounds__(ZK_COL_BLOCK)
+zd_layernorm_backward_dwdb_sum(float *dw, float *db, const float *part, int N)
+{
+    int c = blockIdx.x * ZK_COL_BLOCK + threadIdx.x;
+    if (c >= ZK_C) return;
+    int k = ZK_COL_CHUNKS(N);
+    float sw = 0.0f, sb = 0.0f;
+    for (int i = 0; i < k; i++) {
+        sw += part[(long)i * ZK_C + c];
+        sb += part[((long)k + i) * ZK_C + c];
     }
     dw[c] += sw;
     db[c] += sb;
@@ -106,12 +128,21 @@ inline int zd_residual_layernorm_forward_launch(zk_io *residual, zk_io *y, float
     return ZK_LAUNCH(zd_residual_layernorm_forward, (unsigned)CEIL_DIV(N, ZK_LN_WARPS), 32 * ZK_LN_WARPS, 0,
                      residual, y, mean, rstd, a, bres, w, b, eps, N);
 }
-inline int zd_layernorm_backward_launch(zk_io *dx, float *dw, float *db, const zk_io *dy, const zk_io *x,
-                                               const zk_io *w, const float *mean, const float *rstd, int N)
+/* Floats of the dw/db partials for N rows. */
+inline long zd_layernorm_dwdb_part_floats(int N) { return 2L * ZK_COL_CHUNKS(N) * ZK_C; }
+
+/* dx += the gradient; dw, db += theirs (fp32); part: zd_layernorm_dwdb_part_floats(N) floats of scratch. */
+inline int zd_layernorm_backward_launch(zk_io *dx, float *dw, float *db, float *part, const zk_io *dy,
+                                        const zk_io *x, const zk_io *w, const float *mean, const float *rstd,
+                                        int N)
 {
     int rc = ZK_LAUNCH(zd_layernorm_backward_dx, (unsigned)CEIL_DIV(N, ZK_LN_WARPS), 32 * ZK_LN_WARPS, 0,
                        dx, dy, x, w, mean, rstd, N);
     if (rc) return rc;
-    return ZK_LAUNCH(zd_layernorm_backward_dwdb, (unsigned)CEIL_DIV(ZK_C, 64), 64, 0, dw, db, dy, x, mean, rstd, N);
+    dim3 g = {(unsigned)CEIL_DIV(ZK_C, ZK_COL_BLOCK), (unsigned)ZK_COL_CHUNKS(N), 1u};
+    rc = ZK_LAUNCH(zd_layernorm_backward_dwdb_part, g, ZK_COL_BLOCK, 0, part, dy, x, mean, rstd, N);
+    if (rc) return rc;
+    return ZK_LAUNCH(zd_layernorm_backward_dwdb_sum, (unsigned)CEIL_DIV(ZK_C, ZK_COL_BLOCK), ZK_COL_BLOCK, 0,
+                     dw, db, part, N);
 }
 #endif

@@ -10,20 +10,18 @@
 ** Backward dx: one warp per row, dx += rstd * (dy w - x rstd * mean(dy w x rstd)), ACCUMULATED into
 ** dx, the residual stream's gradient (the residual add's backward for free, as layernorm.cu).
 ** Backward dw (+= sum_n dy x rstd), deterministic without atomics and with enough parallelism for
-** LLaMA's shapes (a thread per column walking all N rows, as layernorm.cu does, would be 4096 threads
-** walking 8192 rows): a first kernel sums fixed chunks of ZK_RMS_ROWS rows per column into partials
-** part (ceil(N / ZK_RMS_ROWS), ZK_C) fp32, rows in order, one thread per column (a warp reads 32
-** consecutive columns: coalesced); a second adds each column's partials in chunk order. The order is
-** fixed by N alone, never by the launch or the GPU.
+** LLaMA's shapes: zk_colsum.h's two stages, as layernorm.cu's dw/db. A first kernel sums fixed chunks
+** of ZK_COL_ROWS rows per column into partials part (ceil(N / ZK_COL_ROWS), ZK_C) fp32, rows in order,
+** one thread per column (a warp reads 32 consecutive columns: coalesced); a second adds each column's
+** partials in chunk order. The order is fixed by N alone, never by the launch or the GPU.
 ** Compiled for archs with rotary grouped-query attention only (zk_shapes.h defines ZK_NKV for them,
 ** from gen/model.c's arch table); for the others this is an empty module.
 */
 #include "zk_common.cuh"
+#include "zk_colsum.h"
 #ifdef ZK_NKV
 
 #define ZK_RMS_WARPS 4              /* rows per block */
-#define ZK_RMS_ROWS 64              /* rows per dw partial */
-#define ZK_RMS_DW_BLOCK 256
 /* 16-bit rows whose length is a multiple of 8 (every LLaMA's) move 8 elements (16 bytes) per lane
 ** access: lane l takes columns 8l..8l+7, then 256 on; the rows are 16-byte aligned as C is. */
 #undef ZK_RMS_VEC  /* a test includes this file once per shape set */
@@ -98,32 +96,32 @@ zd_rmsnorm_backward_dx(zk_io *dx, const zk_io *dy, const zk_io *x, const zk_io *
 }
 
 /* part[chunk, c] = sum over the chunk's rows, in order, of dy x rstd; grid (columns, chunks). */
-ZK_KERNEL void __launch_bounds__(ZK_RMS_DW_BLOCK)
+ZK_KERNEL void __launch_bounds__(ZK_COL_BLOCK)
 zd_rmsnorm_backward_dw_part(float *part, const zk_io *dy, const zk_io *x, const float *rstd, int N)
 {
-    int c = blockIdx.x * ZK_RMS_DW_BLOCK + threadIdx.x, n0 = blockIdx.y * ZK_RMS_ROWS;
+    int c = blockIdx.x * ZK_COL_BLOCK + threadIdx.x, n0 = blockIdx.y * ZK_COL_ROWS;
     if (c >= ZK_C) return;
-    int n1 = zk_mini(n0 + ZK_RMS_ROWS, N);
+    int n1 = zk_mini(n0 + ZK_COL_ROWS, N);
     float acc = 0.0f;
     for (int n = n0; n < n1; n++) acc += zk_ld(dy + (long)n * ZK_C + c) * zk_ld(x + (long)n * ZK_C + c) * rstd[n];
     part[(long)blockIdx.y * ZK_C + c] = acc;
 }
 
 /* dw[c] += sum over chunks, in order, of part[chunk, c]. */
-ZK_KERNEL void __launch_bounds__(ZK_RMS_DW_BLOCK)
+ZK_KERNEL void __launch_bounds__(ZK_COL_BLOCK)
 zd_rmsnorm_backward_dw_sum(float *dw, const float *part, int N)
 {
-    int c = blockIdx.x * ZK_RMS_DW_BLOCK + threadIdx.x;
+    int c = blockIdx.x * ZK_COL_BLOCK + threadIdx.x;
     if (c >= ZK_C) return;
     float acc = 0.0f;
-    for (int k = 0; k < CEIL_DIV(N, ZK_RMS_ROWS); k++) acc += part[(long)k * ZK_C + c];
+    for (int k = 0; k < ZK_COL_CHUNKS(N); k++) acc += part[(long)k * ZK_C + c];
     dw[c] += acc;
 }
 
 /* ------------------------------------------------------------------ launchers */
 #if ZK_HOST_LAUNCHERS
 /* Floats of the dw partials for N rows. */
-inline long zd_rmsnorm_dw_part_floats(int N) { return (long)CEIL_DIV(N, ZK_RMS_ROWS) * ZK_C; }
+inline long zd_rmsnorm_dw_part_floats(int N) { return (long)ZK_COL_CHUNKS(N) * ZK_C; }
 
 inline int zd_rmsnorm_forward_launch(zk_io *y, float *rstd, const zk_io *x, const zk_io *w, float eps, int N)
 {
@@ -137,10 +135,10 @@ inline int zd_rmsnorm_backward_launch(zk_io *dx, float *dw, float *part, const z
     int rc = ZK_LAUNCH(zd_rmsnorm_backward_dx, (unsigned)CEIL_DIV(N, ZK_RMS_WARPS), 32 * ZK_RMS_WARPS, 0,
                        dx, dy, x, w, rstd, N);
     if (rc) return rc;
-    dim3 g = {(unsigned)CEIL_DIV(ZK_C, ZK_RMS_DW_BLOCK), (unsigned)CEIL_DIV(N, ZK_RMS_ROWS), 1u};
-    rc = ZK_LAUNCH(zd_rmsnorm_backward_dw_part, g, ZK_RMS_DW_BLOCK, 0, part, dy, x, rstd, N);
+    dim3 g = {(unsigned)CEIL_DIV(ZK_C, ZK_COL_BLOCK), (unsigned)ZK_COL_CHUNKS(N), 1u};
+    rc = ZK_LAUNCH(zd_rmsnorm_backward_dw_part, g, ZK_COL_BLOCK, 0, part, dy, x, rstd, N);
     if (rc) return rc;
-    return ZK_LAUNCH(zd_rmsnorm_backward_dw_sum, (unsigned)CEIL_DIV(ZK_C, ZK_RMS_DW_BLOCK), ZK_RMS_DW_BLOCK, 0,
+    return ZK_LAUNCH(zd_rmsnorm_backward_dw_sum, (unsigned)CEIL_DIV(ZK_C, ZK_COL_BLOCK), ZK_COL_BLOCK, 0,
                      dw, part, N);
 }
 #endif

@@ -54,7 +54,7 @@ static const Kern table[] = {
     K(zd_encoder_forward), K(zd_encoder_backward_wte), K(zd_encoder_backward_wpe),
     K(zd_bias_gelu_forward), K(zd_gelu_backward), K(zd_bias_backward),
     K(zd_layernorm_forward), K(zd_residual_layernorm_forward),
-    K(zd_layernorm_backward_dx), K(zd_layernorm_backward_dwdb),
+    K(zd_layernorm_backward_dx), K(zd_layernorm_backward_dwdb_part), K(zd_layernorm_backward_dwdb_sum),
     K(zd_attention_forward), K(zd_attention_backward_dq), K(zd_attention_backward_dkv),
     K(zd_crossentropy_fused), K(zd_adamw), K(zd_f32_to_16), K(zd_16_to_f32), K(zd_add_16_to_f32),
     K(zd_add_f32_to_16), K(zd_add_f32),
