@@ -45,6 +45,8 @@
 #define HS (ZG_D_MODEL / ZG_N_HEADS)
 #define ATT_QT (4 * (HS > 128 ? 1 : 2))      /* attention.cu's ZK_ATT_QT */
 #define CEIL(a, b) (((a) + (b) - 1) / (b))
+/* the column sums' partials (zk_colsum.h) per chunk: LayerNorm's dw and db, or the fc bias */
+#define COLSUM_WIDTH (2 * ZG_D_MODEL > ZG_D_FF ? 2 * ZG_D_MODEL : ZG_D_FF)
 #if ZK_IO == 1
 #define ACT_DT ZR_DT_BF16
 #define AB 2                                  /* bytes of an activation */
@@ -108,7 +110,7 @@ void cz_acts_init(void)
     a->ones = take(&cur, BT, AB);
     a->tokens = take(&cur, BT, 4);
     a->targets = take(&cur, BT, 4);
-    a->colsum = take(&cur, 2 * (size_t)ZK_COL_CHUNKS(N_ROWS) * ZG_D_MODEL, 4);
+    a->colsum = take(&cur, (size_t)ZK_COL_CHUNKS(N_ROWS) * COLSUM_WIDTH, 4);
     a->tok_buckets = take(&cur, ZK_TOKBUCKET_INTS(N_ROWS), 4);
     a->scratch_bytes = (size_t)(cur - scratch);
     if (a->acts_bytes != (size_t)ZG_CUDA_ACTS_BYTES || a->scratch_bytes != (size_t)ZG_CUDA_SCRATCH_BYTES)
@@ -203,9 +205,14 @@ static void gelu_bwd(void *dpre, const void *pre, const void *dy)
 static void bias_bwd(float *dbias, const void *dp)
 {
     int n = N_ROWS;
-    void *a2[] = {&dbias, &dp, &n, NULL};
-    fp(dp, (size_t)N_ROWS * ZG_D_FF * AB, 0); fp(dbias, (size_t)ZG_D_FF * 4, 1);
-    launch("zd_bias_backward", CEIL(ZG_D_FF, 64), 1, 1, 64, a2);
+    float *part = CZ.a.colsum;
+    size_t part_b = (size_t)ZK_COL_CHUNKS(N_ROWS) * ZG_D_FF * 4;
+    void *a2[] = {&part, &dp, &n, NULL};
+    fp(dp, (size_t)N_ROWS * ZG_D_FF * AB, 0); fp(part, part_b, 1);
+    launch("zd_bias_backward_part", CEIL(ZG_D_FF, ZK_COL_BLOCK), ZK_COL_CHUNKS(N_ROWS), 1, ZK_COL_BLOCK, a2);
+    void *a3[] = {&dbias, &part, &n, NULL};
+    fp(part, part_b, 0); fp(dbias, (size_t)ZG_D_FF * 4, 1);
+    launch("zd_bias_backward_sum", CEIL(ZG_D_FF, ZK_COL_BLOCK), 1, 1, ZK_COL_BLOCK, a3);
 }
 #endif
 

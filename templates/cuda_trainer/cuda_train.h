@@ -30,7 +30,7 @@ typedef struct CzDevActs {
     float *lnf_mean, *lnf_rstd, *losses;
     size_t layer_bytes;
     void *dresidual, *dln, *dqkv, *datty, *dfch, *dfch_gelu, *ones;
-    float *dbuf, *colsum;       /* colsum: the LayerNorm dw/db partials (zk_colsum.h) */
+    float *dbuf, *colsum;       /* colsum: the column sums' partials (zk_colsum.h) */
     int *tokens, *targets, *tok_buckets;
     size_t acts_bytes, scratch_bytes;
 } CzDevActs;

@@ -101,7 +101,7 @@ static const std::map<std::string, KCapture> &kernels()
 {
     static const std::map<std::string, KCapture> t = {
         ZE_K(zd_encoder_forward), ZE_K(zd_encoder_backward_wte), ZE_K(zd_encoder_backward_wpe),
-        ZE_K(zd_bias_gelu_forward), ZE_K(zd_gelu_backward), ZE_K(zd_bias_backward),
+        ZE_K(zd_bias_gelu_forward), ZE_K(zd_gelu_backward), ZE_K(zd_bias_backward_part), ZE_K(zd_bias_backward_sum),
         ZE_K(zd_layernorm_forward), ZE_K(zd_residual_layernorm_forward),
         ZE_K(zd_layernorm_backward_dx), ZE_K(zd_layernorm_backward_dwdb_part),
         ZE_K(zd_layernorm_backward_dwdb_sum),

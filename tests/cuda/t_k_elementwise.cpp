@@ -1,7 +1,8 @@
 /*
 ** t_k_elementwise.cpp — the elementwise and reduction kernels under the SIMT emulation:
 **   encoder.cu   against zk_embed_forward / zk_embed_backward (host), repeated token ids included;
-**   gelu.cu      against zk_gelu_forward / zk_gelu_backward (host) plus the bias column sums;
+**   gelu.cu      against zk_gelu_forward / zk_gelu_backward (host) plus the bias column sums (7
+**                and 150 rows: one and three chunks of the two-stage sum);
 **   adamw.cu     bit for bit against the CPU optimizer (runtime/zr_adam.c, zr_adam_step_scalar), and
 **                within rounding of DeepSpeed's AdamW written out here in double (3 steps, weight
 **                decay, gradient scale, the 16-bit copy of the parameters).
@@ -128,9 +129,10 @@ static void encoder(void)
     zk_close("dwpe", kdwpe, dwpe, 1e-6, 1e-6);
 }
 
-static void gelu(void)
+/* N 7: one chunk of the bias sums; 150: three, the last partial (zk_colsum.h's 64 rows) */
+static void gelu_n(const int N)
 {
-    const int N = 7, F = ZK_F;
+    const int F = ZK_F;
     const double e16 = zk_eps_of<zk_io>();
     zk_seed(F + ZK_IO);
     std::vector<float> x = zk_rand((size_t)N * F, -4, 4), bias = zk_rand(F), dy = zk_rand((size_t)N * F);
@@ -146,14 +148,20 @@ static void gelu(void)
     zk_close("pre", zk_from(pred), pre, 0, 0);
     zk_close("gelu", zk_from(outd), out, 1e-6, 1e-5 + e16);
 
-    std::vector<float> dbias = zk_rand(F), kdbias = dbias;
-    ZT_EQ_INT(zd_bias_gelu_backward_launch(dpred.data(), kdbias.data(), pred.data(), dyd.data(), N), 0);
+    std::vector<float> dbias = zk_rand(F), kdbias = dbias, part((size_t)zd_bias_part_floats(N), 12345.0f);
+    ZT_EQ_INT(zd_bias_gelu_backward_launch(dpred.data(), kdbias.data(), part.data(), pred.data(), dyd.data(), N), 0);
     zk_gelu_backward(pre.size(), pre.data(), dy.data(), dpre.data());
     std::vector<float> kdpre = zk_from(dpred);
     zk_close("dpre", kdpre, dpre, 1e-6, 1e-5 + e16);
     for (int f = 0; f < F; f++)
         for (int n = 0; n < N; n++) dbias[f] += kdpre[(size_t)n * F + f];   /* the kernel's own dpre */
     zk_close("dbias", kdbias, dbias, 1e-5, 1e-5);
+}
+
+static void gelu(void)
+{
+    gelu_n(7);
+    gelu_n(150);
 }
 
 /* adamw: AdamW (decoupled decay) or Adam (L2 decay into the gradient); bc: bias correction (without,

@@ -52,7 +52,7 @@ struct Kern { const char *name; Runner run; const void *fn; int nparams; Sizer s
               (const void *)(uintptr_t)n, n_params(n), [](int i) { return param_size(n, i); }}
 static const Kern table[] = {
     K(zd_encoder_forward), K(zd_encoder_backward_wte), K(zd_encoder_backward_wpe),
-    K(zd_bias_gelu_forward), K(zd_gelu_backward), K(zd_bias_backward),
+    K(zd_bias_gelu_forward), K(zd_gelu_backward), K(zd_bias_backward_part), K(zd_bias_backward_sum),
     K(zd_layernorm_forward), K(zd_residual_layernorm_forward),
     K(zd_layernorm_backward_dx), K(zd_layernorm_backward_dwdb_part), K(zd_layernorm_backward_dwdb_sum),
     K(zd_attention_forward), K(zd_attention_backward_dq), K(zd_attention_backward_dkv),
