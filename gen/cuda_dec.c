@@ -103,7 +103,7 @@ int64_t zg_cuda_acts_bytes(const ZgPlan *p, int64_t *scratch)
     int64_t lse = p->zero->micro_batch * m->n_heads * m->seq_len;
     int64_t layer = 8 * (BTC * ab + 256) + 4 * (BT * 4 + 256) + (lse * 4 + 256) + 2 * (BTF * ab + 256) + 256;
     *scratch = 3 * al256(BTC * ab) + al256(3 * BTC * ab) + al256(lse * 4) + 2 * al256(BTF * ab) +
-               al256(BT * ab) + 2 * al256(BT * 4) + al256(ZK_COL_CHUNKS(BT) * (2 * m->d_model > m->d_ff ? 2 * m->d_model : m->d_ff) * 4) +
+               al256(BT * ab) + 2 * al256(BT * 4) + al256(ZK_COLSUM_FLOATS(BT, m->d_model, m->d_ff) * 4) +
                al256(ZK_TOKBUCKET_INTS(BT) * 4);
     return 2 * al256(BTC * ab) + al256(m->n_layers * layer) + 3 * al256(BT * 4) + al256(BT * m->vocab_size * ab);
 }

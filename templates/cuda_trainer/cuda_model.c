@@ -45,8 +45,6 @@
 #define HS (ZG_D_MODEL / ZG_N_HEADS)
 #define ATT_QT (4 * (HS > 128 ? 1 : 2))      /* attention.cu's ZK_ATT_QT */
 #define CEIL(a, b) (((a) + (b) - 1) / (b))
-/* the column sums' partials (zk_colsum.h) per chunk: LayerNorm's dw and db, or the fc bias */
-#define COLSUM_WIDTH (2 * ZG_D_MODEL > ZG_D_FF ? 2 * ZG_D_MODEL : ZG_D_FF)
 #if ZK_IO == 1
 #define ACT_DT ZR_DT_BF16
 #define AB 2                                  /* bytes of an activation */
@@ -110,7 +108,7 @@ void cz_acts_init(void)
     a->ones = take(&cur, BT, AB);
     a->tokens = take(&cur, BT, 4);
     a->targets = take(&cur, BT, 4);
-    a->colsum = take(&cur, (size_t)ZK_COL_CHUNKS(N_ROWS) * COLSUM_WIDTH, 4);
+    a->colsum = take(&cur, (size_t)ZK_COLSUM_FLOATS(N_ROWS, ZG_D_MODEL, ZG_D_FF), 4);
     a->tok_buckets = take(&cur, ZK_TOKBUCKET_INTS(N_ROWS), 4);
     a->scratch_bytes = (size_t)(cur - scratch);
     if (a->acts_bytes != (size_t)ZG_CUDA_ACTS_BYTES || a->scratch_bytes != (size_t)ZG_CUDA_SCRATCH_BYTES)

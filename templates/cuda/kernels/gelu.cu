@@ -61,9 +61,7 @@ zd_bias_backward_sum(float *dbias, const float *part, int N)
 {
     int c = blockIdx.x * ZK_COL_BLOCK + threadIdx.x;
     if (c >= ZK_F) return;
-    float s = 0.0f;
-    for (int k = 0; k < ZK_COL_CHUNKS(N); k++) s += part[(long)k * ZK_F + c];
-    dbias[c] += s;
+    dbias[c] += zk_col_partials(part, ZK_COL_CHUNKS(N), ZK_F, c);
 }
 
 /* ------------------------------------------------------------------ launchers */

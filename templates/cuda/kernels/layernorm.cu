@@ -104,13 +104,8 @@ zd_layernorm_backward_dwdb_sum(float *dw, float *db, const float *part, int N)
     int c = blockIdx.x * ZK_COL_BLOCK + threadIdx.x;
     if (c >= ZK_C) return;
     int k = ZK_COL_CHUNKS(N);
-    float sw = 0.0f, sb = 0.0f;
-    for (int i = 0; i < k; i++) {
-        sw += part[(long)i * ZK_C + c];
-        sb += part[((long)k + i) * ZK_C + c];
-    }
-    dw[c] += sw;
-    db[c] += sb;
+    dw[c] += zk_col_partials(part, k, ZK_C, c);
+    db[c] += zk_col_partials(part + (long)k * ZK_C, k, ZK_C, c);
 }
 
 /* ------------------------------------------------------------------ launchers */

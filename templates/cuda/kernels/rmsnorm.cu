@@ -113,9 +113,7 @@ zd_rmsnorm_backward_dw_sum(float *dw, const float *part, int N)
 {
     int c = blockIdx.x * ZK_COL_BLOCK + threadIdx.x;
     if (c >= ZK_C) return;
-    float acc = 0.0f;
-    for (int k = 0; k < ZK_COL_CHUNKS(N); k++) acc += part[(long)k * ZK_C + c];
-    dw[c] += acc;
+    dw[c] += zk_col_partials(part, ZK_COL_CHUNKS(N), ZK_C, c);
 }
 
 /* ------------------------------------------------------------------ launchers */

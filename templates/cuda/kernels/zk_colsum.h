@@ -15,5 +15,8 @@
 #define ZK_COL_ROWS 64              /* rows per partial */
 #define ZK_COL_BLOCK 256            /* columns per block: the kernels' __launch_bounds__ */
 #define ZK_COL_CHUNKS(n) (((n) + ZK_COL_ROWS - 1) / ZK_COL_ROWS)
+/* The GPT-2 trainer's one partials buffer for n rows, C = d_model, F = d_ff: LayerNorm's dw and db
+** (2C columns) or, on the unfused path, the fc bias (F), whichever is wider; in floats. */
+#define ZK_COLSUM_FLOATS(n, C, F) (ZK_COL_CHUNKS(n) * (2 * (C) > (F) ? 2 * (C) : (F)))
 
 #endif

@@ -163,6 +163,15 @@ ZK_DEV float zk_block_max(float v, float *scratch)
     return zk_warp_max(v);
 }
 
+/* Stage 2 of a column sum (zk_colsum.h): column c of `chunks` rows of `width` fp32 partials, added
+** in chunk order. */
+ZK_DEV float zk_col_partials(const float *part, int chunks, int width, int c)
+{
+    float s = 0.0f;
+    for (int k = 0; k < chunks; k++) s += part[(long)k * width + c];
+    return s;
+}
+
 /* ------------------------------------------------------------------ launches */
 /* Launchers (host side) exist outside NVRTC only. Under emulation a launch runs the grid at once
 ** and returns 0 or -1; with nvcc it is an ordinary <<<>>> launch on the default stream and returns 0
