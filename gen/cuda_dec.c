@@ -92,7 +92,8 @@ double zg_cuda_check_loss_rtol(const ZgPlan *p)
 }
 
 /* cz_acts_init's carving: every array rounded up to 256 bytes; a layer's slice is layer_bytes(), an
-** upper bound of its arrays (each with 256 bytes of slack). */
+** upper bound of its arrays (each with 256 bytes of slack); with checkpointing one such area and the
+** kept block outputs. */
 static int64_t al256(int64_t n) { return (n + 255) / 256 * 256; }
 
 int64_t zg_cuda_acts_bytes(const ZgPlan *p, int64_t *scratch)
@@ -105,5 +106,7 @@ int64_t zg_cuda_acts_bytes(const ZgPlan *p, int64_t *scratch)
     *scratch = 3 * al256(BTC * ab) + al256(3 * BTC * ab) + al256(lse * 4) + 2 * al256(BTF * ab) +
                al256(BT * ab) + 2 * al256(BT * 4) + al256(ZK_COLSUM_FLOATS(BT, m->d_model, m->d_ff) * 4) +
                al256(ZK_TOKBUCKET_INTS(BT) * 4);
-    return 2 * al256(BTC * ab) + al256(m->n_layers * layer) + 3 * al256(BT * 4) + al256(BT * m->vocab_size * ab);
+    /* activation checkpointing: one block area, and every block's output kept apart */
+    int64_t areas = p->act_ckpt ? 1 : m->n_layers, kept = p->act_ckpt ? m->n_layers * al256(BTC * ab) : 0;
+    return 2 * al256(BTC * ab) + al256(areas * layer) + 3 * al256(BT * 4) + al256(BT * m->vocab_size * ab) + kept;
 }

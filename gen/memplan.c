@@ -8,6 +8,7 @@
 */
 #include <string.h>
 #include "zg.h"
+#include "zg_cuda_dec.h"                              /* train-cuda's activation layout */
 #include "../templates/cuda/kernels/zk_tokbucket.h"   /* the batch's token grouping, sent up with it */
 
 #define ARENA_ALIGN 64
@@ -232,10 +233,20 @@ static void layout(ZgPlan *p)
     if (z->stage >= 2 && p->tied_tensor >= 0)
         region(&lo, "tied_grad", ZG_MEM_STAGING, ZG_TIER_DEVICE,
                p->tensors[p->tied_tensor].numel * 4, false);
-    /* activations */
-    mp->acts_bytes = p->act_ckpt ? zg_acts_ckpt_bytes(m, z->micro_batch)
-                                 : zg_acts_bytes(m, z->micro_batch);
-    mp->scratch_bytes = zg_scratch_bytes(m, z->micro_batch);
+    /* activations: the device holds what the GPU trainer carves; the host backend's own layout
+    ** (more arrays, fp32, the attention probabilities) is its business, outside the tiers */
+    mp->host_acts_bytes = p->act_ckpt ? zg_acts_ckpt_bytes(m, z->micro_batch)
+                                      : zg_acts_bytes(m, z->micro_batch);
+    mp->host_scratch_bytes = zg_scratch_bytes(m, z->micro_batch);
+    const ZgArch *arch = zg_arch_find(m->arch);
+    if (arch && !arch->cuda_missing) {
+        mp->acts_bytes = zg_cuda_acts_bytes(p, &mp->scratch_bytes);
+        mp->device_acts_layout = "train-cuda";
+    } else {
+        mp->acts_bytes = mp->host_acts_bytes;
+        mp->scratch_bytes = mp->host_scratch_bytes;
+        mp->device_acts_layout = "host";
+    }
     region(&lo, "acts", ZG_MEM_ACTIVATIONS, ZG_TIER_DEVICE, mp->acts_bytes, false);
     region(&lo, "scratch", ZG_MEM_ACTIVATIONS, ZG_TIER_DEVICE, mp->scratch_bytes, false);
 
@@ -246,6 +257,15 @@ static void layout(ZgPlan *p)
         mp->tier_bytes[t] = round_up(lo.cursor[t], a);
         mp->peak_bytes[t] = mp->tier_bytes[t];
     }
+}
+
+int64_t zg_mem_acts_unckpt(const ZgPlan *p)
+{
+    if (!strcmp(p->mem.device_acts_layout, "host")) return zg_acts_bytes(p->model, p->zero->micro_batch);
+    ZgPlan q = *p;              /* read-only: the same plan without checkpointing */
+    q.act_ckpt = false;
+    int64_t scratch;
+    return zg_cuda_acts_bytes(&q, &scratch);
 }
 
 int64_t zg_mem_host_per_node(const ZgPlan *p)

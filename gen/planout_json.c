@@ -352,6 +352,9 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jbool(j, "act_ckpt", p->act_ckpt);
     jint(j, "acts_bytes", p->mem.acts_bytes);
     jint(j, "scratch_bytes", p->mem.scratch_bytes);
+    jstr(j, "device_acts_layout", p->mem.device_acts_layout);
+    jint(j, "host_acts_bytes", p->mem.host_acts_bytes);
+    jint(j, "host_scratch_bytes", p->mem.host_scratch_bytes);
     jint(j, "grad_land_slots", p->mem.grad_land_slots);
     jint(j, "grad_land_numel", p->mem.grad_land_numel);
     jint(j, "param_land_numel", p->mem.param_land_numel);

@@ -6,6 +6,7 @@
 */
 #include <string.h>
 #include "zg.h"
+#include "zg_cuda_dec.h"       /* the device activations' storage */
 
 #define SHOW_RANKS 4            /* above 2*SHOW_RANKS ranks, list the first and last few */
 
@@ -192,13 +193,19 @@ static void memory_txt(const ZgPlan *p, FILE *f)
     if (m->device_memory) fprintf(f, "declared device memory: %.3f GiB (the plan needs %.3f GiB with the headroom)\n",
                                   gib(m->device_memory), gib(zg_mem_device_need(p)));
     if (m->host_memory) fprintf(f, "declared host memory per node: %.3f GiB\n", gib(m->host_memory));
-    fprintf(f, "activations: acts %lld bytes + scratch %lld bytes (fp32, micro batch %lld)\n",
+    bool dev_layout = !strcmp(p->mem.device_acts_layout, "train-cuda");
+    fprintf(f, "activations (device): acts %lld bytes + scratch %lld bytes (%s, %s, micro batch %lld)\n",
             (long long)p->mem.acts_bytes, (long long)p->mem.scratch_bytes,
+            dev_layout && zg_cuda_act_io(p) ? "bf16" : "fp32",
+            dev_layout ? "train-cuda's layout" : "the host kernels' layout: this arch has no train-cuda",
             (long long)p->zero->micro_batch);
+    fprintf(f, "host backend (train): its own activations, %lld + %lld bytes (fp32, the host kernels' "
+            "layout), mapped at start-up outside the tiers\n",
+            (long long)p->mem.host_acts_bytes, (long long)p->mem.host_scratch_bytes);
     if (p->act_ckpt)
         fprintf(f, "activation checkpointing: acts keeps each block's input and one block's "
                 "activations (%lld bytes without: %lld); backward recomputes blocks\n",
-                (long long)p->mem.acts_bytes, (long long)zg_acts_bytes(m, p->zero->micro_batch));
+                (long long)p->mem.acts_bytes, (long long)zg_mem_acts_unckpt(p));
 
     sizes_txt(p, f);
 

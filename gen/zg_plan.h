@@ -320,9 +320,14 @@ typedef struct ZgMemPlan {
     ** "param_land" two sub-groups of the updated working copy on their way H2D. 0: none. */
     int grad_land_slots;
     int64_t grad_land_numel, param_land_numel;
-    int64_t acts_bytes, scratch_bytes;          /* the activation formula (docs/PLAN.md);
-                                                ** acts_bytes is the checkpointed one with
-                                                ** ZgPlan.act_ckpt */
+    /* Activations (docs/PLAN.md "Activations"): the device regions "acts" and "scratch" hold the
+    ** GPU trainer's layout (gen/cuda_dec.c zg_cuda_acts_bytes) where the arch has one, else the
+    ** host kernels' formula; host_acts/host_scratch are the host backend's own layout (the host
+    ** kernels' formula), a buffer that trainer maps at start-up outside the tiers. Each is the
+    ** checkpointed figure with ZgPlan.act_ckpt. device_acts_layout: "train-cuda" or "host". */
+    int64_t acts_bytes, scratch_bytes;
+    int64_t host_acts_bytes, host_scratch_bytes;
+    const char *device_acts_layout;
     /* Device memory a CUDA rank needs beside the device arena (memplan.c device_headroom; docs/
     ** PLAN.md "Device headroom"): the fit check keeps it free of hardware.device_memory. */
     int64_t headroom_context;                   /* the CUDA context */
@@ -449,6 +454,8 @@ int64_t zg_acts_bytes(const ZgModel *m, int64_t micro_batch);
 ** activations, then each block's output (the next block's input) */
 int64_t zg_acts_ckpt_bytes(const ZgModel *m, int64_t micro_batch);
 int64_t zg_scratch_bytes(const ZgModel *m, int64_t micro_batch);
+/* The device "acts" bytes of p's layout without activation checkpointing (plan.txt's comparison). */
+int64_t zg_mem_acts_unckpt(const ZgPlan *p);
 /* memplan.c: host bytes per node (pinned + host per rank times ranks per node). */
 int64_t zg_mem_host_per_node(const ZgPlan *p);
 /* plan.c: bytes per sub-group element of the pinned "param_land" (Adam on the host, the working

@@ -329,10 +329,9 @@ static void cz_layout_init(void)
     cz_acts_init();
     if (T.rank == 0 && (!T.a.quiet || getenv("ZR_CUDA_VERBOSE")))
         fprintf(stderr, "train-cuda: %s; device allocation %lld bytes (the plan's device tier); activations %s "
-                "(%lld + %lld bytes of the plan's %lld + %lld, attention%s); Adam on the %s\n",
+                "(%lld + %lld bytes: the plan's acts and scratch%s, attention%s); Adam on the %s\n",
                 zr_gpu_describe(CZ.gpu), (long long)ZG_TIER_BYTES_DEVICE, ZK_IO ? "bf16" : "fp32",
-                (long long)ZG_CUDA_ACTS_BYTES, (long long)ZG_CUDA_SCRATCH_BYTES,
-                (long long)tr_model_acts_floats(ZG_N_LAYERS) * 4, (long long)tr_model_scratch_floats() * 4,
+                (long long)ZG_ACTS_BYTES, (long long)ZG_SCRATCH_BYTES, ZG_ACT_CKPT ? ", checkpointed" : "",
                 ZK_ATT_TC ? "_tc" : "", CZ.dev_opt ? "device" : "host");
 }
 

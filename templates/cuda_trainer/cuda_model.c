@@ -5,8 +5,8 @@
 ** backward: db += ones(1,N) @ dy), so no extra kernel is needed. The math is the host kernels'
 ** (gpt2_host.h): same layouts ([in, out] weights), parameter gradients accumulate, dresidual carries
 ** dL/d(residual stream) backwards. Attention keeps lse (B, NH, T) instead of the T x T
-** probabilities, so the device layout is smaller than the host's and fits the plan's "acts" /
-** "scratch" regions.
+** probabilities, so the device layout is smaller than the host's; the plan's "acts" / "scratch"
+** regions are sized for it (gen/cuda_dec.c), the host's layout lives in the host backend's buffer.
 ** Precision is gen's decision (cuda/kernels/zk_shapes.h, gen/cuda_dec.c):
 **   ZK_IO 0  fp32 activations, every matmul an fp32 sgemm (cuBLAS pedantic): the host's arithmetic;
 **   ZK_IO 1  bf16 plans: activations bf16 (the kernels' zk_io), parameters read as the 16-bit working
@@ -44,6 +44,10 @@
 #define N_ROWS (ZG_MICRO_BATCH * ZG_SEQ_LEN)
 #define HS (ZG_D_MODEL / ZG_N_HEADS)
 #define ATT_QT (4 * (HS > 128 ? 1 : 2))      /* attention.cu's ZK_ATT_QT */
+/* Activation checkpointing (the plan's ZG_ACT_CKPT): one block area, which the forward and each
+** recompute fill for the block at hand, and every block's output kept apart (CzDevActs.kept), which
+** is the next block's input; without it, one area per block and the output is the area's residual3. */
+#define N_AREAS (ZG_ACT_CKPT ? 1 : ZG_N_LAYERS)
 #define CEIL(a, b) (((a) + (b) - 1) / (b))
 #if ZK_IO == 1
 #define ACT_DT ZR_DT_BF16
@@ -75,7 +79,7 @@ static size_t layer_bytes(void)
 static CzLayer layer(int l)
 {
     size_t BT = N_ROWS, BTC = BT * ZG_D_MODEL, BTF = BT * ZG_D_FF;
-    char *cur = (char *)CZ.a.layers + (size_t)l * CZ.a.layer_bytes;
+    char *cur = (char *)CZ.a.layers + (size_t)(ZG_ACT_CKPT ? 0 : l) * CZ.a.layer_bytes;
     CzLayer v;
     v.ln1 = take(&cur, BTC, AB); v.ln1_mean = take(&cur, BT, 4); v.ln1_rstd = take(&cur, BT, 4);
     v.qkv = take(&cur, 3 * BTC, AB); v.atty = take(&cur, BTC, AB);
@@ -83,6 +87,7 @@ static CzLayer layer(int l)
     v.residual2 = take(&cur, BTC, AB);
     v.ln2 = take(&cur, BTC, AB); v.ln2_mean = take(&cur, BT, 4); v.ln2_rstd = take(&cur, BT, 4);
     v.fch = take(&cur, BTF, AB); v.fch_gelu = take(&cur, BTF, AB); v.residual3 = take(&cur, BTC, AB);
+    if (ZG_ACT_CKPT) v.residual3 = (char *)CZ.a.kept + (size_t)l * CZ.a.kept_stride;
     return v;
 }
 
@@ -92,13 +97,18 @@ void cz_acts_init(void)
 {
     size_t BT = N_ROWS, BTC = BT * ZG_D_MODEL, BTF = BT * ZG_D_FF;
     CzDevActs *a = &CZ.a;
-    char *acts = cz_dev(T.acts), *scratch = cz_dev(T.scratch), *cur = acts;
+    int64_t acts_rg, scratch_rg;           /* the plan's device regions, sized by gen for this carving */
+    char *acts = cz_dev(tr_region_bytes("acts", &acts_rg)), *scratch = cz_dev(tr_region_bytes("scratch", &scratch_rg));
+    char *cur = acts;
     a->encoded = take(&cur, BTC, AB);
     a->layer_bytes = layer_bytes();
-    a->layers = take(&cur, ZG_N_LAYERS * a->layer_bytes, 1);
+    a->layers = take(&cur, N_AREAS * a->layer_bytes, 1);
     a->lnf = take(&cur, BTC, AB); a->lnf_mean = take(&cur, BT, 4); a->lnf_rstd = take(&cur, BT, 4);
     a->logits = take(&cur, BT * ZG_VOCAB_SIZE, AB);
     a->losses = take(&cur, BT, 4);
+    a->kept_stride = (BTC * AB + 255) & ~(size_t)255;
+    a->kept = ZG_ACT_CKPT ? take(&cur, ZG_N_LAYERS * a->kept_stride, 1) : NULL;
+    a->area_layer = -1;
     a->acts_bytes = (size_t)(cur - acts);
     cur = scratch;
     a->dresidual = take(&cur, BTC, AB); a->dln = take(&cur, BTC, AB); a->dqkv = take(&cur, 3 * BTC, AB);
@@ -114,10 +124,10 @@ void cz_acts_init(void)
     if (a->acts_bytes != (size_t)ZG_CUDA_ACTS_BYTES || a->scratch_bytes != (size_t)ZG_CUDA_SCRATCH_BYTES)
         tr_die("internal: device activations carved %zu/%zu bytes, gen planned %lld/%lld (gen/cuda_dec.c)",
                a->acts_bytes, a->scratch_bytes, (long long)ZG_CUDA_ACTS_BYTES, (long long)ZG_CUDA_SCRATCH_BYTES);
-    if (a->acts_bytes > (size_t)(size_t)tr_model_acts_floats(ZG_N_LAYERS) * 4 ||
-        a->scratch_bytes > (size_t)(size_t)tr_model_scratch_floats() * 4)
-        tr_die("device activations (%zu/%zu bytes) exceed the plan's acts/scratch regions",
-               a->acts_bytes, a->scratch_bytes);
+    if (a->acts_bytes != (size_t)acts_rg || a->scratch_bytes != (size_t)scratch_rg)
+        tr_die("device activations (%zu/%zu bytes) are not the plan's acts/scratch regions (%lld/%lld): "
+               "regenerate with a matching zgen", a->acts_bytes, a->scratch_bytes, (long long)acts_rg,
+               (long long)scratch_rg);
     static float ones[N_ROWS];
     for (int i = 0; i < N_ROWS; i++) ones[i] = 1.0f;
 #if ZK_IO == 1
@@ -566,5 +576,19 @@ static void block_run(int bwd, int l, const void *const *p, float *const *g)
     CZ_CHECK(zr_gpu_graph_launch(CZ.compute, m->graph));
 }
 
-void cz_block_forward(int l, const void *const *p) { block_run(0, l, p, NULL); }
-void cz_block_backward(int l, const void *const *p, float *const *g) { block_run(1, l, p, g); }
+/* With checkpointing the plan puts a recompute of block l (or, for the last block, its forward)
+** right before l's backward; the area's owner is tracked here, outside the graphs, so a plan without
+** it stops instead of differentiating another block's activations. */
+void cz_block_forward(int l, const void *const *p)
+{
+    block_run(0, l, p, NULL);
+    CZ.a.area_layer = l;
+}
+
+void cz_block_backward(int l, const void *const *p, float *const *g)
+{
+    if (ZG_ACT_CKPT && CZ.a.area_layer != l)
+        tr_die("backward of block %d, but the block area holds block %d (the plan lacks a recompute)",
+               l, CZ.a.area_layer);
+    block_run(1, l, p, g);
+}

@@ -111,7 +111,8 @@ typedef struct Trainer {
     float *grad_stage;          /* fp32, stages 2/3: gradients of one module */
     float *tied_grad;           /* stages 2/3: fp32 token-table gradient from the tied head until embed */
     float *acts, *scratch;
-    int64_t acts_floats;        /* floats of the "acts" region */
+    int64_t acts_floats;        /* floats of the host activations (acts; scratch follows) */
+    size_t host_acts_bytes;     /* the mapping of both (tr_layout_init) */
     int64_t max_use_numel;
 
     /* every plan region by zg_regions index (NULL on NVMe): the lowered op rows name regions */
@@ -177,6 +178,7 @@ void *tr_w_at(void *base, int64_t elem);
 void *tr_region_at(int r, int64_t elem, int dt);
 int tr_region_index(const char *name);  /* the plan's region `name`: its index, -1 when it has none */
 void *tr_region_named(const char *name);  /* its memory; NULL when it has none or it is on NVMe */
+void *tr_region_bytes(const char *name, int64_t *bytes);  /* the same, and its size in *bytes */
 /* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32
 ** (train_ops.c) */
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add);

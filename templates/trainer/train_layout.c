@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "train.h"
@@ -87,6 +88,12 @@ void *tr_region_named(const char *name)
 {
     int64_t nvme_off;
     return region(name, &nvme_off, NULL);
+}
+
+void *tr_region_bytes(const char *name, int64_t *bytes)
+{
+    int64_t nvme_off;
+    return region(name, &nvme_off, bytes);
 }
 
 static void nvme_rw(ZrNvme *f, int write, void *buf, int64_t bytes, int64_t off)
@@ -302,18 +309,24 @@ void tr_layout_init(void)
     if (T.stage32) T.max_use_numel = bytes / 8;
     T.grad_stage = region("grad_stage", NULL, NULL);
     T.tied_grad = region("tied_grad", NULL, NULL);
-    T.acts = region("acts", NULL, NULL);
-    T.scratch = region("scratch", NULL, NULL);
-    if (!T.acts || !T.scratch) tr_die("the plan has no \"acts\"/\"scratch\" regions");
+    if (!region("acts", NULL, NULL) || !region("scratch", NULL, NULL))
+        tr_die("the plan has no \"acts\"/\"scratch\" regions");
 
     derive();
 
-    /* the kernels' activations: the plan's regions must hold the layout the arch's adapter carves
-    ** (train_model.h): every block's activations, or the checkpointed layout (one block area, then
-    ** each block's output), which the plan sizes with activation checkpointing */
-    int64_t ab, sb;
-    region("acts", NULL, &ab);
-    region("scratch", NULL, &sb);
+    /* the host kernels' activations: not the device regions, which hold the GPU trainer's layout,
+    ** but a buffer of gen's ZG_HOST_ACTS_BYTES + ZG_HOST_SCRATCH_BYTES mapped here (untouched pages
+    ** cost nothing: train-cuda touches it only for --check and the state's chunked I/O). It must
+    ** hold what the arch's adapter carves (train_model.h): every block's activations, or the
+    ** checkpointed layout (one block area, then each block's output) */
+    int64_t ab = ZG_HOST_ACTS_BYTES, sb = ZG_HOST_SCRATCH_BYTES;
+    T.host_acts_bytes = (size_t)(ab + sb + 64);
+    void *hb = mmap(NULL, T.host_acts_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (hb == MAP_FAILED)
+        tr_die("cannot map the host backend's activations (%lld bytes, plan.txt \"host backend\"): %s",
+               (long long)T.host_acts_bytes, strerror(errno));
+    T.acts = hb;
+    T.scratch = (float *)((char *)hb + (ab + 63) / 64 * 64);
     T.acts_floats = ab / 4;
     int64_t btc = (int64_t)ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL;
     T.act_ckpt = ZG_ACT_CKPT && ZG_N_LAYERS > 0;     /* decided by the plan */
@@ -321,7 +334,7 @@ void tr_layout_init(void)
     int64_t need = T.act_ckpt ? tr_model_acts_floats(1) + ZG_N_LAYERS * btc : tr_model_acts_floats(ZG_N_LAYERS);
     int64_t need_s = tr_model_scratch_floats();
     if (need * 4 > ab || need_s * 4 > sb)
-        tr_die("plan regions acts/scratch (%lld/%lld bytes) are smaller than the kernels need "
+        tr_die("plan's host activations (%lld/%lld bytes) are smaller than the kernels need "
                "(%lld/%lld): regenerate with a matching zgen", (long long)ab, (long long)sb,
                (long long)(need * 4), (long long)(need_s * 4));
     tr_model_carve(T.acts, T.scratch, T.act_ckpt ? 1 : ZG_N_LAYERS);
@@ -360,4 +373,6 @@ void tr_layout_free(void)
         ZR_CHECK(zr_arena_check(T.arena[tier]));
         zr_arena_destroy(T.arena[tier]);
     }
+    if (T.acts) munmap(T.acts, T.host_acts_bytes);
+    T.acts = T.scratch = NULL;
 }

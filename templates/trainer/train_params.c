@@ -7,8 +7,8 @@
 ** keys come from the plan (zg_hf_config), so this file never asks which arch it trains.
 **
 ** The optimizer state (master, m, v) and the working copy are written chunk by chunk through the
-** "acts" region, which is free outside a micro-step: the state may live on NVMe, and the trainer
-** allocates nothing beyond the plan's arenas while it trains.
+** host activations (T.acts), which are free outside a micro-step: the state may live on NVMe, and
+** the trainer allocates nothing beyond the plan's arenas and that buffer while it trains.
 */
 #include <stdio.h>
 #include <stdlib.h>

@@ -156,7 +156,7 @@
 #define ZG_BUCKET_BUFFER_NUMEL          ${cfmt.i64(plan.bucket_buffer_numel)}
 #define ZG_GATHER_SLOT_NUMEL            ${cfmt.i64(plan.gather_slot_numel)}
 #define ZG_MAX_USE_NUMEL                ${cfmt.i64(plan.max_use_numel)}
-#define ZG_ACT_CKPT                     ${cfmt.bool(plan.act_ckpt)}  /* "acts" holds the checkpointed layout; FORWARD rows with slot ZR_RECOMPUTE rebuild blocks */
+#define ZG_ACT_CKPT                     ${cfmt.bool(plan.act_ckpt)}  /* the activations hold the checkpointed layout; FORWARD rows with slot ZR_RECOMPUTE rebuild blocks */
 #define ZG_ADAM_DEVICE                  ${cfmt.bool(plan.adam_device)}  /* a GPU rank runs Adam on the device (gen/plan.c) */
 #define ZG_SPECULATIVE                  ${cfmt.bool(plan.speculative)}  /* OPTIMIZER ops in the last micro-step, state double-buffered (gen/plan.c) */
 #define ZG_NORM_FUSED                   ${cfmt.bool(plan.norm_fused)}  /* the norm summed per bucket in the last hand-over (gen/plan.c) */
@@ -178,8 +178,12 @@
 @@ for _, t in ipairs(enums.tiers) do
 #define ${cfmt.pad("ZG_PEAK_BYTES_" .. t:upper(), 32)}${cfmt.i64(plan.mem.peak_bytes[t])}
 @@ end
+/* the device regions "acts"/"scratch" hold the GPU trainer's layout; the host backend's own
+** activations (the host kernels' layout) are a buffer of these sizes it maps at start-up */
 #define ZG_ACTS_BYTES                   ${cfmt.i64(plan.mem.acts_bytes)}
 #define ZG_SCRATCH_BYTES                ${cfmt.i64(plan.mem.scratch_bytes)}
+#define ZG_HOST_ACTS_BYTES              ${cfmt.i64(plan.mem.host_acts_bytes)}
+#define ZG_HOST_SCRATCH_BYTES           ${cfmt.i64(plan.mem.host_scratch_bytes)}
 /* the pinned landings of a GPU's per-step DMAs with Adam on the host (gen/memplan.c); 0: none */
 #define ZG_GRAD_LAND_SLOTS              ${plan.mem.grad_land_slots}
 #define ZG_GRAD_LAND_NUMEL              ${cfmt.i64(plan.mem.grad_land_numel)}

@@ -13,7 +13,9 @@
 #     to CPU and NVMe and parameter offload to CPU and NVMe, on 1 and 2 ranks, 3 steps each, in
 #     fp32, bf16 (stages 0, 2, 3) and fp16 (stages 0 and 3, with a loss scale that overflows at the
 #     first step: the same steps are skipped and the scale follows the host's);
-#     one run also evaluates --val (same val_loss); a run saved after 2 steps and resumed gives
+#     one run also evaluates --val (same val_loss); with activation checkpointing (ZeRO-2, CPU
+#     optimizer, bf16: the 10B plans' layout) the run gives the uncheckpointed run's losses and
+#     gradient norms bit for bit in fewer activation bytes, and --check passes; a run saved after 2 steps and resumed gives
 #     the uninterrupted run's third step bit for bit (ZeRO-3 fp16 with Adam on the device: its
 #     state and the loss scaler go through the checkpoint);
 #   - with the optimizer state on the device (offload none) Adam runs there (zd_adamw), and its
@@ -92,9 +94,10 @@ fi
 # ---------------------------------------------------------------- the emulated build vs the host
 "$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 2>/dev/null
 mkdir -p "$tmp/obj"
-# gen STAGE WS OPT PARAM TAG DTYPE -> $tmp/TAG/out with train and train-cuda-emu built
+# gen STAGE WS OPT PARAM TAG DTYPE [ckpt] -> $tmp/TAG/out with train and train-cuda-emu built
 gen() {
-  local d=$tmp/$5 prec=""
+  local d=$tmp/$5 prec="" ck=""
+  [ "${7:-}" = ckpt ] && ck=", activation_checkpointing: true"
   case $6 in
     bf16) prec='"bf16": {"enabled": true},' ;;
     # 2^17 overflows fp16 at the first step here; the scale then halves and the next steps run
@@ -104,7 +107,7 @@ gen() {
   cat >"$d/spec.yaml" <<EOF
 name: cz
 model: {arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 2, n_heads: 2, d_ff: 80}
-train: {seq_len: 16, world_size: $2, seed: 7}
+train: {seq_len: 16, world_size: $2, seed: 7$ck}
 deepspeed: ds.json
 EOF
   cat >"$d/ds.json" <<EOF
@@ -173,11 +176,11 @@ EOF
 # each configuration runs under another interleaving of the stand-in's streams (ZR_GPU_EMU_SEED)
 n=0
 for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
-           "2 2 cpu none bf16" "3 2 nvme cpu fp32" "3 2 cpu nvme bf16" "3 2 none none fp16"; do
+           "2 2 cpu none bf16" "2 2 cpu none bf16 ckpt" "3 2 nvme cpu fp32" "3 2 cpu nvme bf16" "3 2 none none fp16"; do
   set -- $cfg
   n=$((n+1))
-  tag="s$1_w$2_o$3_p$4"; [ "$5" = fp32 ] || tag=${tag}_$5
-  if ! msg=$(gen "$1" "$2" "$3" "$4" "$tag" "$5" 2>&1); then bad "emu_build_$tag" "$msg"; continue; fi
+  tag="s$1_w$2_o$3_p$4"; [ "$5" = fp32 ] || tag=${tag}_$5; [ "${6:-}" = ckpt ] && tag=${tag}_ckpt
+  if ! msg=$(gen "$1" "$2" "$3" "$4" "$tag" "$5" "${6:-}" 2>&1); then bad "emu_build_$tag" "$msg"; continue; fi
   val=(); [ "$1" = 0 ] && [ "$5" = fp32 ] && val=(--val "$tmp/corpus.bin")     # one run also evaluates
   if ! run "$tag" "$2" train host.jsonl "${val[@]}"; then bad "host_$tag" "$(tail -3 "$tmp/$tag/host.jsonl.out")"; continue; fi
   # device memory guarded (host code touching a device address crashes) where it matters most:
@@ -188,8 +191,9 @@ for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
   want=host; [ "$3" = none ] && [ "$4" = none ] && want=device
   if ! grep -q "Adam on the $want" "$tmp/$tag/emu.jsonl.out"; then bad "adam_on_${want}_$tag" "$(grep -a 'Adam on' "$tmp/$tag/emu.jsonl.out")"; fi
   # gen's decision, on the start-up line: bf16 activations and tensor-core attention for bf16 only
-  act="activations fp32 ([0-9]* + [0-9]* bytes of the plan's [0-9]* + [0-9]*, attention)"
-  [ "$5" = bf16 ] && act="activations bf16 ([0-9]* + [0-9]* bytes of the plan's [0-9]* + [0-9]*, attention_tc)"
+  ck=""; [ "${6:-}" = ckpt ] && ck=", checkpointed"
+  act="activations fp32 ([0-9]* + [0-9]* bytes: the plan's acts and scratch$ck, attention)"
+  [ "$5" = bf16 ] && act="activations bf16 ([0-9]* + [0-9]* bytes: the plan's acts and scratch$ck, attention_tc)"
   if ! grep -q "$act" "$tmp/$tag/emu.jsonl.out"; then bad "activations_$tag" "$(grep -ao 'activations [^;]*' "$tmp/$tag/emu.jsonl.out")"; fi
   if out=$(near "$tmp/$tag/host.jsonl" "$tmp/$tag/emu.jsonl" "$5"); then ok "emu_matches_host_$tag ($out)"
   else bad "emu_matches_host_$tag" "$out"; fi
@@ -262,6 +266,29 @@ if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
     ok "emu_check_bf16_per_tensor (worst rel $(awk '$1 == "check" && NF == 7 && $7 ~ /e/ {v = $7 + 0; if (v > w) w = v} END {printf "%.2e", w}' "$c"))"
   else
     bad emu_check_bf16_per_tensor "$(grep -E 'tolerance|over' "$c" | head -5)" "$(tail -3 "$c")"
+  fi
+fi
+
+# activation checkpointing (the 10B plans' layout): one block area, each block's output kept, a
+# recompute before each backward. The recompute runs the forward's kernels on the same input, so the
+# run gives the uncheckpointed run's bits (losses, gradient norms; the same seed and data), in less
+# device memory for the activations; --check holds it to the host's checkpointed reference.
+tag=s2_w2_ocpu_pnone_bf16_ckpt full=s2_w2_ocpu_pnone_bf16
+if [ -x "$tmp/$tag/out/train-cuda-emu" ] && [ -f "$tmp/$full/emu.jsonl" ]; then
+  acts() { sed -n 's/.*activations bf16 (\([0-9]*\) + .*/\1/p' "$1" | head -1; }
+  a_ck=$(acts "$tmp/$tag/emu.jsonl.out") a_full=$(acts "$tmp/$full/emu.jsonl.out")
+  if [ "$(cut -d, -f1-4 "$tmp/$tag/emu.jsonl")" = "$(cut -d, -f1-4 "$tmp/$full/emu.jsonl")" ] &&
+     [ -n "$a_ck" ] && [ -n "$a_full" ] && [ "$a_ck" -lt "$a_full" ]; then
+    ok "emu_ckpt_bits_equal_full ($a_ck bytes of activations against $a_full)"
+  else
+    bad emu_ckpt_bits_equal_full "activations $a_ck vs $a_full bytes" "$(cut -d, -f1-4 "$tmp/$tag/emu.jsonl")" "$(cut -d, -f1-4 "$tmp/$full/emu.jsonl")"
+  fi
+  c=$tmp/$tag/check.jsonl.out
+  if run "$tag" 2 train-cuda-emu check.jsonl --check && grep -q "check rank 1: h.1.mlp.c_proj.weight" "$c" \
+     && ! grep -q "over tolerance" "$c"; then
+    ok "emu_check_ckpt_per_tensor ($(grep -c '^check rank' "$c") lines)"
+  else
+    bad emu_check_ckpt_per_tensor "$(grep -m5 'over tolerance' "$c")" "$(tail -3 "$c")"
   fi
 fi
 

@@ -17,7 +17,7 @@ deepspeed:
   gradient_accumulation_steps: $3
   bf16: {enabled: true}
   zero_optimization: {stage: 2}
-hardware: {device_memory: 12GiB, host_memory: 24GiB}
+hardware: {device_memory: 9GiB, host_memory: 24GiB}
 EOF
 }
 spec "$tmp/refused.yaml" 4 1 false

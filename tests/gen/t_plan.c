@@ -12,6 +12,8 @@
 #include <string.h>
 #include "zg.h"
 #include "zt.h"
+#include "../templates/cuda/kernels/zk_colsum.h"
+#include "../templates/cuda/kernels/zk_tokbucket.h"
 
 static void shape(ZgModel *m, int64_t V, int64_t ctx, int64_t C, int64_t L, int64_t NH, int ws)
 {
@@ -340,6 +342,31 @@ static int64_t region_bytes(const ZgPlan *p, const char *name, ZgTier *tier)
     return -1;
 }
 
+/* train-cuda's carving of the device regions (cuda_model.c cz_acts_init: every array 256-byte
+** aligned; a block's area is layer_bytes(), its arrays each with 256 bytes of slack), restated here
+** for a plan with fp32 activations (AB 4); the emulated trainer dies when its carving is not the
+** region. `areas` block areas, `kept` block outputs kept apart (checkpointing). */
+static int64_t al256(int64_t n) { return (n + 255) / 256 * 256; }
+static int64_t dev_layer(int64_t B, int64_t T, int64_t C, int64_t F, int64_t NH)
+{
+    int64_t AB = 4, BT = B * T, BTC = BT * C;
+    return 8 * (BTC * AB + 256) + 4 * (BT * 4 + 256) + (B * NH * T * 4 + 256) + 2 * (BT * F * AB + 256) + 256;
+}
+static int64_t dev_acts(int64_t B, int64_t T, int64_t C, int64_t F, int64_t NH, int64_t V, int64_t areas,
+                        int64_t kept)
+{
+    int64_t AB = 4, BT = B * T, BTC = BT * C;
+    return al256(BTC * AB) + al256(areas * dev_layer(B, T, C, F, NH)) + al256(BTC * AB) + 2 * al256(BT * 4) +
+           al256(BT * V * AB) + al256(BT * 4) + kept * al256(BTC * AB);
+}
+static int64_t dev_scratch(int64_t B, int64_t T, int64_t C, int64_t F, int64_t NH)
+{
+    int64_t AB = 4, BT = B * T, BTC = BT * C;
+    return al256(BTC * AB) + al256(BTC * AB) + al256(3 * BTC * AB) + al256(BTC * AB) + al256(B * NH * T * 4) +
+           2 * al256(BT * F * AB) + al256(BT * AB) + 2 * al256(BT * 4) + al256(ZK_COLSUM_FLOATS(BT, C, F) * 4) +
+           al256(ZK_TOKBUCKET_INTS(BT) * 4);
+}
+
 static void t_activations(void)
 {
     ZgModel m;
@@ -369,10 +396,15 @@ static void t_activations(void)
     int64_t acts = B * T * C + L * layer + B * T * C + B * T + B * T + B * T * V + B * T;
     int64_t scratch = B * T * C + B * T * C + 3 * B * T * C + B * T * C + B * NH * T * T + B * T * F +
                       B * T * F;
+    /* the host backend's own buffer: the host kernels' layout */
+    ZT_EQ_INT(p->mem.host_acts_bytes, 4 * acts);
+    ZT_EQ_INT(p->mem.host_scratch_bytes, 4 * scratch);
+    /* the device regions: train-cuda's (gpt2 has it) */
     ZgTier tier = ZG_NTIERS;
-    ZT_EQ_INT(region_bytes(p, "acts", &tier), 4 * acts);
+    ZT_EQ_INT(region_bytes(p, "acts", &tier), dev_acts(B, T, C, F, NH, V, L, 0));
     ZT_EQ_INT(tier, ZG_TIER_DEVICE);
-    ZT_EQ_INT(region_bytes(p, "scratch", NULL), 4 * scratch);
+    ZT_EQ_INT(region_bytes(p, "scratch", NULL), dev_scratch(B, T, C, F, NH));
+    ZT_CHECK(!strcmp(p->mem.device_acts_layout, "train-cuda"));
     ZT_EQ_INT(zg_acts_bytes(&m, 4), 4 * acts);
     ZT_EQ_INT(zg_scratch_bytes(&m, 4), 4 * scratch);
 }
@@ -400,11 +432,14 @@ static void t_act_ckpt(void)
     int64_t layer = 8 * BTC + 4 * BT + B * NH * T * T + 2 * BT * F;   /* one block, as listed */
     int64_t head = BTC + 2 * BT + BT * V + BT;                          /* lnf, stats, logits, losses */
     int64_t acts = BTC + layer + head + L * BTC;                         /* encoded .. kept outputs */
-    ZT_EQ_INT(region_bytes(p, "acts", NULL), 4 * acts);
-    ZT_EQ_INT(region_bytes(full, "acts", NULL), 4 * (BTC + L * layer + head));
+    ZT_EQ_INT(p->mem.host_acts_bytes, 4 * acts);
+    ZT_EQ_INT(full->mem.host_acts_bytes, 4 * (BTC + L * layer + head));
+    /* the device: one train-cuda block area and the kept outputs, against L areas */
+    ZT_EQ_INT(region_bytes(p, "acts", NULL), dev_acts(B, T, C, F, NH, V, 1, L));
+    ZT_EQ_INT(region_bytes(full, "acts", NULL), dev_acts(B, T, C, F, NH, V, L, 0));
     ZT_EQ_INT(region_bytes(p, "scratch", NULL), region_bytes(full, "scratch", NULL));
     ZT_EQ_INT(full->mem.tier_bytes[ZG_TIER_DEVICE] - p->mem.tier_bytes[ZG_TIER_DEVICE],
-              4 * ((L - 1) * layer - L * BTC));
+              (L - 1) * dev_layer(B, T, C, F, NH) - L * al256(4 * BTC));
     /* the same gathers and reductions in the same order: only recompute FORWARDs are added */
     const ZgSchedule *a = &full->sched, *b = &p->sched;
     ZT_EQ_INT(b->n_last, a->n_last + (int)(L - 1));

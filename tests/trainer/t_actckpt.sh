@@ -6,14 +6,16 @@
 # Per configuration (tiny GPT-2, 3 layers, 3 steps, debug builds: NaN-filled arenas), it runs
 # zgen + the trainer without and with checkpointing and checks:
 #   - cmp of the logged losses/grad norms and of the exported safetensors;
-#   - plan.json: act_ckpt true, acts_bytes = the checkpointed formula (recomputed here from the
-#     shape: encoded, one block, the head's activations, L kept block outputs) and the device
-#     arena smaller by exactly the difference;
+#   - plan.json: act_ckpt true, host_acts_bytes (the host backend's buffer) = the checkpointed
+#     formula (recomputed here from the shape: encoded, one block, the head's activations, L kept
+#     block outputs); the device "acts" (train-cuda's layout for gpt2, the host's for llama) smaller,
+#     and the device arena smaller by exactly the difference;
 #   - the schedule: every block but the last has one recompute FORWARD (slot 1) right before its
 #     BACKWARD; the GATHER ops (stage 3) are the same list as without (shared with backward).
 # The same for a llama (grouped-query attention, untied head; its own acts layout, llama_host.h:
 # q, k, v kept after RoPE, RMSNorm statistics, SwiGLU's gate, up and h) at ZeRO-3 with bf16 and
-# parameters on NVMe; its plan.json acts and scratch bytes are checked against llama's formula.
+# parameters on NVMe; its plan.json acts and scratch bytes (device and host backend: llama has no
+# train-cuda) are checked against llama's formula.
 . "$(dirname "$0")/../lib.sh"
 export ZR_DEBUG_MEM=1
 zt_need_mpi "actckpt" numpy
@@ -76,14 +78,23 @@ else:
 want_on, want_off = 4 * (BTC + layer + head + L * BTC), 4 * (BTC + L * layer + head)
 ma, mb = a["memory"], b["memory"]
 errs = []
-if ma["scratch_bytes"] != 4 * scratch or mb["scratch_bytes"] != 4 * scratch:
-    errs.append(f"scratch {ma['scratch_bytes']}/{mb['scratch_bytes']} != {4 * scratch}")
+# the host backend's own buffer: the host kernels' layout
+if ma["host_scratch_bytes"] != 4 * scratch or mb["host_scratch_bytes"] != 4 * scratch:
+    errs.append(f"scratch {ma['host_scratch_bytes']}/{mb['host_scratch_bytes']} != {4 * scratch}")
 if not mb["act_ckpt"] or ma["act_ckpt"]: errs.append("act_ckpt flags")
-if mb["acts_bytes"] != want_on: errs.append(f"acts {mb['acts_bytes']} != {want_on}")
-if ma["acts_bytes"] != want_off: errs.append(f"acts without {ma['acts_bytes']} != {want_off}")
+if mb["host_acts_bytes"] != want_on: errs.append(f"acts {mb['host_acts_bytes']} != {want_on}")
+if ma["host_acts_bytes"] != want_off: errs.append(f"acts without {ma['host_acts_bytes']} != {want_off}")
+# the device regions: train-cuda's layout for gpt2 (t_plan.c restates it), the host's for llama,
+# which has no train-cuda; smaller with checkpointing either way
+dev = "host" if m["arch"] == "llama" else "train-cuda"
+if ma["device_acts_layout"] != dev or mb["device_acts_layout"] != dev: errs.append("device_acts_layout")
+if dev == "host" and (ma["acts_bytes"], mb["acts_bytes"], ma["scratch_bytes"]) != (want_off, want_on, 4 * scratch):
+    errs.append(f"device acts {ma['acts_bytes']}/{mb['acts_bytes']} != the host layout's")
+if not mb["acts_bytes"] < ma["acts_bytes"] or ma["scratch_bytes"] != mb["scratch_bytes"]:
+    errs.append(f"device acts {ma['acts_bytes']} -> {mb['acts_bytes']}")
 # activations are the only device category that changes, by exactly the acts difference
 act = lambda p: p["tiers"]["device"]["categories"]["activations"]
-if act(a) - act(b) != want_off - want_on: errs.append("device activations category")
+if act(a) - act(b) != ma["acts_bytes"] - mb["acts_bytes"]: errs.append("device activations category")
 others = lambda p: {k: v for k, v in p["tiers"]["device"]["categories"].items() if k != "activations"}
 if others(a) != others(b): errs.append("other device categories changed")
 sa, sb = a["schedule"]["last"], b["schedule"]["last"]
@@ -94,7 +105,7 @@ for i in rc:
     if sb[i + 1][:2] != ["BACKWARD", sb[i][1]]: errs.append(f"recompute {i} not before its backward")
 if [o for o in sb if o[0] == "GATHER"] != [o for o in sa if o[0] == "GATHER"]: errs.append("gathers differ")
 if [o for o in sb if not (o[0] == "FORWARD" and o[2] == 1)] != sa: errs.append("other ops differ")
-print(f"acts {ma['acts_bytes']} -> {mb['acts_bytes']} bytes, {len(rc)} recomputes")
+print(f"acts {ma['host_acts_bytes']} -> {mb['host_acts_bytes']} bytes (device {ma['acts_bytes']} -> {mb['acts_bytes']}), {len(rc)} recomputes")
 if errs: sys.exit("; ".join(errs))
 EOF
 }

@@ -140,7 +140,7 @@
 #define ZG_BUCKET_BUFFER_NUMEL          INT64_C(98560)
 #define ZG_GATHER_SLOT_NUMEL            INT64_C(196608)
 #define ZG_MAX_USE_NUMEL                INT64_C(198272)
-#define ZG_ACT_CKPT                     0  /* "acts" holds the checkpointed layout; FORWARD rows with slot ZR_RECOMPUTE rebuild blocks */
+#define ZG_ACT_CKPT                     0  /* the activations hold the checkpointed layout; FORWARD rows with slot ZR_RECOMPUTE rebuild blocks */
 #define ZG_ADAM_DEVICE                  0  /* a GPU rank runs Adam on the device (gen/plan.c) */
 #define ZG_SPECULATIVE                  0  /* OPTIMIZER ops in the last micro-step, state double-buffered (gen/plan.c) */
 #define ZG_NORM_FUSED                   0  /* the norm summed per bucket in the last hand-over (gen/plan.c) */
@@ -155,16 +155,20 @@
 
 /* ---------------------------------------------------------------------- memory per rank */
 #define ZG_ARENA_ALIGN                  INT64_C(64)
-#define ZG_TIER_BYTES_DEVICE            INT64_C(31276544)  /* 29.83 MiB */
+#define ZG_TIER_BYTES_DEVICE            INT64_C(26119936)  /* 24.91 MiB */
 #define ZG_TIER_BYTES_PINNED            INT64_C(44434432)  /* 42.38 MiB */
 #define ZG_TIER_BYTES_HOST              INT64_C(0)  /* 0 B */
 #define ZG_TIER_BYTES_NVME              INT64_C(8388608)  /* 8.00 MiB */
-#define ZG_PEAK_BYTES_DEVICE            INT64_C(31276544)
+#define ZG_PEAK_BYTES_DEVICE            INT64_C(26119936)
 #define ZG_PEAK_BYTES_PINNED            INT64_C(44434432)
 #define ZG_PEAK_BYTES_HOST              INT64_C(0)
 #define ZG_PEAK_BYTES_NVME              INT64_C(8388608)
-#define ZG_ACTS_BYTES                   INT64_C(22059008)
-#define ZG_SCRATCH_BYTES                INT64_C(4718592)
+/* the device regions "acts"/"scratch" hold the GPU trainer's layout; the host backend's own
+** activations (the host kernels' layout) are a buffer of these sizes it maps at start-up */
+#define ZG_ACTS_BYTES                   INT64_C(17913856)
+#define ZG_SCRATCH_BYTES                INT64_C(3707136)
+#define ZG_HOST_ACTS_BYTES              INT64_C(22059008)
+#define ZG_HOST_SCRATCH_BYTES           INT64_C(4718592)
 /* the pinned landings of a GPU's per-step DMAs with Adam on the host (gen/memplan.c); 0: none */
 #define ZG_GRAD_LAND_SLOTS              2
 #define ZG_GRAD_LAND_NUMEL              INT64_C(49280)

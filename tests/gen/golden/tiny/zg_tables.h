@@ -51,8 +51,8 @@ enum {
     ZG_REGION_GRAD_LAND             = 19, /* pinned, 385.00 KiB */
     ZG_REGION_GRAD_STAGE            = 20, /* device, 774.50 KiB */
     ZG_REGION_TIED_GRAD             = 21, /* device, 128.00 KiB */
-    ZG_REGION_ACTS                  = 22, /* device, 21.04 MiB */
-    ZG_REGION_SCRATCH               = 23, /* device, 4.50 MiB */
+    ZG_REGION_ACTS                  = 22, /* device, 17.08 MiB */
+    ZG_REGION_SCRATCH               = 23, /* device, 3.54 MiB */
     ZG_REGION_END_ = 24
 };
 
