@@ -259,6 +259,11 @@ static void layout(ZgPlan *p)
     }
 }
 
+int64_t zg_recompute_skip_numel(const ZgModel *m)
+{
+    return m->d_ff * m->d_model;
+}
+
 int64_t zg_mem_acts_unckpt(const ZgPlan *p)
 {
     if (!strcmp(p->mem.device_acts_layout, "host")) return zg_acts_bytes(p->model, p->zero->micro_batch);
@@ -400,11 +405,12 @@ static void cost(ZgPlan *p)
     double per_token = 6.0 * (double)p->n_params +
                        6.0 * (double)m->n_layers * (double)m->d_model * (double)m->seq_len;
     /* activation checkpointing: one more forward of every recomputed block (2 FLOPs per
-    ** parameter and 2*C*T of attention per token, the forward third of the formula above) */
+    ** parameter and 2*C*T of attention per token, the forward third of the formula above) less
+    ** its last linear layer, which a recompute skips (zg_recompute_skip_numel) */
     for (int i = 0; i < p->sched.n_last; i++) {
         const ZgOp *o = &p->sched.last[i];
         if (o->kind == ZG_OP_FORWARD && o->slot == ZG_RECOMPUTE)
-            per_token += 2.0 * (double)p->modules[o->arg].numel +
+            per_token += 2.0 * (double)(p->modules[o->arg].numel - zg_recompute_skip_numel(m)) +
                          2.0 * (double)m->d_model * (double)m->seq_len;
     }
     c->flops = per_token * tokens;

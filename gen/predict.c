@@ -97,8 +97,9 @@ static void rates(const Sim *s, double *mm, double *attn, double *mem)
     *mem = hw->widths[bi].mem_bw;
 }
 
-/* One forward (backward = false) or backward of module mi over one micro-batch. */
-static double module_time(const Sim *s, int mi, bool backward)
+/* One forward (backward = false) or backward of module mi over one micro-batch; recompute: the
+** checkpointing rebuild, which skips the block's last linear layer. */
+static double module_time(const Sim *s, int mi, bool backward, bool recompute)
 {
     const ZgPlan *p = s->p;
     const ZgModel *m = p->model;
@@ -112,7 +113,7 @@ static double module_time(const Sim *s, int mi, bool backward)
         bytes = 3.0 * BT * C * a;                       /* two rows read, the sum written */
         break;
     case ZG_MOD_BLOCK:
-        flops = 2.0 * BT * (double)md->numel;
+        flops = 2.0 * BT * (double)(md->numel - (recompute ? zg_recompute_skip_numel(m) : 0));
         attn = 2.0 * BT * C * T;
         bytes = (hw->host ? ZG_HOST_ELEM_C : ZG_DEV_ELEM_C) * C * BT * a;
         break;
@@ -205,7 +206,8 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
         case ZG_OP_FORWARD:
         case ZG_OP_BACKWARD:
             s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a,
-                                   module_time(s, a, o->kind == ZG_OP_BACKWARD), -1);
+                                   module_time(s, a, o->kind == ZG_OP_BACKWARD,
+                                               o->kind == ZG_OP_FORWARD && o->slot == ZG_RECOMPUTE), -1);
             if (o->kind == ZG_OP_BACKWARD) s->last_bwd = a;
             break;
         case ZG_OP_GRAD_COPY:

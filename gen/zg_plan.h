@@ -454,6 +454,10 @@ int64_t zg_acts_bytes(const ZgModel *m, int64_t micro_batch);
 ** activations, then each block's output (the next block's input) */
 int64_t zg_acts_ckpt_bytes(const ZgModel *m, int64_t micro_batch);
 int64_t zg_scratch_bytes(const ZgModel *m, int64_t micro_batch);
+/* The weights a recompute FORWARD does not multiply: the block's last linear layer (gpt2's MLP
+** projection, llama's down projection: d_ff x d_model), whose only product is the block's output,
+** kept already (tr_model_block_recompute, cz_block_forward). Its bias (gpt2) is still counted. */
+int64_t zg_recompute_skip_numel(const ZgModel *m);
 /* The device "acts" bytes of p's layout without activation checkpointing (plan.txt's comparison). */
 int64_t zg_mem_acts_unckpt(const ZgPlan *p);
 /* memplan.c: host bytes per node (pinned + host per rank times ranks per node). */

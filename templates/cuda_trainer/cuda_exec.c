@@ -216,7 +216,7 @@ static void forward(const ZrOpRow *op)
     load_params(op->arg);
     switch (mr->kind) {
     case ZR_MOD_EMBED: cz_embed_forward(T.micro, P[ZG_T_WTE_WEIGHT], P[ZG_T_WPE_WEIGHT]); break;
-    case ZR_MOD_BLOCK: cz_block_forward(mr->layer, P + mr->first_tensor); break;
+    case ZR_MOD_BLOCK: cz_block_forward(mr->layer, P + mr->first_tensor, op->slot == ZR_RECOMPUTE); break;
     case ZR_MOD_FINAL_NORM: cz_final_norm_forward(P[ZG_T_LN_F_WEIGHT], P[ZG_T_LN_F_BIAS]); break;
     case ZR_MOD_HEAD:
         cz_head_forward(T.micro, P[ZG_T_WTE_WEIGHT],

@@ -359,7 +359,9 @@ void cz_embed_forward(int micro, const void *wte, const void *wpe)
     launch("zd_encoder_forward", CEIL((long)N_ROWS * ZG_D_MODEL, 256), 1, 1, 256, args);
 }
 
-static void block_forward(int l, const void *const *p)
+/* recompute: activation checkpointing's rebuild before the backward, which stops before the MLP
+** projection: its only product is the block's output, kept already and read by no backward. */
+static void block_forward(int l, const void *const *p, int recompute)
 {
     const int C = ZG_D_MODEL, F = ZG_D_FF;
     CzLayer v = layer(l);
@@ -390,6 +392,7 @@ static void block_forward(int l, const void *const *p)
         linear_fwd(C, F, v.ln2, p[ZG_LT_MLP_C_FC_WEIGHT], NULL, v.fch, NULL);
         bias_gelu_fwd(v.fch_gelu, v.fch, p[ZG_LT_MLP_C_FC_BIAS]);
     }
+    if (recompute) return;
     linear_fwd(F, C, v.fch_gelu, p[ZG_LT_MLP_C_PROJ_WEIGHT], p[ZG_LT_MLP_C_PROJ_BIAS], v.residual3,
                v.residual2);
 }
@@ -512,7 +515,7 @@ void cz_embed_backward(float *dwte, float *dwpe)
 #define CZ_LT_N (ZG_LT_COUNT > 0 ? ZG_LT_COUNT : 1)
 #define CZ_MAX_GRAPHS (8 * (ZG_N_LAYERS > 0 ? ZG_N_LAYERS : 1))
 typedef struct {
-    int bwd, l;
+    int bwd, l;                 /* bwd: 0 forward, 1 backward, 2 recompute */
     unsigned epi;
     const void *p[CZ_LT_N];
     float *g[CZ_LT_N];
@@ -533,8 +536,8 @@ static int graphs_on(void)
 
 static void block_direct(const GraphKey *k)
 {
-    if (k->bwd) block_backward(k->l, k->p, k->g);
-    else block_forward(k->l, k->p);
+    if (k->bwd == 1) block_backward(k->l, k->p, k->g);
+    else block_forward(k->l, k->p, k->bwd == 2);
 }
 
 /* The cache entry of k (made on first sight), or NULL when the cache is full (then uncaptured). */
@@ -579,9 +582,9 @@ static void block_run(int bwd, int l, const void *const *p, float *const *g)
 /* With checkpointing the plan puts a recompute of block l (or, for the last block, its forward)
 ** right before l's backward; the area's owner is tracked here, outside the graphs, so a plan without
 ** it stops instead of differentiating another block's activations. */
-void cz_block_forward(int l, const void *const *p)
+void cz_block_forward(int l, const void *const *p, int recompute)
 {
-    block_run(0, l, p, NULL);
+    block_run(recompute ? 2 : 0, l, p, NULL);
     CZ.a.area_layer = l;
 }
 

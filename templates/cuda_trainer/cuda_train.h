@@ -97,7 +97,8 @@ void cz_acts_init(void);
 /* Parameters p: fp32 (ZK_IO 0; 16-bit plans widened into stage32), or the 16-bit working copy
 ** itself (ZK_IO 1). Gradients g, dw, db: fp32 (the module gradient area). */
 void cz_embed_forward(int micro, const void *wte, const void *wpe);
-void cz_block_forward(int l, const void *const *p);        /* p: the block's tensors */
+void cz_block_forward(int l, const void *const *p, int recompute);  /* p: the block's tensors;
+                                                                     ** recompute: checkpointing's */
 void cz_final_norm_forward(const void *w, const void *b);
 void cz_head_forward(int micro, const void *wte, float dloss, int write_grad);
 void cz_head_backward(const void *wte, float *dwte);

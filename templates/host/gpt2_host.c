@@ -118,7 +118,9 @@ void zk_embed_forward(const ZkDims *d, const int *tokens, const float *wte, cons
     }
 }
 
-void zk_block_forward(const ZkDims *d, int l, const ZkBlockParams *p, const ZkActs *a)
+/* Everything of block l's forward that its backward reads: all but the MLP projection, whose only
+** product is the block's output (residual3), which no backward reads. */
+void zk_block_recompute(const ZkDims *d, int l, const ZkBlockParams *p, const ZkActs *a)
 {
     int BT = d->B * d->T, C = d->C, F = d->F;
     const float *x = stream_in(d, a, l);
@@ -130,8 +132,14 @@ void zk_block_forward(const ZkDims *d, int l, const ZkBlockParams *p, const ZkAc
     zk_layernorm_forward(BT, C, d->eps, v.residual2, p->ln2_w, p->ln2_b, v.ln2, v.ln2_mean,
                          v.ln2_rstd);
     zk_linear_forward(BT, C, F, v.ln2, p->fc_w, p->fc_b, NULL, v.fch, v.fch_gelu);
-    zk_linear_forward(BT, F, C, v.fch_gelu, p->fcproj_w, p->fcproj_b, v.residual2, v.residual3,
-                      NULL);
+}
+
+void zk_block_forward(const ZkDims *d, int l, const ZkBlockParams *p, const ZkActs *a)
+{
+    zk_block_recompute(d, l, p, a);
+    ZkLayerActs v = zk_layer_acts(d, a, l);
+    zk_linear_forward(d->B * d->T, d->F, d->C, v.fch_gelu, p->fcproj_w, p->fcproj_b, v.residual2,
+                      v.residual3, NULL);
 }
 
 void zk_final_norm_forward(const ZkDims *d, const float *lnf_w, const float *lnf_b, const ZkActs *a)

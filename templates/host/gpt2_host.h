@@ -124,6 +124,8 @@ void zk_embed_forward(const ZkDims *d, const int *tokens, const float *wte, cons
                       const ZkActs *a);
 /* Block l: reads encoded (l == 0) or block l-1's residual3, writes block l's activations. */
 void zk_block_forward(const ZkDims *d, int l, const ZkBlockParams *p, const ZkActs *a);
+/* zk_block_forward less the MLP projection: what backward reads (activation checkpointing). */
+void zk_block_recompute(const ZkDims *d, int l, const ZkBlockParams *p, const ZkActs *a);
 /* lnf = LayerNorm(residual3 of block L-1 (encoded if L == 0)). */
 void zk_final_norm_forward(const ZkDims *d, const float *lnf_w, const float *lnf_b, const ZkActs *a);
 /* Softmax + cross-entropy of BT rows of V logits in place (each row becomes its probabilities,

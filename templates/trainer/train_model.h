@@ -38,6 +38,9 @@ float *tr_model_block_out(int l);       /* (B,T,C) block l's output in the carve
 /* ---------------------------------------------------------------------- forward, in this order */
 void tr_model_embed_forward(const int *tokens, const float *const *p);
 void tr_model_block_forward(int l, const float *in, const float *const *p);
+/* Activation checkpointing's recompute: block l's forward less its last linear layer, whose only
+** product is the block's output (already kept), which no backward reads. */
+void tr_model_block_recompute(int l, const float *in, const float *const *p);
 void tr_model_final_norm_forward(const float *in, const float *const *p);
 /* Mean loss over the micro-batch's counted targets (target < 0 ignored); *count gets how many. */
 float tr_model_head_forward(const int *targets, const float *const *p, int *count);

@@ -104,12 +104,16 @@ static void forward(const ZrOpRow *op)
             tr_model_block_forward(mr->layer, NULL, p);
             break;
         }
-        /* the same kernel on the same input: a recompute gives the forward's bits */
-        tr_model_block_forward(0, stream_in_ckpt(mr->layer), p);
+        /* the same kernels on the same input: a recompute gives the forward's bits of everything
+        ** but the block's output, which it does not compute (kept already) */
         T.area_layer = mr->layer;
-        if (op->slot != ZR_RECOMPUTE)
-            memcpy(stream_in_ckpt(mr->layer + 1), tr_model_block_out(0),
-                   (size_t)ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL * 4);
+        if (op->slot == ZR_RECOMPUTE) {
+            tr_model_block_recompute(0, stream_in_ckpt(mr->layer), p);
+            break;
+        }
+        tr_model_block_forward(0, stream_in_ckpt(mr->layer), p);
+        memcpy(stream_in_ckpt(mr->layer + 1), tr_model_block_out(0),
+               (size_t)ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL * 4);
         break;
     case ZR_MOD_FINAL_NORM:
         tr_model_final_norm_forward(T.act_ckpt ? stream_in_ckpt(ZG_N_LAYERS) : NULL, p);

@@ -448,10 +448,11 @@ static void t_act_ckpt(void)
         ZT_CHECKM(a->last[i].kind == b->last[j].kind && a->last[i].arg == b->last[j].arg &&
                   a->last[i].slot == b->last[j].slot, "op %d vs %d", i, j);
     }
-    /* per token: + 2 x block parameters + 2 C T per recomputed block */
+    /* per token: + 2 x block parameters + 2 C T per recomputed block, less the MLP projection's
+    ** weight (C x F), which a recompute skips */
     double blk = (double)p->modules[1].numel;
     ZT_CHECK(p->cost.flops - full->cost.flops ==
-             (double)(L - 1) * (2 * blk + 2.0 * C * T) * (double)(B * T));
+             (double)(L - 1) * (2 * (blk - (double)C * F) + 2.0 * C * T) * (double)(B * T));
     /* a device too small for the full activations: the refusal first suggests a smaller micro
     ** batch (no recompute); at micro batch 1 it suggests checkpointing, and that plan fits */
     m.device_memory = p->mem.tier_bytes[ZG_TIER_DEVICE] + p->mem.device_headroom + ((int64_t)1 << 20);

@@ -90,6 +90,14 @@ void tr_model_block_forward(int l, const float *in, const float *const *p)
     zk_block_forward(&Dc, l, &bp, &v);
 }
 
+void tr_model_block_recompute(int l, const float *in, const float *const *p)
+{
+    ZkBlockParams bp;
+    block_views(p, NULL, &bp, NULL);
+    ZkActs v = view(in);
+    zk_block_recompute(&Dc, l, &bp, &v);
+}
+
 void tr_model_final_norm_forward(const float *in, const float *const *p)
 {
     if (!in) {

@@ -289,7 +289,9 @@ static const float *block_input(const ZlDims *d, const ZlActs *a, int l)
     return l == 0 ? a->encoded : zl_layer_acts(d, a, l - 1).residual3;
 }
 
-void zl_block_forward(const ZlDims *d, int l, const ZlBlockParams *p, const ZlActs *a)
+/* Everything of block l's forward that its backward reads: all but the down projection, whose only
+** product is the block's output (residual3), which no backward reads. */
+void zl_block_recompute(const ZlDims *d, int l, const ZlBlockParams *p, const ZlActs *a)
 {
     int BT = d->B * d->T, C = d->C, F = d->F, hs = C / d->NH, KV = (int)kvdim(d);
     ZlLayerActs x = zl_layer_acts(d, a, l);
@@ -307,6 +309,13 @@ void zl_block_forward(const ZlDims *d, int l, const ZlBlockParams *p, const ZlAc
     lin_fwd(BT, C, F, x.ln2, p->gate_w, 0.0f, x.gate);
     lin_fwd(BT, C, F, x.ln2, p->up_w, 0.0f, x.up);
     zl_swiglu_forward((size_t)BT * F, x.gate, x.up, x.h);
+}
+
+void zl_block_forward(const ZlDims *d, int l, const ZlBlockParams *p, const ZlActs *a)
+{
+    int BT = d->B * d->T, C = d->C, F = d->F;
+    zl_block_recompute(d, l, p, a);
+    ZlLayerActs x = zl_layer_acts(d, a, l);
     memcpy(x.residual3, x.residual2, (size_t)BT * C * sizeof(float));
     lin_fwd(BT, F, C, x.h, p->down_w, 1.0f, x.residual3);
 }

@@ -80,6 +80,8 @@ void zl_rope_inv_freq(const ZlDims *d, double *inv_freq);
 /* encoded[b,t] = embed[tokens[b,t]]; embed (V, C). */
 void zl_embed_forward(const ZlDims *d, const int *tokens, const float *embed, const ZlActs *a);
 void zl_block_forward(const ZlDims *d, int l, const ZlBlockParams *p, const ZlActs *a);
+/* zl_block_forward less the down projection: what backward reads (activation checkpointing). */
+void zl_block_recompute(const ZlDims *d, int l, const ZlBlockParams *p, const ZlActs *a);
 void zl_final_norm_forward(const ZlDims *d, const float *norm_w, const ZlActs *a);
 /* logits = lnf @ w^T, w (V, C): lm_head.weight, or embed_tokens.weight when tied. Mean loss over
 ** targets >= 0 (0 if none); *count (may be NULL) gets how many. */

@@ -100,6 +100,14 @@ void tr_model_block_forward(int l, const float *in, const float *const *p)
     zl_block_forward(&Dc, l, &bp, &v);
 }
 
+void tr_model_block_recompute(int l, const float *in, const float *const *p)
+{
+    ZlBlockParams bp;
+    block_views(p, NULL, &bp, NULL);
+    ZlActs v = view(in);
+    zl_block_recompute(&Dc, l, &bp, &v);
+}
+
 void tr_model_final_norm_forward(const float *in, const float *const *p)
 {
     if (!in) {
