@@ -164,6 +164,7 @@ struct ZrGpu {
     std::string err;
     std::string desc;
     long ops_run = 0;
+    double gemm_flops = 0;      /* 2 M N K of every GEMM run (replays included): ZR_GPU_EMU_VERBOSE */
     int race = 1, pageable_fail = 0, n_ids = 0;
     int tf32 = 0;               /* zr_gpu_set_tf32: fp32 GEMMs round A and B to TF32 (zr_gpu_emu_blas.h) */
     long pageable = 0;          /* async copies touching unregistered host memory */
@@ -483,8 +484,8 @@ extern "C" void zr_gpu_close(ZrGpu *g)
                 g->pageable, (long long)g->moved.h2d, (long long)g->moved.d2h, (long long)g->moved.d2d,
                 (long long)g->moved.net);
     if (getenv("ZR_GPU_EMU_VERBOSE"))
-        fprintf(stderr, "emulated GPU (rank %d): %ld graph launches (%ld operations replayed)\n", rank,
-                g->graph_launches, g->graph_ops);
+        fprintf(stderr, "emulated GPU (rank %d): %ld graph launches (%ld operations replayed), GEMM FLOPs %.0f\n",
+                rank, g->graph_launches, g->graph_ops, g->gemm_flops);
     delete g;
 }
 

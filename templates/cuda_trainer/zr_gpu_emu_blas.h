@@ -39,6 +39,7 @@ extern "C" int zr_gpu_sgemm(ZrGpuStream *s, int ta, int tb, int M, int N, int K,
     if (M > 0 && N > 0 && K > 0) fp = {rd(A, na * 4), rd(B, nb * 4)};
     if (M > 0 && N > 0) fp.push_back(wr(C, nc * 4));
     return push(s, [=]() {
+        s->g->gemm_flops += 2.0 * M * N * K;
         if (tf32 && M > 0 && N > 0 && K > 0) {
             size_t ra = (size_t)(ta ? K : M), ca = (size_t)(ta ? M : K);
             size_t rb = (size_t)(tb ? N : K), cb = (size_t)(tb ? K : N);
@@ -92,6 +93,7 @@ extern "C" int zr_gpu_gemm_ex(ZrGpuStream *s, int ta, int tb, int M, int N, int 
         fp.push_back(wr(C, nc * dt_size(ct)));
     }
     return push(s, [=]() {
+        s->g->gemm_flops += 2.0 * M * N * K;
         if (M <= 0 || N <= 0) return 0;
         std::vector<float> a(K > 0 ? ra * ca : 0), b(K > 0 ? rb * cb : 0), c((size_t)M * N, 0.0f);
         for (size_t i = 0; K > 0 && i < ra; i++)
@@ -157,6 +159,7 @@ extern "C" int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int 
     if (epi == ZR_GPU_EPI_GELU_BIAS) fp.push_back(wr(aux, nx * es));
     if (epi == ZR_GPU_EPI_DGELU) fp.push_back(rd(aux, nx * es));
     return push(s, [=]() {
+        s->g->gemm_flops += 2.0 * M * N * K;
         std::vector<float> a(ra * ca), b(rb * cb), c((size_t)M * N, 0.0f);
         for (size_t i = 0; i < ra; i++)
             for (size_t j = 0; j < ca; j++) a[i * ca + j] = ld_elem(A, i * (size_t)lda + j, ab);

@@ -15,7 +15,8 @@
 #     first step: the same steps are skipped and the scale follows the host's);
 #     one run also evaluates --val (same val_loss); with activation checkpointing (ZeRO-2, CPU
 #     optimizer, bf16: the 10B plans' layout) the run gives the uncheckpointed run's losses and
-#     gradient norms bit for bit in fewer activation bytes, and --check passes; a run saved after 2 steps and resumed gives
+#     gradient norms bit for bit in fewer activation bytes, its recompute runs three of a block's four
+#     GEMMs (the stand-in's GEMM FLOP count), and --check passes; a run saved after 2 steps and resumed gives
 #     the uninterrupted run's third step bit for bit (ZeRO-3 fp16 with Adam on the device: its
 #     state and the loss scaler go through the checkpoint);
 #   - with the optimizer state on the device (offload none) Adam runs there (zd_adamw), and its
@@ -135,7 +136,7 @@ EOF
 # run TAG WS BINARY LOG [args]
 run() {
   local tag=$1 d=$tmp/$1 ws=$2 bin=$3 log=$4; shift 4
-  ZR_CUDA_VERBOSE=1 ZG_NVME_DIR="$tmp/nvme/$tag" ZR_GPU_EMU_GUARD=${GUARD:-0} ZR_GPU_EMU_SEED=${SEED:-0} mpirun --oversubscribe -np "$ws" "$d/out/$bin" \
+  ZR_CUDA_VERBOSE=1 ZR_GPU_EMU_VERBOSE=1 ZG_NVME_DIR="$tmp/nvme/$tag" ZR_GPU_EMU_GUARD=${GUARD:-0} ZR_GPU_EMU_SEED=${SEED:-0} mpirun --oversubscribe -np "$ws" "$d/out/$bin" \
     --data "$tmp/corpus.bin" --steps 3 --threads 1 --quiet --log "$d/$log" "$@" >"$d/$log.out" 2>&1
 }
 # near A B [bf16]: losses and gradient norms of two logs within 1e-5 relative (prints the worst).
@@ -282,6 +283,18 @@ if [ -x "$tmp/$tag/out/train-cuda-emu" ] && [ -f "$tmp/$full/emu.jsonl" ]; then
     ok "emu_ckpt_bits_equal_full ($a_ck bytes of activations against $a_full)"
   else
     bad emu_ckpt_bits_equal_full "activations $a_ck vs $a_full bytes" "$(cut -d, -f1-4 "$tmp/$tag/emu.jsonl")" "$(cut -d, -f1-4 "$tmp/$full/emu.jsonl")"
+  fi
+  # a recompute runs three of a block's four GEMMs (qkv, attention projection, fc; the MLP
+  # projection's product is the kept output): per micro-step, L-1 blocks x 2 BT (3CC + CC + CF)
+  # more GEMM FLOPs than without checkpointing (bf16: biases ride in the epilogues; rank 0's count)
+  flops() { sed -n 's/.*emulated GPU (rank 0):.*GEMM FLOPs \([0-9]*\)$/\1/p' "$1" | head -1; }
+  f_ck=$(flops "$tmp/$tag/emu.jsonl.out") f_full=$(flops "$tmp/$full/emu.jsonl.out")
+  bt=$((3 * 16)) c_=32 f_=80   # (F is this script's failure count)
+  want=$((3 * 2 * (2 - 1) * 2 * bt * (3 * c_ * c_ + c_ * c_ + c_ * f_)))
+  if [ -n "$f_ck" ] && [ -n "$f_full" ] && [ $((f_ck - f_full)) -eq $want ]; then
+    ok "emu_recompute_skips_mlp_projection (GEMM FLOPs $f_full -> $f_ck, +$want)"
+  else
+    bad emu_recompute_skips_mlp_projection "GEMM FLOPs $f_full -> $f_ck, want +$want (the whole block: +$((want + 3 * 2 * 2 * bt * c_ * f_)))"
   fi
   c=$tmp/$tag/check.jsonl.out
   if run "$tag" 2 train-cuda-emu check.jsonl --check && grep -q "check rank 1: h.1.mlp.c_proj.weight" "$c" \
