@@ -11,10 +11,10 @@
 **                       ZK_ATC_ON, repeated here; the stand-in asserts that the two agree).
 **   ZK_ATT_TC_*_SMEM    its dynamic shared memory per kernel (bytes), which the launch asks for and
 **                       the driver must allow above 48 KiB.
-**   ZG_CUDA_ACTS_BYTES, ZG_CUDA_SCRATCH_BYTES   the bytes cuda_model.c's cz_acts_init carves for the
-**                       device activations (its layout, repeated here; it dies at start-up when its
-**                       carving differs), inside the plan's "acts" / "scratch" regions, which keep
-**                       the host layout that --check's host reference runs in.
+**   zg_cuda_acts_bytes  the bytes cuda_model.c's cz_acts_init carves for the device activations (its
+**                       layout, repeated here), which memplan.c gives the plan's "acts" / "scratch"
+**                       regions (ZG_ACTS_BYTES, ZG_SCRATCH_BYTES); it dies at start-up when its
+**                       carving differs.
 **   ZK_GEMM_EPI         1 where cuda_model.c runs linear layers through zr_gpu_gemm_lt with fused
 **                       epilogues (bias, bias + GELU, GELU backward, bias gradient; cuBLASLt on a GPU):
 **                       16-bit activations and d_ff a multiple of 8 (the GELU pre-activation is the
@@ -96,7 +96,7 @@ double zg_cuda_check_loss_rtol(const ZgPlan *p)
 ** kept block outputs. */
 static int64_t al256(int64_t n) { return (n + 255) / 256 * 256; }
 
-int64_t zg_cuda_acts_bytes(const ZgPlan *p, int64_t *scratch)
+int64_t zg_cuda_acts_bytes(const ZgPlan *p, bool ckpt, int64_t *scratch)
 {
     const ZgModel *m = p->model;
     int64_t ab = zg_cuda_act_io(p) ? 2 : 4;
@@ -107,6 +107,6 @@ int64_t zg_cuda_acts_bytes(const ZgPlan *p, int64_t *scratch)
                al256(BT * ab) + 2 * al256(BT * 4) + al256(ZK_COLSUM_FLOATS(BT, m->d_model, m->d_ff) * 4) +
                al256(ZK_TOKBUCKET_INTS(BT) * 4);
     /* activation checkpointing: one block area, and every block's output kept apart */
-    int64_t areas = p->act_ckpt ? 1 : m->n_layers, kept = p->act_ckpt ? m->n_layers * al256(BTC * ab) : 0;
+    int64_t areas = ckpt ? 1 : m->n_layers, kept = ckpt ? m->n_layers * al256(BTC * ab) : 0;
     return 2 * al256(BTC * ab) + al256(areas * layer) + 3 * al256(BT * 4) + al256(BT * m->vocab_size * ab) + kept;
 }

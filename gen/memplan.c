@@ -240,7 +240,7 @@ static void layout(ZgPlan *p)
     mp->host_scratch_bytes = zg_scratch_bytes(m, z->micro_batch);
     const ZgArch *arch = zg_arch_find(m->arch);
     if (arch && !arch->cuda_missing) {
-        mp->acts_bytes = zg_cuda_acts_bytes(p, &mp->scratch_bytes);
+        mp->acts_bytes = zg_cuda_acts_bytes(p, p->act_ckpt, &mp->scratch_bytes);
         mp->device_acts_layout = "train-cuda";
     } else {
         mp->acts_bytes = mp->host_acts_bytes;
@@ -267,10 +267,8 @@ int64_t zg_recompute_skip_numel(const ZgModel *m)
 int64_t zg_mem_acts_unckpt(const ZgPlan *p)
 {
     if (!strcmp(p->mem.device_acts_layout, "host")) return zg_acts_bytes(p->model, p->zero->micro_batch);
-    ZgPlan q = *p;              /* read-only: the same plan without checkpointing */
-    q.act_ckpt = false;
     int64_t scratch;
-    return zg_cuda_acts_bytes(&q, &scratch);
+    return zg_cuda_acts_bytes(p, false, &scratch);
 }
 
 int64_t zg_mem_host_per_node(const ZgPlan *p)

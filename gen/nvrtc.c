@@ -304,7 +304,6 @@ char *zg_cuda_shapes_h(const ZgPlan *p)
     int io = zg_cuda_act_io(p);
     int64_t sm[3];
     int tc = zg_cuda_att_tc(p, sm);
-    int64_t scr, acts = zg_cuda_acts_bytes(p, &scr);
     char *rope = rope_shapes(m);
     char *epi = zg_fmt("/* train-cuda (gen/cuda_dec.c): linear layers with fused GEMM epilogues (zr_gpu_gemm_lt) */\n"
                        "#define ZK_GEMM_EPI %d\n"
@@ -326,16 +325,13 @@ char *zg_cuda_shapes_h(const ZgPlan *p)
                   "#define ZK_ATT_TC_FWD_SMEM %lld\n"
                   "#define ZK_ATT_TC_DQ_SMEM %lld\n"
                   "#define ZK_ATT_TC_DKV_SMEM %lld\n"
-                  "/* train-cuda's device activations (bytes) inside the plan's acts / scratch */\n"
-                  "#define ZG_CUDA_ACTS_BYTES %lld\n"
-                  "#define ZG_CUDA_SCRATCH_BYTES %lld\n"
                   "/* --check: max|dev-host| <= 1e-6 + ZG_CHECK_RTOL max|host| per tensor; loss sum relative */\n"
                   "#define ZG_CHECK_RTOL %.17g\n"
                   "#define ZG_CHECK_LOSS_RTOL %.17g\n"
                   "%s#endif\n",
                   (long long)m->d_model, (long long)m->n_heads, (long long)m->seq_len, (long long)m->vocab_size,
                   (long long)m->d_ff, (long long)m->n_layers, io, tc, (long long)sm[0], (long long)sm[1],
-                  (long long)sm[2], (long long)acts, (long long)scr, zg_cuda_check_rtol(p),
+                  (long long)sm[2], zg_cuda_check_rtol(p),
                   zg_cuda_check_loss_rtol(p), rope);
     free(rope);
     return s;

@@ -13,8 +13,9 @@ int zg_cuda_act_io(const ZgPlan *p);
 int zg_cuda_att_tc(const ZgPlan *p, int64_t smem[3]);
 /* 1 when linear layers use zr_gpu_gemm_lt's fused epilogues (ZK_GEMM_EPI). */
 int zg_cuda_gemm_epi(const ZgPlan *p);
-/* Bytes of train-cuda's device activations in "acts"; *scratch: in "scratch". */
-int64_t zg_cuda_acts_bytes(const ZgPlan *p, int64_t *scratch);
+/* Bytes of train-cuda's device activations in "acts", checkpointed (one block area and the kept
+** block outputs) or not; *scratch: in "scratch". */
+int64_t zg_cuda_acts_bytes(const ZgPlan *p, bool ckpt, int64_t *scratch);
 /* 1 when fp32 GEMMs may run on TF32 tensor cores (ZK_TF32): train.allow_tf32 in an fp32 plan. */
 int zg_cuda_tf32(const ZgPlan *p);
 /* --check's per-tensor relative tolerance and the loss sum's. */

@@ -97,9 +97,8 @@ void cz_acts_init(void)
 {
     size_t BT = N_ROWS, BTC = BT * ZG_D_MODEL, BTF = BT * ZG_D_FF;
     CzDevActs *a = &CZ.a;
-    int64_t acts_rg, scratch_rg;           /* the plan's device regions, sized by gen for this carving */
-    char *acts = cz_dev(tr_region_bytes("acts", &acts_rg)), *scratch = cz_dev(tr_region_bytes("scratch", &scratch_rg));
-    char *cur = acts;
+    /* the plan's device regions, which gen sized for this carving (ZG_ACTS_BYTES, ZG_SCRATCH_BYTES) */
+    char *acts = cz_dev(tr_region_named("acts")), *scratch = cz_dev(tr_region_named("scratch")), *cur = acts;
     a->encoded = take(&cur, BTC, AB);
     a->layer_bytes = layer_bytes();
     a->layers = take(&cur, N_AREAS * a->layer_bytes, 1);
@@ -108,7 +107,6 @@ void cz_acts_init(void)
     a->losses = take(&cur, BT, 4);
     a->kept_stride = (BTC * AB + 255) & ~(size_t)255;
     a->kept = ZG_ACT_CKPT ? take(&cur, ZG_N_LAYERS * a->kept_stride, 1) : NULL;
-    a->area_layer = -1;
     a->acts_bytes = (size_t)(cur - acts);
     cur = scratch;
     a->dresidual = take(&cur, BTC, AB); a->dln = take(&cur, BTC, AB); a->dqkv = take(&cur, 3 * BTC, AB);
@@ -121,13 +119,10 @@ void cz_acts_init(void)
     a->colsum = take(&cur, (size_t)ZK_COLSUM_FLOATS(N_ROWS, ZG_D_MODEL, ZG_D_FF), 4);
     a->tok_buckets = take(&cur, ZK_TOKBUCKET_INTS(N_ROWS), 4);
     a->scratch_bytes = (size_t)(cur - scratch);
-    if (a->acts_bytes != (size_t)ZG_CUDA_ACTS_BYTES || a->scratch_bytes != (size_t)ZG_CUDA_SCRATCH_BYTES)
-        tr_die("internal: device activations carved %zu/%zu bytes, gen planned %lld/%lld (gen/cuda_dec.c)",
-               a->acts_bytes, a->scratch_bytes, (long long)ZG_CUDA_ACTS_BYTES, (long long)ZG_CUDA_SCRATCH_BYTES);
-    if (a->acts_bytes != (size_t)acts_rg || a->scratch_bytes != (size_t)scratch_rg)
-        tr_die("device activations (%zu/%zu bytes) are not the plan's acts/scratch regions (%lld/%lld): "
-               "regenerate with a matching zgen", a->acts_bytes, a->scratch_bytes, (long long)acts_rg,
-               (long long)scratch_rg);
+    if (a->acts_bytes != (size_t)ZG_ACTS_BYTES || a->scratch_bytes != (size_t)ZG_SCRATCH_BYTES)
+        tr_die("device activations carved %zu/%zu bytes, but the plan's acts/scratch regions are %lld/%lld "
+               "(gen/cuda_dec.c): regenerate with a matching zgen", a->acts_bytes, a->scratch_bytes,
+               (long long)ZG_ACTS_BYTES, (long long)ZG_SCRATCH_BYTES);
     static float ones[N_ROWS];
     for (int i = 0; i < N_ROWS; i++) ones[i] = 1.0f;
 #if ZK_IO == 1
@@ -579,19 +574,5 @@ static void block_run(int bwd, int l, const void *const *p, float *const *g)
     CZ_CHECK(zr_gpu_graph_launch(CZ.compute, m->graph));
 }
 
-/* With checkpointing the plan puts a recompute of block l (or, for the last block, its forward)
-** right before l's backward; the area's owner is tracked here, outside the graphs, so a plan without
-** it stops instead of differentiating another block's activations. */
-void cz_block_forward(int l, const void *const *p, int recompute)
-{
-    block_run(recompute ? 2 : 0, l, p, NULL);
-    CZ.a.area_layer = l;
-}
-
-void cz_block_backward(int l, const void *const *p, float *const *g)
-{
-    if (ZG_ACT_CKPT && CZ.a.area_layer != l)
-        tr_die("backward of block %d, but the block area holds block %d (the plan lacks a recompute)",
-               l, CZ.a.area_layer);
-    block_run(1, l, p, g);
-}
+void cz_block_forward(int l, const void *const *p, int recompute) { block_run(recompute ? 2 : 0, l, p, NULL); }
+void cz_block_backward(int l, const void *const *p, float *const *g) { block_run(1, l, p, g); }

@@ -31,7 +31,6 @@ typedef struct CzDevActs {
     size_t layer_bytes;
     void *kept;                 /* activation checkpointing: block l's output at kept + l * kept_stride */
     size_t kept_stride;
-    int area_layer;             /* checkpointing: the block whose activations the one area holds, -1 */
     void *dresidual, *dln, *dqkv, *datty, *dfch, *dfch_gelu, *ones;
     float *dbuf, *colsum;       /* colsum: the column sums' partials (zk_colsum.h) */
     int *tokens, *targets, *tok_buckets;

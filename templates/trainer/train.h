@@ -123,9 +123,10 @@ typedef struct Trainer {
     int64_t opt_numel;          /* elements of this rank's optimizer shard */
     int64_t opt_flat0;          /* stages 0-2: flat index of the shard's first element */
 
-    /* activation checkpointing (the plan's "acts" then holds the checkpointed layout of
+    /* activation checkpointing (the host activations then hold the checkpointed layout of
     ** docs/PLAN.md): the adapter carves one block area, block l reads its input from the kept
-    ** stream, and each block's output is kept at ckpt_out + l * B*T*C */
+    ** stream, and each block's output is kept at ckpt_out + l * B*T*C. area_layer: the executor's
+    ** record of the block in the area, for either backend (train_exec.c) */
     int act_ckpt;
     float *ckpt_out;
     int area_layer;             /* the block whose activations the block area holds, -1 */
@@ -178,7 +179,6 @@ void *tr_w_at(void *base, int64_t elem);
 void *tr_region_at(int r, int64_t elem, int dt);
 int tr_region_index(const char *name);  /* the plan's region `name`: its index, -1 when it has none */
 void *tr_region_named(const char *name);  /* its memory; NULL when it has none or it is on NVMe */
-void *tr_region_bytes(const char *name, int64_t *bytes);  /* the same, and its size in *bytes */
 /* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32
 ** (train_ops.c) */
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add);

@@ -129,10 +129,16 @@ static void run_op(const TrOps *ops, const ZrOpRow *op)
     case ZR_OP_FORWARD:
         if (op->slot == ZR_RECOMPUTE && !train) break;   /* checkpointing: only before a backward */
         ops->forward(op);
+        if (T.act_ckpt && zg_modules[a].kind == ZR_MOD_BLOCK) T.area_layer = zg_modules[a].layer;
         tr_span(ZR_TRACK_COMPUTE, op->slot == ZR_RECOMPUTE ? "recompute" : zg_modules[a].name, t0);
         break;
     case ZR_OP_BACKWARD:
         if (!train) break;
+        /* checkpointing: the one block area must hold this block, which the plan's recompute (or,
+        ** for the last block, its forward) put there; either backend differentiates what it holds */
+        if (T.act_ckpt && zg_modules[a].kind == ZR_MOD_BLOCK && T.area_layer != zg_modules[a].layer)
+            tr_die("backward of block %d, but the block area holds block %d (the plan lacks a recompute)",
+                   zg_modules[a].layer, T.area_layer);
         ops->backward(op);
         T.last_bwd_module = a;
         tr_span(ZR_TRACK_COMPUTE, zg_modules[a].name, t0);

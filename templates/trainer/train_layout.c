@@ -90,12 +90,6 @@ void *tr_region_named(const char *name)
     return region(name, &nvme_off, NULL);
 }
 
-void *tr_region_bytes(const char *name, int64_t *bytes)
-{
-    int64_t nvme_off;
-    return region(name, &nvme_off, bytes);
-}
-
 static void nvme_rw(ZrNvme *f, int write, void *buf, int64_t bytes, int64_t off)
 {
     if (!f) tr_die("internal: NVMe I/O without a swap file");

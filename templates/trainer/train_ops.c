@@ -76,15 +76,6 @@ static float *stream_in_ckpt(int l)
     return T.ckpt_out + (size_t)(l - 1) * ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL;
 }
 
-/* The block area must hold block l's activations before its backward: the plan's recompute (or,
-** for the last block, its forward) put them there. */
-static void check_area(int l)
-{
-    if (T.area_layer != l)
-        tr_die("backward of block %d, but the block area holds block %d (the plan lacks a recompute)",
-               l, T.area_layer);
-}
-
 /* ---------------------------------------------------------------------- modules */
 /* Every module through the model adapter (train_model.h) with its own parameter and gradient
 ** pointers: P + first, Gp + first (tr_module_tensors). */
@@ -106,7 +97,6 @@ static void forward(const ZrOpRow *op)
         }
         /* the same kernels on the same input: a recompute gives the forward's bits of everything
         ** but the block's output, which it does not compute (kept already) */
-        T.area_layer = mr->layer;
         if (op->slot == ZR_RECOMPUTE) {
             tr_model_block_recompute(0, stream_in_ckpt(mr->layer), p);
             break;
@@ -145,7 +135,6 @@ static void backward(const ZrOpRow *op)
         break;
     case ZR_MOD_BLOCK:
         if (T.act_ckpt) {
-            check_area(mr->layer);
             tr_model_block_backward(0, stream_in_ckpt(mr->layer), p, g);
             break;
         }
