@@ -125,10 +125,8 @@ void zg_check(const ZgModel *m, ZgZero *z)
         /* Inert, not wrong: accepted with a warning, as zero.c treats keys zgen ignores. */
         zg_warn(m->loc_allow_tf32, "train.allow_tf32 has no effect in %s plan: zgen allows TF32 only for "
                 "fp32 plans", z->dtype == ZG_DTYPE_BF16 ? "a bf16" : "an fp16");
-        zg_note(m->loc_allow_tf32, "%s", z->dtype == ZG_DTYPE_BF16
-                ? "a bf16 plan's GEMMs take bf16 operands on tensor cores already (fp32 sums)"
-                : "an fp16 plan keeps its fp32 GEMMs exact, so its loss-scaled gradients, and the scaler's "
-                  "skip decisions, stay the host trainer's");
+        zg_note(m->loc_allow_tf32, "a%s plan's GEMMs take %s operands on tensor cores already (fp32 sums)",
+                z->dtype == ZG_DTYPE_BF16 ? " bf16" : "n fp16", z->dtype == ZG_DTYPE_BF16 ? "bf16" : "fp16");
     }
     if (m->speculative_step == 1 && !zg_plan_host_state(z)) {
         /* Inert, like allow_tf32 above: the plan has no host-side Adam to speculate with. */

@@ -5,7 +5,7 @@
 ** Op times (docs/PREDICT.md derives each):
 **  - FORWARD/BACKWARD: matmul FLOPs at peak x mm_eff, attention FLOPs (llm.c's 6*L*C*T split 1:2
 **    between forward and backward) at peak x attn_eff, plus the elementwise bytes at memory speed.
-**    Device profiles model the target design of issue 9 (bf16 tensor-core matmuls with fused
+**    Device profiles model the target design of issue 9 (16-bit tensor-core matmuls with fused
 **    epilogues, flash attention, fused residual+LayerNorm); the host profile models the host
 **    kernels (fp32, unfused, the T x T attention matrix materialised).
 **  - collectives: latency + bytes received per rank / bus bandwidth (the bytes of plan.txt's cost);

@@ -112,7 +112,7 @@ void zg_predict_print(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, b
     fprintf(f, "zgen predict: %s on %s (%s) -- a prediction from the plan's schedule and the "
             "profile, not a measurement\n", p->model->name, hw->name,
             hw->host ? "host backend: the host kernels on the CPU"
-                     : "target GPU design: bf16 tensor-core matmuls, flash attention, fused elementwise");
+                     : "target GPU design: 16-bit tensor-core matmuls, flash attention, fused elementwise");
     fprintf(f, "step %s (%lld micro-step%s of %lld x %lld tokens per rank, %d rank%s), %.0f tokens/s\n",
             secs(pr->step_s, a, sizeof a), (long long)z->grad_accum, z->grad_accum == 1 ? "" : "s",
             (long long)z->micro_batch, (long long)p->model->seq_len, p->model->world_size,

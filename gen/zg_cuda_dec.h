@@ -7,7 +7,7 @@
 #include "zg.h"
 #include "zg_plan.h"
 
-/* ZK_IO of the device activations: 0 fp32, 1 bf16. */
+/* ZK_IO of the device activations: 0 fp32, 1 bf16, 2 fp16. */
 int zg_cuda_act_io(const ZgPlan *p);
 /* 1 when attention_tc.cu serves the plan; smem: its forward, dq and dkv dynamic shared memory. */
 int zg_cuda_att_tc(const ZgPlan *p, int64_t smem[3]);

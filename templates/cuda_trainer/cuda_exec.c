@@ -30,9 +30,9 @@
 ** 16-bit plans (bf16, fp16) convert exactly where the host executor does, with convert.cu's kernels
 ** (zr_half.h's bits): the module gradient area is the fp32 second half of "stage32", GRAD_COPY
 ** rounds it into the 16-bit bucket, stages 0/1 add it into the 16-bit "grads" after each BACKWARD,
-** and reduced 16-bit gradients are widened into grad32 on the host with zr_half.h. With fp32
-** activations (fp16 plans, ZK_IO 0) the working copy is widened into the device "stage32" before a
-** module runs; with bf16 activations (bf16 plans, ZK_IO 1) the model reads the working copy itself.
+** and reduced 16-bit gradients are widened into grad32 on the host with zr_half.h. Every 16-bit
+** plan has 16-bit activations (ZK_IO 1 bf16, 2 fp16), so the model reads the working copy itself:
+** no parameter is widened before a module runs.
 */
 #include <pthread.h>
 #include <stdlib.h>
@@ -41,6 +41,9 @@
 #include "cuda_train.h"
 #include "zr_half.h"
 #include "../kernels/zk_shapes.h"   /* ZK_IO: 16-bit activations read the working copy itself */
+#if ZG_MIXED && !ZK_IO
+#error "a 16-bit plan with fp32 activations: gen/cuda_dec.c gives every 16-bit plan 16-bit activations"
+#endif
 
 Cz CZ;
 
@@ -108,17 +111,7 @@ static void load_params(int m)
 {
     int first, n;
     tr_module_tensors(m, &first, &n);
-#if ZG_MIXED && !ZK_IO
-    float *stage = cz_dev(T.stage32);
-    int64_t base = zg_tensors[first].flat_offset;
-    for (int t = first; t < first + n; t++) {
-        float *dst = stage + (zg_tensors[t].flat_offset - base);
-        cz_convert(CZ.compute, "zd_16_to_f32", dst, cz_dev(tr_param_at(m, t)), zg_tensors[t].numel);
-        P[t] = dst;
-    }
-#else
     for (int t = first; t < first + n; t++) P[t] = cz_dev(tr_param_at(m, t));
-#endif
 }
 
 /* Parameter offload. param_buf s on the device (CPU offload): PARAM_SWAP_IN copies the span H2D

@@ -330,7 +330,7 @@ static void cz_layout_init(void)
     if (T.rank == 0 && (!T.a.quiet || getenv("ZR_CUDA_VERBOSE")))
         fprintf(stderr, "train-cuda: %s; device allocation %lld bytes (the plan's device tier); activations %s "
                 "(%lld + %lld bytes: the plan's acts and scratch%s, attention%s); Adam on the %s\n",
-                zr_gpu_describe(CZ.gpu), (long long)ZG_TIER_BYTES_DEVICE, ZK_IO ? "bf16" : "fp32",
+                zr_gpu_describe(CZ.gpu), (long long)ZG_TIER_BYTES_DEVICE, ZK_IO == 1 ? "bf16" : ZK_IO == 2 ? "fp16" : "fp32",
                 (long long)ZG_ACTS_BYTES, (long long)ZG_SCRATCH_BYTES, ZG_ACT_CKPT ? ", checkpointed" : "",
                 ZK_ATT_TC ? "_tc" : "", CZ.dev_opt ? "device" : "host");
 }
@@ -391,7 +391,7 @@ static void check_step(void)
     double lrel = fabs((double)dev_loss - T.loss_sum) / (fabs((double)T.loss_sum) + 1e-30);
     if (!(lrel <= ZG_CHECK_LOSS_RTOL)) bad = 1;
     printf("check rank %d: tolerance (gen, %s activations%s): loss sum %.3g relative; per tensor "
-           "max|dev-host| <= 1e-6 + %.3g max|host|\n", T.rank, ZK_IO ? "bf16" : "fp32",
+           "max|dev-host| <= 1e-6 + %.3g max|host|\n", T.rank, ZK_IO == 1 ? "bf16" : ZK_IO == 2 ? "fp16" : "fp32",
            ZK_TF32 ? ", TF32 gemms" : "", ZG_CHECK_LOSS_RTOL,
            ZG_CHECK_RTOL);
     printf("check rank %d (%s): loss sum device %.7g host %.7g (rel %.2e)\n", T.rank,

@@ -9,12 +9,13 @@
 ** regions are sized for it (gen/cuda_dec.c), the host's layout lives in the host backend's buffer.
 ** Precision is gen's decision (cuda/kernels/zk_shapes.h, gen/cuda_dec.c):
 **   ZK_IO 0  fp32 activations, every matmul an fp32 sgemm (cuBLAS pedantic): the host's arithmetic;
-**   ZK_IO 1  bf16 plans: activations bf16 (the kernels' zk_io), parameters read as the 16-bit working
-**            copy itself, every matmul zr_gpu_gemm_ex on tensor cores (bf16 operands, fp32 compute,
-**            a bf16 result rounded once, or an fp32 result for parameter gradients, which accumulate
+**   ZK_IO 1  bf16 plans, ZK_IO 2 fp16 plans: activations in the plan's 16-bit dtype (the kernels'
+**            zk_io), parameters read as the 16-bit working copy itself, every matmul zr_gpu_gemm_ex
+**            on tensor cores (16-bit operands, fp32 compute, a 16-bit result rounded once, or an
+**            fp32 result for parameter gradients, which accumulate
 **            in the fp32 module gradient area); LayerNorm statistics, lse, D and the per-token losses
 **            stay fp32 (docs/CUDA_TRAINER.md, the precision table). ZK_ATT_TC picks attention_tc.cu.
-** ZK_GEMM_EPI (gen's decision: bf16 plans whose d_ff is a multiple of 8) folds the biases, the
+** ZK_GEMM_EPI (gen's decision: 16-bit plans whose d_ff is a multiple of 8) folds the biases, the
 ** residual adds and the GELU into the gemms (zr_gpu_gemm_lt; cuBLASLt epilogues on a GPU): forward
 ** y = x @ w + res + b is one gemm (C = the residual, D = the stream), the MLP's first layer writes
 ** gelu(x @ w + b) and keeps x @ w + b as the epilogue's aux; backward dW = x^T dy also writes the
@@ -53,7 +54,8 @@
 #define ACT_DT ZR_DT_BF16
 #define AB 2                                  /* bytes of an activation */
 #elif ZK_IO == 2
-#error "train-cuda has no fp16-activation path: gen/cuda_dec.c gives fp16 plans ZK_IO 0"
+#define ACT_DT ZR_DT_FP16
+#define AB 2
 #else
 #define ACT_DT ZR_DT_FP32
 #define AB 4
@@ -125,9 +127,9 @@ void cz_acts_init(void)
                (long long)ZG_ACTS_BYTES, (long long)ZG_SCRATCH_BYTES);
     static float ones[N_ROWS];
     for (int i = 0; i < N_ROWS; i++) ones[i] = 1.0f;
-#if ZK_IO == 1
+#if ZK_IO
     static uint16_t ones16[N_ROWS];
-    for (int i = 0; i < N_ROWS; i++) ones16[i] = zr_f32_to_bf16(ones[i]);
+    for (int i = 0; i < N_ROWS; i++) ones16[i] = ZK_IO == 1 ? zr_f32_to_bf16(ones[i]) : zr_f32_to_fp16(ones[i]);
     CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, a->ones, ones16, sizeof ones16));
 #else
     CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, a->ones, ones, sizeof ones));

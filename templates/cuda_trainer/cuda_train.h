@@ -24,7 +24,7 @@
 #include "../kernels/zk_tokbucket.h"
 
 /* Device activations, carved from "acts" / "scratch": void * are activations in the storage that
-** gen chose (ZK_IO: fp32 or bf16), float * are always fp32 (statistics, lse, D, losses). */
+** gen chose (ZK_IO: fp32, bf16 or fp16), float * are always fp32 (statistics, lse, D, losses). */
 typedef struct CzDevActs {
     void *encoded, *layers, *lnf, *logits;
     float *lnf_mean, *lnf_rstd, *losses;
@@ -94,7 +94,7 @@ void cz_convert(ZrGpuStream *s, const char *kernel, void *dst, const void *src, 
 /* cuda_model.c */
 void cz_acts_init(void);
 /* Parameters p: fp32 (ZK_IO 0; 16-bit plans widened into stage32), or the 16-bit working copy
-** itself (ZK_IO 1). Gradients g, dw, db: fp32 (the module gradient area). */
+** itself (ZK_IO 1 or 2). Gradients g, dw, db: fp32 (the module gradient area). */
 void cz_embed_forward(int micro, const void *wte, const void *wpe);
 void cz_block_forward(int l, const void *const *p, int recompute);  /* p: the block's tensors;
                                                                      ** recompute: checkpointing's */

@@ -10,8 +10,9 @@
 ** - Events are sequence marks: record enqueues "done = n", wait enqueues "until done >= n".
 ** - Kernels: the emitted kernel sources (cuda/kernels/) compiled here under zr_simt.h, found by
 **   name; their argument types come from the kernel's own signature. They are compiled with the
-**   plan's activation storage (ZK_IO of zk_shapes.h, gen's decision: bf16 plans 1, else 0), as the
-**   NVRTC cubins are, attention_tc.cu included (its WMMA under zk_wmma.cuh's emulated fragments).
+**   plan's activation storage (ZK_IO of zk_shapes.h, gen's decision: bf16 plans 1, fp16 plans 2,
+**   fp32 plans 0), as the NVRTC cubins are, attention_tc.cu included (its WMMA under zk_wmma.cuh's
+**   emulated fragments).
 ** - gemm: cblas_sgemm row-major; gemm_ex (16-bit operands) widens them exactly, sums in fp32 and
 **   rounds a 16-bit result once, as a tensor-core GEMM with fp32 compute is specified; after
 **   zr_gpu_set_tf32(g, 1) fp32 operands are rounded to TF32 first (zr_gpu_emu_blas.h). Collectives: libzrt's MPI collectives on a communicator of their

@@ -5,7 +5,7 @@
 # with a warning at its file:line saying it has no effect (and why). --check's tolerances follow:
 # fp32 1e-3 / 1e-4, fp32 with TF32 the derived 12 x 2^-10 per tensor and 2^-10 for the loss (each
 # GEMM input rounded to 11 significant bits: 2^-11 per input, 2^-10 per product, a dozen GEMMs on a
-# gradient's path), bf16 12 x 2^-8 / 2^-8. A value that is not a bool is refused at its line.
+# gradient's path), bf16 12 x 2^-8 / 2^-8, fp16 12 x 2^-11 / 2^-11. A value that is not a bool is refused at its line.
 . "$(dirname "$0")/../lib.sh"
 zt_build bin/zgen
 tmp=$(mktemp -d)
@@ -46,7 +46,7 @@ case_ fp32_false  "  allow_tf32: false"    ""                             0 0.00
 case_ fp32_on     "  allow_tf32: true"     ""                             1 0.01171875 0.0009765625
 case_ bf16_on     "  allow_tf32: true"     "  bf16: {enabled: true}"      0 0.046875 0.00390625 \
   "bf16_on.yaml:5:[0-9]*: warning: train.allow_tf32 has no effect in a bf16 plan"
-case_ fp16_on     "  allow_tf32: True"     "  fp16: {enabled: true}"      0 0.001 0.0001 \
+case_ fp16_on     "  allow_tf32: True"     "  fp16: {enabled: true}"      0 0.005859375 0.00048828125 \
   "fp16_on.yaml:5:[0-9]*: warning: train.allow_tf32 has no effect in an fp16 plan"
 if grep -q "note: a bf16 plan's GEMMs take bf16 operands on tensor cores already" "$tmp/bf16_on.log"; then
   ok "bf16_on: the note says why"; else fail "bf16_on note" "$(cat "$tmp/bf16_on.log")"; fi
