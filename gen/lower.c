@@ -61,10 +61,6 @@ static int grad_area(const Lower *L, int m, int64_t *off)
     }
     if (mod->kind == ZG_MOD_HEAD && mod->n_tensors == 0 && L->stage >= 2 && rid(p, "tied_grad") >= 0)
         return rid(p, "tied_grad");
-    if (L->w != ZG_DTYPE_FP32) {
-        *off = p->max_use_numel;
-        return rid(p, "stage32");
-    }
     return rid(p, "grad_stage");
 }
 

@@ -211,6 +211,7 @@ static void push_mem(lua_State *L, const ZgMemPlan *m)
     SETI("arena_align", m->arena_align);
     SETI("acts_bytes", m->acts_bytes); SETI("scratch_bytes", m->scratch_bytes);
     SETI("host_acts_bytes", m->host_acts_bytes); SETI("host_scratch_bytes", m->host_scratch_bytes);
+    SETI("host_stage_bytes", m->host_stage_bytes);
     SETI("grad_land_slots", m->grad_land_slots); SETI("grad_land_numel", m->grad_land_numel);
     SETI("param_land_numel", m->param_land_numel);
 }

@@ -225,11 +225,14 @@ static void layout(ZgPlan *p)
     ** after the step, go up from here into "persist" */
     if (z->stage == 3 && z->offload_param.device == ZG_OFFLOAD_NVME)
         region(&lo, "persist_land", ZG_MEM_STAGING, ZG_TIER_PINNED, zg_persist_region_numel(p) * n16, false);
-    /* staging */
-    if (z->dtype != ZG_DTYPE_FP32)
-        region(&lo, "stage32", ZG_MEM_STAGING, ZG_TIER_DEVICE, 2 * p->max_use_numel * 4, false);
-    else if (z->stage >= 2)
+    /* staging: the module gradient area, fp32 gradients of one module (every 16-bit plan; fp32
+    ** plans at stages 2/3, whose stages 0/1 sum into "grads" itself). A 16-bit plan's fp32 copy of
+    ** one module's parameters is the host backend's alone (the host kernels are fp32; the GPU
+    ** trainers' kernels and GEMMs read the 16-bit working copy), so it is a host buffer that
+    ** backend maps, not device memory */
+    if (z->dtype != ZG_DTYPE_FP32 || z->stage >= 2)
         region(&lo, "grad_stage", ZG_MEM_STAGING, ZG_TIER_DEVICE, p->max_use_numel * 4, false);
+    mp->host_stage_bytes = z->dtype != ZG_DTYPE_FP32 ? p->max_use_numel * 4 : 0;
     if (z->stage >= 2 && p->tied_tensor >= 0)
         region(&lo, "tied_grad", ZG_MEM_STAGING, ZG_TIER_DEVICE,
                p->tensors[p->tied_tensor].numel * 4, false);

@@ -355,6 +355,7 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jstr(j, "device_acts_layout", p->mem.device_acts_layout);
     jint(j, "host_acts_bytes", p->mem.host_acts_bytes);
     jint(j, "host_scratch_bytes", p->mem.host_scratch_bytes);
+    jint(j, "host_stage_bytes", p->mem.host_stage_bytes);
     jint(j, "grad_land_slots", p->mem.grad_land_slots);
     jint(j, "grad_land_numel", p->mem.grad_land_numel);
     jint(j, "param_land_numel", p->mem.param_land_numel);

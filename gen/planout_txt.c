@@ -200,8 +200,11 @@ static void memory_txt(const ZgPlan *p, FILE *f)
             dev_layout ? "train-cuda's layout" : "the host kernels' layout: this arch has no train-cuda",
             (long long)p->zero->micro_batch);
     fprintf(f, "host backend (train): its own activations, %lld + %lld bytes (fp32, the host kernels' "
-            "layout), mapped at start-up outside the tiers\n",
-            (long long)p->mem.host_acts_bytes, (long long)p->mem.host_scratch_bytes);
+            "layout)", (long long)p->mem.host_acts_bytes, (long long)p->mem.host_scratch_bytes);
+    if (p->mem.host_stage_bytes)
+        fprintf(f, " and fp32 parameters of one module, %lld bytes (its kernels are fp32; train-cuda reads "
+                "the 16-bit copy)", (long long)p->mem.host_stage_bytes);
+    fprintf(f, ", mapped at start-up outside the tiers\n");
     if (p->act_ckpt)
         fprintf(f, "activation checkpointing: acts keeps each block's input and one block's "
                 "activations (%lld bytes without: %lld); backward recomputes blocks\n",

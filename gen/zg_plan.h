@@ -13,14 +13,14 @@
 ** "16-bit" below means the config's dtype (zero->dtype): 2 bytes for bf16/fp16, 4 bytes for fp32.
 ** With fp32 there is no mixed precision: the working parameters ARE the fp32 values, so no separate
 ** master copy is planned unless the optimizer is offloaded (then "master" is the host-side copy the
-** optimizer updates) and no "stage32" upcast region exists.
+** optimizer updates) and no fp32 upcast of the parameters exists (ZgMemPlan.host_stage_bytes 0).
 **
 ** GRADIENT FLOW (what BACKWARD and GRAD_COPY mean; the host kernels compute in fp32):
 **  - The module grad area G: stages 0/1 with fp32: the tensor's slot in "grads" (kernels += into
 **    it, zeroed at the start of each optimizer step's first micro-step). Otherwise a per-module fp32
 **    area written fresh by each BACKWARD, tensor t of module m at element
-**    (t.flat_offset - flat_offset of m's first tensor used): the second half of "stage32" (16-bit
-**    dtypes) or "grad_stage" (fp32, stages 2/3).
+**    (t.flat_offset - flat_offset of m's first tensor used): "grad_stage" (16-bit dtypes, and fp32
+**    at stages 2/3).
 **  - Stages 0/1 with a 16-bit dtype: after BACKWARD the driver adds G (converted) into "grads".
 **  - Tied lm_head (it owns no tensor and uses wte): stages 0/1 treat its wte gradient like any other
 **    gradient of wte (accumulated into grads[wte]). Stages 2/3: lm_head's BACKWARD writes its wte
@@ -257,7 +257,7 @@ typedef struct ZgSchedule {
 ** (working precision / fp32 accumulation); ADAM_M, ADAM_V; GATHER_SLOTS stage 3 gathered-parameter
 ** slots; COMM_BUCKETS reduce / all-gather buckets; SWAP_BUFFERS pinned NVMe / offload staging
 ** buffers; ACTIVATIONS one micro-batch ("acts") and backward scratch ("scratch"); STAGING fp32
-** upcast / module-gradient staging ("stage32", ...). */
+** module-gradient staging ("grad_stage", ...). */
 #define ZG_E_MEM(u, s) ZG_MEM_##u,
 typedef enum { ZR_MEMCAT_LIST(ZG_E_MEM) ZG_NMEM } ZgMemCat;
 
@@ -285,8 +285,8 @@ typedef enum { ZR_MEMCAT_LIST(ZG_E_MEM) ZG_NMEM } ZgMemCat;
 **                of offload_param, at most the number of sub-groups)
 **   nvme_bounce  NVMe in the plan: the I/O engine's bounce buffers for unaligned pieces, pinned,
 **                aio queue_depth x block_size per swap file (handed to zr_nvme_use_bounce)
-**   stage32      dtype != fp32: fp32 [params of one module | its gradients] (2 * max use_numel)
-**   grad_stage   fp32 dtype, stages 2/3: fp32 gradients of one module (max use_numel)
+**   grad_stage   the module gradient area: fp32 gradients of one module (max use_numel); 16-bit
+**                dtypes, and fp32 at stages 2/3
 **   tied_grad    stages 2/3, tied lm_head: fp32 wte gradient between lm_head and embed backward
 **   acts, scratch  activations of one micro-batch and backward scratch (fp32; docs/PLAN.md) */
 typedef struct ZgRegion {
@@ -327,6 +327,9 @@ typedef struct ZgMemPlan {
     ** checkpointed figure with ZgPlan.act_ckpt. device_acts_layout: "train-cuda" or "host". */
     int64_t acts_bytes, scratch_bytes;
     int64_t host_acts_bytes, host_scratch_bytes;
+    /* 16-bit dtypes: the host backend's fp32 copy of one module's parameters (max use_numel x 4),
+    ** which its fp32 kernels read; mapped with host_acts, outside the tiers. 0 with fp32 */
+    int64_t host_stage_bytes;
     const char *device_acts_layout;
     /* Device memory a CUDA rank needs beside the device arena (memplan.c device_headroom; docs/
     ** PLAN.md "Device headroom"): the fit check keeps it free of hardware.device_memory. */

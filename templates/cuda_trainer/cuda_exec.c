@@ -28,7 +28,7 @@
 ** device "bucket_recv_<b>" (or grad32 on the device), and only this rank's chunk crosses to the
 ** host.
 ** 16-bit plans (bf16, fp16) convert exactly where the host executor does, with convert.cu's kernels
-** (zr_half.h's bits): the module gradient area is the fp32 second half of "stage32", GRAD_COPY
+** (zr_half.h's bits): the module gradient area is the fp32 "grad_stage", GRAD_COPY
 ** rounds it into the 16-bit bucket, stages 0/1 add it into the 16-bit "grads" after each BACKWARD,
 ** and reduced 16-bit gradients are widened into grad32 on the host with zr_half.h. Every 16-bit
 ** plan has 16-bit activations (ZK_IO 1 bf16, 2 fp16), so the model reads the working copy itself:

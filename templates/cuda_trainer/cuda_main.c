@@ -111,9 +111,10 @@ static void dev_optimizer(int k, float lr)
             adamw(p + lo, (float *)cz_dev(T.grad32) + lo, m + lo, v + lo, hi - lo, c);
         } else if (!ZG_MIXED) {
             adamw(p + lo, (float *)cz_dev(T.grads) + T.opt_flat0 + lo, m + lo, v + lo, hi - lo, c);
-        } else {                            /* 16-bit "grads": widened piece by piece into stage32 */
-            float *g = cz_dev(T.stage32);
-            int64_t cap = 2 * T.max_use_numel;
+        } else {                            /* 16-bit "grads": widened piece by piece into the
+                                            ** module gradient area, free during the step */
+            float *g = cz_dev(T.grad_stage);
+            int64_t cap = T.max_use_numel;
             for (int64_t a = lo; a < hi; a += cap) {
                 int64_t n = hi - a < cap ? hi - a : cap;
                 cz_convert(CZ.compute, "zd_16_to_f32", g, cz_dev(tr_w_at(T.grads, T.opt_flat0 + a)), n);

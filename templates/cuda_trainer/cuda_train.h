@@ -93,7 +93,7 @@ void cz_convert(ZrGpuStream *s, const char *kernel, void *dst, const void *src, 
 
 /* cuda_model.c */
 void cz_acts_init(void);
-/* Parameters p: fp32 (ZK_IO 0; 16-bit plans widened into stage32), or the 16-bit working copy
+/* Parameters p: fp32 (ZK_IO 0: fp32 plans), or the 16-bit working copy
 ** itself (ZK_IO 1 or 2). Gradients g, dw, db: fp32 (the module gradient area). */
 void cz_embed_forward(int micro, const void *wte, const void *wpe);
 void cz_block_forward(int l, const void *const *p, int recompute);  /* p: the block's tensors;

@@ -107,12 +107,14 @@ typedef struct Trainer {
                                 ** sub-group's fp32 parameters (= master) between SWAP_IN and
                                 ** SWAP_OUT (gen/zg_plan.h, ZG_SWAP_PARAMS) */
     int n_master_bufs;
-    float *stage32;             /* 16-bit dtypes: fp32 [params of one module | its gradients] */
-    float *grad_stage;          /* fp32, stages 2/3: gradients of one module */
+    float *stage_params;        /* 16-bit dtypes: the host kernels' fp32 copy of one module's
+                                ** parameters (in the host buffer, ZG_HOST_STAGE_BYTES) */
+    float *grad_stage;          /* the module gradient area: fp32 gradients of one module (16-bit
+                                ** dtypes; fp32 at stages 2/3) */
     float *tied_grad;           /* stages 2/3: fp32 token-table gradient from the tied head until embed */
     float *acts, *scratch;
     int64_t acts_floats;        /* floats of the host activations (acts; scratch follows) */
-    size_t host_acts_bytes;     /* the mapping of both (tr_layout_init) */
+    size_t host_acts_bytes;     /* the mapping of both and stage_params (tr_layout_init) */
     int64_t max_use_numel;
 
     /* every plan region by zg_regions index (NULL on NVMe): the lowered op rows name regions */

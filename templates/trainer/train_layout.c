@@ -299,8 +299,7 @@ void tr_layout_init(void)
         if (!(T.master_buf[b] = region(name, NULL, NULL))) break;
         T.n_master_bufs = b + 1;
     }
-    T.stage32 = region("stage32", NULL, &bytes);
-    if (T.stage32) T.max_use_numel = bytes / 8;
+    T.max_use_numel = ZG_MAX_USE_NUMEL;
     T.grad_stage = region("grad_stage", NULL, NULL);
     T.tied_grad = region("tied_grad", NULL, NULL);
     if (!region("acts", NULL, NULL) || !region("scratch", NULL, NULL))
@@ -312,15 +311,17 @@ void tr_layout_init(void)
     ** but a buffer of gen's ZG_HOST_ACTS_BYTES + ZG_HOST_SCRATCH_BYTES mapped here (untouched pages
     ** cost nothing: train-cuda touches it only for --check and the state's chunked I/O). It must
     ** hold what the arch's adapter carves (train_model.h): every block's activations, or the
-    ** checkpointed layout (one block area, then each block's output) */
-    int64_t ab = ZG_HOST_ACTS_BYTES, sb = ZG_HOST_SCRATCH_BYTES;
-    T.host_acts_bytes = (size_t)(ab + sb + 64);
+    ** checkpointed layout (one block area, then each block's output). After them, with a 16-bit
+    ** dtype, ZG_HOST_STAGE_BYTES: the fp32 copy of one module's parameters the fp32 kernels read */
+    int64_t ab = ZG_HOST_ACTS_BYTES, sb = ZG_HOST_SCRATCH_BYTES, pb = ZG_HOST_STAGE_BYTES;
+    T.host_acts_bytes = (size_t)(ab + sb + pb + 128);
     void *hb = mmap(NULL, T.host_acts_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (hb == MAP_FAILED)
         tr_die("cannot map the host backend's activations (%lld bytes, plan.txt \"host backend\"): %s",
                (long long)T.host_acts_bytes, strerror(errno));
     T.acts = hb;
     T.scratch = (float *)((char *)hb + (ab + 63) / 64 * 64);
+    T.stage_params = pb ? (float *)((char *)T.scratch + (sb + 63) / 64 * 64) : NULL;
     T.acts_floats = ab / 4;
     int64_t btc = (int64_t)ZG_MICRO_BATCH * ZG_SEQ_LEN * ZG_D_MODEL;
     T.act_ckpt = ZG_ACT_CKPT && ZG_N_LAYERS > 0;     /* decided by the plan */
@@ -350,7 +351,8 @@ void tr_layout_init(void)
         tr_die("plan lacks gradient buffers: neither grads nor grad32 (or grad16) with bucket_0");
     if (T.grad32_nvme >= 0 && (T.opt_parts != 4 || ZG_N_SUBGROUPS == 0))
         tr_die("plan puts grad32 on NVMe without opt_buf_<b> staging for its sub-groups");
-    if (ZG_MIXED && !T.stage32) tr_die("plan lacks region stage32");
+    if (ZG_MIXED && (!T.grad_stage || !T.stage_params))
+        tr_die("plan lacks the module gradient area grad_stage or the host's fp32 parameter staging");
     if (!ZG_MIXED && !T.grads && !T.grad_stage) tr_die("plan lacks region grad_stage (bucketed fp32 gradients)");
     if (ZG_N_GATHER_SLOTS > TR_MAX_SLOTS) tr_die("more gather slots than this trainer supports");
     /* fp32 with the shard on NVMe and no separate master: the plan swaps the parameters */
@@ -368,5 +370,5 @@ void tr_layout_free(void)
         zr_arena_destroy(T.arena[tier]);
     }
     if (T.acts) munmap(T.acts, T.host_acts_bytes);
-    T.acts = T.scratch = NULL;
+    T.acts = T.scratch = T.stage_params = NULL;
 }

@@ -4,8 +4,9 @@
 ** with this table as --check's reference. (Named without "_host": tests reuse the arch's
 ** plan-independent kernel objects, *_host*.o, across plans, and this file depends on the plan.)
 **
-** Parameters reach the kernels as fp32 pointers: the working copy itself with fp32, or an upcast
-** into "stage32" with 16-bit dtypes. Gradients leave the kernels into the module gradient area G
+** Parameters reach the kernels as fp32 pointers: the working copy itself with fp32, or with 16-bit
+** dtypes an upcast into T.stage_params (this backend's own buffer beside its activations: the
+** device tier holds no fp32 parameter copy, as train-cuda reads the 16-bit one). Gradients leave the kernels into the module gradient area G
 ** (gen/zg_plan.h, GRADIENT FLOW), the BACKWARD row's destination: accumulated into (stages 0/1
 ** with fp32: "grads" itself) or written fresh, and the plan's GRAD_COPY / REDUCE / WAIT_REDUCE rows
 ** move it on. Collectives are libzrt's (MPI, or shared memory on one node), non-blocking: started
@@ -27,7 +28,7 @@ static void load_params(int m)
     for (int t = first; t < first + n; t++) {
         void *w = tr_param_at(m, t);
 #if ZG_MIXED
-        float *dst = T.stage32 + (zg_tensors[t].flat_offset - base);
+        float *dst = T.stage_params + (zg_tensors[t].flat_offset - base);
         tr_w_to_f32(dst, w, zg_tensors[t].numel);
         P[t] = dst;
 #else

@@ -184,6 +184,7 @@
 #define ZG_SCRATCH_BYTES                ${cfmt.i64(plan.mem.scratch_bytes)}
 #define ZG_HOST_ACTS_BYTES              ${cfmt.i64(plan.mem.host_acts_bytes)}
 #define ZG_HOST_SCRATCH_BYTES           ${cfmt.i64(plan.mem.host_scratch_bytes)}
+#define ZG_HOST_STAGE_BYTES             ${cfmt.i64(plan.mem.host_stage_bytes)}
 /* the pinned landings of a GPU's per-step DMAs with Adam on the host (gen/memplan.c); 0: none */
 #define ZG_GRAD_LAND_SLOTS              ${plan.mem.grad_land_slots}
 #define ZG_GRAD_LAND_NUMEL              ${cfmt.i64(plan.mem.grad_land_numel)}

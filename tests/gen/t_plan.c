@@ -502,11 +502,14 @@ static void t_regions_by_config(void)
     int64_t C = 24, F = 96;
     int64_t block = 2 * C + C * 3 * C + 3 * C + C * C + C + 2 * C + C * F + F + F * C + C;
     ZT_CHECK(block > 97 * C + 16 * C);                   /* here a block is the largest module */
-    ZT_EQ_INT(region_bytes(p, "stage32", NULL), 2 * 4 * block);
+    ZT_EQ_INT(region_bytes(p, "grad_stage", NULL), 4 * block);   /* the module gradient area only */
+    ZT_EQ_INT(region_bytes(p, "stage32", NULL), -1);              /* no fp32 parameter copy on the device */
+    ZT_EQ_INT(p->mem.host_stage_bytes, 4 * block);                /* the host backend's, outside the tiers */
     /* fp32 stage 1: the working params are the master */
     config(&z, 1, 4);
     p = plan(&m, &z);
-    ZT_CHECK(p && region_bytes(p, "master", NULL) == -1 && region_bytes(p, "stage32", NULL) == -1);
+    ZT_CHECK(p && region_bytes(p, "master", NULL) == -1 && region_bytes(p, "grad_stage", NULL) == -1);
+    ZT_CHECK(p && p->mem.host_stage_bytes == 0);
     ZT_CHECK(p && region_bytes(p, "grads", NULL) == 4 * p->shard.padded_numel);
     /* stage 3 optimizer on NVMe, params on pinned host */
     config(&z, 3, 4);

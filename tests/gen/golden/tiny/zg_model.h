@@ -169,6 +169,7 @@
 #define ZG_SCRATCH_BYTES                INT64_C(3707136)
 #define ZG_HOST_ACTS_BYTES              INT64_C(22059008)
 #define ZG_HOST_SCRATCH_BYTES           INT64_C(4718592)
+#define ZG_HOST_STAGE_BYTES             INT64_C(0)
 /* the pinned landings of a GPU's per-step DMAs with Adam on the host (gen/memplan.c); 0: none */
 #define ZG_GRAD_LAND_SLOTS              2
 #define ZG_GRAD_LAND_NUMEL              INT64_C(49280)

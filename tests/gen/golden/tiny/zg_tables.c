@@ -133,7 +133,7 @@ const ZrRegionRow zg_regions[24] = {
     {"opt_buf_3",     ZR_MEM_SWAP_BUFFERS, ZR_TIER_PINNED, 27262976, 8388608},   /* pinned: NVMe staging of one sub-group's master|m|v, 8.00 MiB */
     {"nvme_bounce",   ZR_MEM_SWAP_BUFFERS, ZR_TIER_PINNED, 35651584, 8388608},   /* pinned: swap_buffers, 8.00 MiB */
     {"grad_land",     ZR_MEM_STAGING,      ZR_TIER_PINNED, 44040192, 394240},    /* pinned: staging, 385.00 KiB */
-    {"grad_stage",    ZR_MEM_STAGING,      ZR_TIER_DEVICE, 3574784,  793088},    /* device: fp32 gradients of one module, 774.50 KiB */
+    {"grad_stage",    ZR_MEM_STAGING,      ZR_TIER_DEVICE, 3574784,  793088},    /* device: module gradient area: fp32 gradients of one module, 774.50 KiB */
     {"tied_grad",     ZR_MEM_STAGING,      ZR_TIER_DEVICE, 4367872,  131072},    /* device: fp32 wte gradient from lm_head to embed's backward, 128.00 KiB */
     {"acts",          ZR_MEM_ACTIVATIONS,  ZR_TIER_DEVICE, 4498944,  17913856},  /* device: activations of one micro-batch, 17.08 MiB */
     {"scratch",       ZR_MEM_ACTIVATIONS,  ZR_TIER_DEVICE, 22412800, 3707136},   /* device: backward scratch, 3.54 MiB */
