@@ -75,7 +75,8 @@ int zg_cuda_tf32(const ZgPlan *p)
 }
 
 /* fp32 activations: today's bounds (rounding-level differences of fp32 sums in another order).
-** bf16 activations (unit roundoff u = 2^-8, each rounding at most u/2 relative): see the docs.
+** 16-bit activations (unit roundoff u = 2^-8 bf16, 2^-11 fp16, each rounding at most u/2
+** relative): 12 u per tensor, u for the loss; the derivation is in the docs.
 ** TF32 GEMMs: each input is rounded to nearest (even) with 10 explicit mantissa bits, so it is off by
 ** at most u_t = 2^-11 relative; a product of two rounded inputs by at most 2 u_t + u_t^2, about
 ** 2^-10, and the fp32 sum adds only K 2^-24. A GEMM's output is therefore within 2^-10 sum|a b| of
@@ -83,17 +84,23 @@ int zg_cuda_tf32(const ZgPlan *p)
 ** dozen GEMMs (per block qkv, attention projection, fc, fc projection forward; their dx and dW
 ** backward; the head's logits, dx and dW); in the worst case their errors add: 12 x 2^-10 per tensor.
 ** The loss is log-softmax of logits that one GEMM (the head) rounds: within 2^-10 relative, as the
-** bf16 bound takes one rounding. Both stay above the fp32 bounds they replace. */
-double zg_cuda_check_rtol(const ZgPlan *p)
+** 16-bit bound takes one rounding. Both stay above the fp32 bounds they replace. */
+
+/* The unit roundoff of the device activations: 2^-8 bf16, 2^-11 fp16; 0 for fp32 ones. */
+static double act_u(const ZgPlan *p)
 {
     int io = zg_cuda_act_io(p);
-    return io == 1 ? 12.0 / 256.0 : io == 2 ? 12.0 / 2048.0 : zg_cuda_tf32(p) ? 12.0 / 1024.0 : 1e-3;
+    return io == 1 ? 1.0 / 256.0 : io == 2 ? 1.0 / 2048.0 : 0.0;
+}
+
+double zg_cuda_check_rtol(const ZgPlan *p)
+{
+    return act_u(p) ? 12.0 * act_u(p) : zg_cuda_tf32(p) ? 12.0 / 1024.0 : 1e-3;
 }
 
 double zg_cuda_check_loss_rtol(const ZgPlan *p)
 {
-    int io = zg_cuda_act_io(p);
-    return io == 1 ? 1.0 / 256.0 : io == 2 ? 1.0 / 2048.0 : zg_cuda_tf32(p) ? 1.0 / 1024.0 : 1e-4;
+    return act_u(p) ? act_u(p) : zg_cuda_tf32(p) ? 1.0 / 1024.0 : 1e-4;
 }
 
 /* cz_acts_init's carving: every array rounded up to 256 bytes; a layer's slice is layer_bytes(), an

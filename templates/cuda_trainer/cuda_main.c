@@ -114,7 +114,7 @@ static void dev_optimizer(int k, float lr)
         } else {                            /* 16-bit "grads": widened piece by piece into the
                                             ** module gradient area, free during the step */
             float *g = cz_dev(T.grad_stage);
-            int64_t cap = T.max_use_numel;
+            int64_t cap = ZG_MAX_USE_NUMEL;
             for (int64_t a = lo; a < hi; a += cap) {
                 int64_t n = hi - a < cap ? hi - a : cap;
                 cz_convert(CZ.compute, "zd_16_to_f32", g, cz_dev(tr_w_at(T.grads, T.opt_flat0 + a)), n);
@@ -331,7 +331,7 @@ static void cz_layout_init(void)
     if (T.rank == 0 && (!T.a.quiet || getenv("ZR_CUDA_VERBOSE")))
         fprintf(stderr, "train-cuda: %s; device allocation %lld bytes (the plan's device tier); activations %s "
                 "(%lld + %lld bytes: the plan's acts and scratch%s, attention%s); Adam on the %s\n",
-                zr_gpu_describe(CZ.gpu), (long long)ZG_TIER_BYTES_DEVICE, ZK_IO == 1 ? "bf16" : ZK_IO == 2 ? "fp16" : "fp32",
+                zr_gpu_describe(CZ.gpu), (long long)ZG_TIER_BYTES_DEVICE, CZ_ACT_NAME,
                 (long long)ZG_ACTS_BYTES, (long long)ZG_SCRATCH_BYTES, ZG_ACT_CKPT ? ", checkpointed" : "",
                 ZK_ATT_TC ? "_tc" : "", CZ.dev_opt ? "device" : "host");
 }
@@ -392,7 +392,7 @@ static void check_step(void)
     double lrel = fabs((double)dev_loss - T.loss_sum) / (fabs((double)T.loss_sum) + 1e-30);
     if (!(lrel <= ZG_CHECK_LOSS_RTOL)) bad = 1;
     printf("check rank %d: tolerance (gen, %s activations%s): loss sum %.3g relative; per tensor "
-           "max|dev-host| <= 1e-6 + %.3g max|host|\n", T.rank, ZK_IO == 1 ? "bf16" : ZK_IO == 2 ? "fp16" : "fp32",
+           "max|dev-host| <= 1e-6 + %.3g max|host|\n", T.rank, CZ_ACT_NAME,
            ZK_TF32 ? ", TF32 gemms" : "", ZG_CHECK_LOSS_RTOL,
            ZG_CHECK_RTOL);
     printf("check rank %d (%s): loss sum device %.7g host %.7g (rel %.2e)\n", T.rank,

@@ -24,7 +24,9 @@
 #include "../kernels/zk_tokbucket.h"
 
 /* Device activations, carved from "acts" / "scratch": void * are activations in the storage that
-** gen chose (ZK_IO: fp32, bf16 or fp16), float * are always fp32 (statistics, lse, D, losses). */
+** gen chose (ZK_IO: fp32, or the plan's 16-bit dtype), float * are always fp32 (statistics, lse, D,
+** losses). CZ_ACT_NAME names that storage on the start-up and --check lines. */
+#define CZ_ACT_NAME (ZK_IO ? ZG_DTYPE_NAME : "fp32")
 typedef struct CzDevActs {
     void *encoded, *layers, *lnf, *logits;
     float *lnf_mean, *lnf_rstd, *losses;

@@ -115,7 +115,6 @@ typedef struct Trainer {
     float *acts, *scratch;
     int64_t acts_floats;        /* floats of the host activations (acts; scratch follows) */
     size_t host_acts_bytes;     /* the mapping of both and stage_params (tr_layout_init) */
-    int64_t max_use_numel;
 
     /* every plan region by zg_regions index (NULL on NVMe): the lowered op rows name regions */
     void *rg[ZG_N_REGIONS > 0 ? ZG_N_REGIONS : 1];

@@ -299,7 +299,6 @@ void tr_layout_init(void)
         if (!(T.master_buf[b] = region(name, NULL, NULL))) break;
         T.n_master_bufs = b + 1;
     }
-    T.max_use_numel = ZG_MAX_USE_NUMEL;
     T.grad_stage = region("grad_stage", NULL, NULL);
     T.tied_grad = region("tied_grad", NULL, NULL);
     if (!region("acts", NULL, NULL) || !region("scratch", NULL, NULL))

@@ -6,7 +6,8 @@
 **
 ** Parameters reach the kernels as fp32 pointers: the working copy itself with fp32, or with 16-bit
 ** dtypes an upcast into T.stage_params (this backend's own buffer beside its activations: the
-** device tier holds no fp32 parameter copy, as train-cuda reads the 16-bit one). Gradients leave the kernels into the module gradient area G
+** device tier holds no fp32 parameter copy, as train-cuda reads the 16-bit one). Gradients leave
+** the kernels into the module gradient area G
 ** (gen/zg_plan.h, GRADIENT FLOW), the BACKWARD row's destination: accumulated into (stages 0/1
 ** with fp32: "grads" itself) or written fresh, and the plan's GRAD_COPY / REDUCE / WAIT_REDUCE rows
 ** move it on. Collectives are libzrt's (MPI, or shared memory on one node), non-blocking: started
