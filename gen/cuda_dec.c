@@ -103,22 +103,59 @@ double zg_cuda_check_loss_rtol(const ZgPlan *p)
     return act_u(p) ? act_u(p) : zg_cuda_tf32(p) ? 1.0 / 1024.0 : 1e-4;
 }
 
-/* cz_acts_init's carving: every array rounded up to 256 bytes; a layer's slice is layer_bytes(), an
-** upper bound of its arrays (each with 256 bytes of slack); with checkpointing one such area and the
-** kept block outputs. */
+/* The adapter's carving (ZgArch dev_fixed / dev_layer / dev_scratch; cz_acts_init): every array rounded
+** up to 256 bytes; a block's area is the sum of its arrays each with 256 bytes of slack, plus 256
+** (an upper bound whatever the area's alignment); with checkpointing one such area and the kept
+** block outputs. */
 static int64_t al256(int64_t n) { return (n + 255) / 256 * 256; }
+
+static int64_t arr_bytes(const ZgPlan *p, const ZgDevArr *a)
+{
+    const ZgModel *m = p->model;
+    int64_t B = p->zero->micro_batch, T = m->seq_len, BT = B * T, hs = m->d_model / m->n_heads;
+    int64_t kv = m->n_kv_heads > 0 ? m->n_kv_heads * hs : m->d_model, count = 0;
+    switch (a->term) {
+    case ZG_DA_BTC: count = BT * m->d_model; break;
+    case ZG_DA_BT: count = BT; break;
+    case ZG_DA_BTKV: count = BT * kv; break;
+    case ZG_DA_BTF: count = BT * m->d_ff; break;
+    case ZG_DA_BTV: count = BT * m->vocab_size; break;
+    case ZG_DA_LSE: count = B * m->n_heads * T; break;
+    case ZG_DA_ROPE: count = T * (hs / 2); break;
+    case ZG_DA_COLSUM: count = ZK_COLSUM_FLOATS(BT, m->d_model, m->d_ff); break;
+    case ZG_DA_TOKBKT: count = ZK_TOKBUCKET_INTS(BT); break;
+    }
+    return a->n * count * (a->f32 ? 4 : zg_cuda_act_io(p) ? 2 : 4);
+}
 
 int64_t zg_cuda_acts_bytes(const ZgPlan *p, bool ckpt, int64_t *scratch)
 {
     const ZgModel *m = p->model;
-    int64_t ab = zg_cuda_act_io(p) ? 2 : 4;
-    int64_t BT = p->zero->micro_batch * m->seq_len, BTC = BT * m->d_model, BTF = BT * m->d_ff;
-    int64_t lse = p->zero->micro_batch * m->n_heads * m->seq_len;
-    int64_t layer = 8 * (BTC * ab + 256) + 4 * (BT * 4 + 256) + (lse * 4 + 256) + 2 * (BTF * ab + 256) + 256;
-    *scratch = 3 * al256(BTC * ab) + al256(3 * BTC * ab) + al256(lse * 4) + 2 * al256(BTF * ab) +
-               al256(BT * ab) + 2 * al256(BT * 4) + al256(ZK_COLSUM_FLOATS(BT, m->d_model, m->d_ff) * 4) +
-               al256(ZK_TOKBUCKET_INTS(BT) * 4);
+    const ZgArch *arch = zg_arch_find(m->arch);
+    int64_t fixed = 0, layer = 256, btc = arr_bytes(p, &(ZgDevArr){1, ZG_DA_BTC, false});
+    *scratch = 0;
+    if (!arch || !arch->dev_fixed) return 0;
+    for (const ZgDevArr *a = arch->dev_fixed; a->n; a++) fixed += al256(arr_bytes(p, a));
+    for (const ZgDevArr *a = arch->dev_layer; a->n; a++) layer += arr_bytes(p, a) + 256;
+    for (const ZgDevArr *a = arch->dev_scratch; a->n; a++) *scratch += al256(arr_bytes(p, a));
     /* activation checkpointing: one block area, and every block's output kept apart */
-    int64_t areas = ckpt ? 1 : m->n_layers, kept = ckpt ? m->n_layers * al256(BTC * ab) : 0;
-    return 2 * al256(BTC * ab) + al256(areas * layer) + 3 * al256(BT * 4) + al256(BT * m->vocab_size * ab) + kept;
+    int64_t areas = ckpt ? 1 : m->n_layers, kept = ckpt ? m->n_layers * al256(btc) : 0;
+    return fixed + al256(areas * layer) + kept;
+}
+
+const char *zg_cuda_missing(const ZgPlan *p)
+{
+    const ZgArch *arch = zg_arch_find(p->model->arch);
+    if (!arch) return "unknown arch";
+    if (arch->cuda_missing) return arch->cuda_missing;
+    int64_t smem[3];
+    if (arch->cuda_att_tc_only && !zg_cuda_att_tc(p, smem))
+        return zg_cuda_act_io(p) == 0
+                   ? "its attention runs on tensor cores only (attention_gqa_tc.cu), in 16-bit plans: set "
+                     "bf16.enabled or fp16.enabled in the DeepSpeed config, or train this fp32 plan on the "
+                     "host backend (make, ./train)"
+                   : "the head size d_model / n_heads is outside what the tensor-core attention's tiling "
+                     "serves (attention_tc's shared memory, docs/CUDA.md): train on the host backend "
+                     "(make, ./train)";
+    return NULL;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <lua.h>
 #include "zg_lua_plan.h"
+#include "zg_cuda_dec.h"
 
 /* {===================================================================== enum names */
 /* Templates see the names of names.c in lower case: the C enum suffix (ZR_OP_<NAME>, ZR_MEM_<NAME>). */
@@ -83,7 +84,6 @@ static void push_model(lua_State *L, const ZgModel *m)
     SETN("rope_high_freq_factor", m->rope_high_freq_factor);
     SETI("rope_original_context", m->rope_original_context);
     const ZgArch *arch = zg_arch_find(m->arch);
-    if (arch) SETS("cuda_missing", arch->cuda_missing);
     SETB("rope", arch && arch->rope);
 }
 
@@ -290,7 +290,14 @@ void zg_lua_push_enums(lua_State *L)
 void zg_lua_push_plan(lua_State *L, const ZgPlan *p)
 {
     lua_createtable(L, 0, 32);
-    push_model(L, p->model); lua_setfield(L, -2, "model");
+    push_model(L, p->model);
+    SETS("cuda_missing", zg_cuda_missing(p));   /* the plan's, not only the arch's */
+    {
+        const ZgArch *arch = zg_arch_find(p->model->arch);
+        const char *ad = arch ? arch->cuda_adapter : NULL, *base = ad ? strrchr(ad, '/') : NULL;
+        SETS("cuda_adapter", base ? base + 1 : ad);     /* its file name in cuda/trainer/ */
+    }
+    lua_setfield(L, -2, "model");
     zg_lua_push_hf(L, p->model);       /* hf_config, hf_ignore */
     push_zero(L, p->zero); lua_setfield(L, -2, "zero");
     push_rows(L, p, p->n_tensors, push_tensor); lua_setfield(L, -2, "tensors");

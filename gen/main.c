@@ -10,6 +10,7 @@
 #include "zg_render.h"
 #include "zg_ckpt.h"
 #include "zg_predict.h"
+#include "zg_cuda_dec.h"
 
 typedef struct Opts {
     const char *spec;
@@ -169,9 +170,10 @@ static int pipeline(const Opts *o)
         return errors_exit();
     }
     if (!zg_render(&p, dir)) return errors_exit();
-    if (arch && arch->cuda_missing)
-        fprintf(stderr, "zgen: note: arch %s: no train-cuda (make cuda refuses): %s\n", arch->name,
-                arch->cuda_missing);
+    const char *no_cuda = zg_cuda_missing(&p);
+    if (no_cuda)
+        fprintf(stderr, "zgen: note: arch %s: no train-cuda for this plan (make cuda refuses): %s\n", m.arch,
+                no_cuda);
     if (o->dump && !strcmp(o->dump, "plan")) {
         if (o->json) zg_plan_write_json(&p, stdout);
         else zg_plan_write_txt(&p, stdout);

@@ -241,8 +241,7 @@ static void layout(ZgPlan *p)
     mp->host_acts_bytes = p->act_ckpt ? zg_acts_ckpt_bytes(m, z->micro_batch)
                                       : zg_acts_bytes(m, z->micro_batch);
     mp->host_scratch_bytes = zg_scratch_bytes(m, z->micro_batch);
-    const ZgArch *arch = zg_arch_find(m->arch);
-    if (arch && !arch->cuda_missing) {
+    if (!zg_cuda_missing(p)) {
         mp->acts_bytes = zg_cuda_acts_bytes(p, p->act_ckpt, &mp->scratch_bytes);
         mp->device_acts_layout = "train-cuda";
     } else {

@@ -116,14 +116,48 @@ static const char *const llama_files[] = {
 #define LLAMA_LAYER {.btc = 6, .bt = 2, .btkv = 2, .att = 1, .btf = 3}
 #define LLAMA_SCRATCH {.btc = 4, .btkv = 2, .att = 1, .btf = 3, .rope = 1}
 
+/* train-cuda's device layouts, array by array as the adapters carve them (the activation dtype unless
+** f32): templates/cuda_trainer/gpt2/cuda_gpt2.c and llama/cuda_llama.c. */
+#define A(n, t) {n, ZG_DA_##t, false}
+#define F(n, t) {n, ZG_DA_##t, true}
+static const ZgDevArr gpt2_dev_fixed[] = {        /* encoded, lnf, lnf mean/rstd, logits, losses */
+    A(1, BTC), A(1, BTC), F(1, BT), F(1, BT), A(1, BTV), F(1, BT), {0},
+};
+static const ZgDevArr gpt2_dev_layer[] = {        /* ln1, mean, rstd, qkv, atty, lse, residual2,
+                                                  ** ln2, mean, rstd, fch, fch_gelu, residual3 */
+    A(1, BTC), F(1, BT), F(1, BT), A(3, BTC), A(1, BTC), F(1, LSE), A(1, BTC),
+    A(1, BTC), F(1, BT), F(1, BT), A(1, BTF), A(1, BTF), A(1, BTC), {0},
+};
+static const ZgDevArr gpt2_dev_scratch[] = {      /* dresidual, dln, dqkv, datty, D, dfch, dfch_gelu,
+                                                  ** ones, tokens, targets, colsum, token buckets */
+    A(1, BTC), A(1, BTC), A(3, BTC), A(1, BTC), F(1, LSE), A(1, BTF), A(1, BTF),
+    A(1, BT), F(1, BT), F(1, BT), F(1, COLSUM), F(1, TOKBKT), {0},
+};
+static const ZgDevArr llama_dev_fixed[] = {       /* encoded, lnf, lnf rstd, logits, losses */
+    A(1, BTC), A(1, BTC), F(1, BT), A(1, BTV), F(1, BT), {0},
+};
+static const ZgDevArr llama_dev_layer[] = {       /* ln1, rstd, q, k, v, atty, lse, residual2,
+                                                  ** ln2, rstd, gate, up, h, residual3 */
+    A(1, BTC), F(1, BT), A(1, BTC), A(1, BTKV), A(1, BTKV), A(1, BTC), F(1, LSE), A(1, BTC),
+    A(1, BTC), F(1, BT), A(1, BTF), A(1, BTF), A(1, BTF), A(1, BTC), {0},
+};
+static const ZgDevArr llama_dev_scratch[] = {     /* dresidual, dln, dq, dk, dv, datty, D, dgate, dup,
+                                                  ** dh, RoPE cos, sin, tokens, targets, colsum,
+                                                  ** token buckets */
+    A(1, BTC), A(1, BTC), A(1, BTC), A(1, BTKV), A(1, BTKV), A(1, BTC), F(1, LSE), A(1, BTF), A(1, BTF),
+    A(1, BTF), F(1, ROPE), F(1, ROPE), F(1, BT), F(1, BT), F(1, COLSUM), F(1, TOKBKT), {0},
+};
+#undef A
+#undef F
+
 static const ZgArch archs[] = {
     {"gpt2", "GPT2LMHeadModel", "[in, out]", false, true, true, false, NULL,
-     gpt2_modules, N(gpt2_modules), gpt2_files, NULL, GPT2_ACTS, GPT2_LAYER, GPT2_SCRATCH},
+     gpt2_modules, N(gpt2_modules), gpt2_files, NULL, "gpt2/cuda_gpt2.c", gpt2_dev_fixed, gpt2_dev_layer,
+     gpt2_dev_scratch, false, GPT2_ACTS, GPT2_LAYER, GPT2_SCRATCH},
+    /* llama's device attention is attention_gqa_tc.cu (WMMA) only: fp32 plans train on the host */
     {"llama", "LlamaForCausalLM", "[out, in]", true, false, false, true, NULL,
-     llama_modules, N(llama_modules), llama_files,
-     "the CUDA trainer (templates/cuda_trainer/) runs the gpt2 kernels only; llama trains on the host "
-     "backend (make, ./train)",
-     LLAMA_ACTS, LLAMA_LAYER, LLAMA_SCRATCH},
+     llama_modules, N(llama_modules), llama_files, NULL, "llama/cuda_llama.c", llama_dev_fixed,
+     llama_dev_layer, llama_dev_scratch, true, LLAMA_ACTS, LLAMA_LAYER, LLAMA_SCRATCH},
 };
 
 const ZgArch *zg_arch_find(const char *name)

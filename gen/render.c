@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "zg_cuda_dec.h"
 #include "zg_nvrtc.h"
 #include "zg_render.h"
 
@@ -263,9 +264,22 @@ static bool ends_in(const char *s, const char *suf)
 }
 
 /* templates/cuda_trainer/ (the CUDA trainer's orchestration, docs/CUDA_TRAINER.md) verbatim into
-** cuda/trainer/: outside gen.sources, so only `make cuda` / `make cuda-emu` compile it. */
-static bool cuda_trainer_add(const char *tpl_dir, CudaOut *co)
+** cuda/trainer/: outside gen.sources, so only `make cuda` / `make cuda-emu` compile it. Its top-level
+** files, and the arch's model adapter from its subfolder (ZgArch.cuda_adapter) under its base name. */
+static bool cuda_trainer_add(const ZgPlan *p, const char *tpl_dir, CudaOut *co)
 {
+    const ZgArch *arch = zg_arch_find(p->model->arch);
+    if (arch && arch->cuda_adapter) {
+        char *path = zg_fmt("%s/cuda_trainer/%s", tpl_dir, arch->cuda_adapter);
+        const char *base = strrchr(arch->cuda_adapter, '/');
+        size_t len;
+        char *text = zg_emit_read_file(path, &len);
+        bool got = text != NULL;
+        if (got) cuda_add(co, zg_fmt("cuda/trainer/%s", base ? base + 1 : arch->cuda_adapter), text, len);
+        else zg_error((ZgLoc){0}, "cannot read %s: %s", path, strerror(errno));
+        free(path);
+        if (!got) return false;
+    }
     char *dir = zg_fmt("%s/cuda_trainer", tpl_dir);
     int n;
     char **files = list_dir(dir, &n);
@@ -296,7 +310,7 @@ static bool cuda_render(const ZgPlan *p, const char *tpl_dir, CudaOut *co)
     size_t len;
     char *text = zg_emit_read_file(simt, &len);
     if (text) cuda_add(co, zg_xstrdup("cuda/zr_simt.h"), text, len);
-    bool ok_tr = cuda_trainer_add(tpl_dir, co);
+    bool ok_tr = cuda_trainer_add(p, tpl_dir, co);
     int n;
     char **files = list_dir(kdir, &n);
     ZgCudaSrc *kern = zg_xcalloc((size_t)n + 1, sizeof *kern), *hdr = zg_xcalloc((size_t)n + 2, sizeof *hdr);
@@ -408,7 +422,7 @@ bool zg_render_from(const ZgPlan *p, const char *outdir, const char *tpl_dir)
         free(text);
     }
     CudaOut co = {0};
-    if (ok && !(arch && arch->cuda_missing)) ok = cuda_render(p, tpl_dir, &co);   /* no cuda/ it cannot build */
+    if (ok && !zg_cuda_missing(p)) ok = cuda_render(p, tpl_dir, &co);   /* no cuda/ it cannot build */
     if (ok) ok = zg_emit_mkdirs(outdir);
     for (int i = 0; i < n && ok; i++)
         ok = zg_emit_file(outdir, items[i].out, p->model->spec_path, items[i].data, items[i].len);

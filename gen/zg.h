@@ -258,6 +258,19 @@ typedef struct ZgActsTerms {
     int rope;                   /* x T*head size (RoPE cos and sin tables) */
 } ZgActsTerms;
 
+/* One array of train-cuda's device activations (gen/cuda_dec.c sizes "acts" / "scratch" from a list
+** of them; the arch's CUDA model adapter carves the same list, and dies at start-up if the bytes
+** differ): n x the term's count x (4 bytes when f32, else the activation dtype's size). Lists end
+** with n == 0. */
+typedef enum {
+    ZG_DA_BTC, ZG_DA_BT, ZG_DA_BTKV, ZG_DA_BTF, ZG_DA_BTV,
+    ZG_DA_LSE,                  /* B*NH*T (log-sum-exp, softmax row sums) */
+    ZG_DA_ROPE,                 /* T*head size/2 (one RoPE table) */
+    ZG_DA_COLSUM,               /* zk_colsum.h's partials for B*T rows (always fp32) */
+    ZG_DA_TOKBKT,               /* zk_tokbucket.h's token grouping (ints) */
+} ZgDevTerm;
+typedef struct ZgDevArr { int n; ZgDevTerm term; bool f32; } ZgDevArr;
+
 typedef struct ZgArch {
     const char *name;           /* model.arch */
     const char *hf_class;       /* Hugging Face architectures[0], e.g. "LlamaForCausalLM" */
@@ -274,7 +287,15 @@ typedef struct ZgArch {
     ** and its model adapter (templates/trainer/train_model.h); render.c emits these and no others. */
     const char *const *host_files;
     const char *cuda_missing;   /* NULL: train-cuda runs this arch; else why not (the emitted
-                                ** Makefile's cuda targets refuse with it; zgen notes it) */
+                                ** Makefile's cuda targets refuse with it; zgen notes it). A plan
+                                ** may still be refused: gen/cuda_dec.c zg_cuda_missing */
+    /* train-cuda's model adapter for this arch (templates/cuda_trainer/<file>, emitted into
+    ** cuda/trainer/ under its base name) and its device activation layout: outside the blocks,
+    ** one block's area, the scratch (ZgDevArr). */
+    const char *cuda_adapter;
+    const ZgDevArr *dev_fixed, *dev_layer, *dev_scratch;
+    bool cuda_att_tc_only;      /* its device attention exists on tensor cores only (16-bit plans,
+                                ** head sizes attention_tc's tiling serves) */
     /* The host kernels' activation layout (memplan.c sizes "acts" and "scratch" from it): outside
     ** the blocks, per block, and the scratch. */
     ZgActsTerms acts_fixed, acts_layer, scratch;

@@ -16,6 +16,10 @@ int zg_cuda_gemm_epi(const ZgPlan *p);
 /* Bytes of train-cuda's device activations in "acts", checkpointed (one block area and the kept
 ** block outputs) or not; *scratch: in "scratch". */
 int64_t zg_cuda_acts_bytes(const ZgPlan *p, bool ckpt, int64_t *scratch);
+/* NULL when train-cuda runs the plan; else why not (the arch's cuda_missing, or what the arch's
+** device kernels need that the plan lacks). render.c then emits no cuda/, and the Makefile's cuda
+** targets refuse with it. */
+const char *zg_cuda_missing(const ZgPlan *p);
 /* 1 when fp32 GEMMs may run on TF32 tensor cores (ZK_TF32): train.allow_tf32 in an fp32 plan. */
 int zg_cuda_tf32(const ZgPlan *p);
 /* --check's per-tensor relative tolerance and the loss sum's. */

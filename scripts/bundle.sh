@@ -9,6 +9,7 @@
 #     MPI), with OpenBLAS, liburing, libgomp in one shared lib/ and CUDA's libraries left to the box;
 #   - two checkpointed plans with the optimizer on the CPU: gpt2-124m-bf16 at stage 2, and the 10B
 #     ZeRO-Offload shape cut to 12 layers in bf16 (its --check is skipped: NOCHECK);
+#   - LLaMA 2 7B's shape cut to 4 layers (ZeRO-3, parameters and optimizer on the CPU; NOCHECK);
 #   - each trainer's plan.txt and `--predict --json` (the cost model's figures: predictions);
 #   - a byte-level corpus and the commit.
 # Output: gpu/bundle.tar.gz (git-ignored; the device tool's `carry: ["gpu"]`); there:
@@ -66,8 +67,8 @@ for cfg in "$W"/cfg/*-s[0-9].json; do
 done
 # activation checkpointing with the optimizer on the CPU: GPT-2 small (its --check covers the
 # checkpointed layout), and the 10B ZeRO-Offload plan's shape (d_model 4096, micro-batch 10 x 1024,
-# speculative CPU Adam) cut to 12 layers so its pinned state fits the GPU box's memory; in bf16, the
-# tensor-core path the prediction assumes (train-cuda computes fp16 plans in fp32)
+# speculative CPU Adam) cut to 12 layers so its pinned state fits the GPU box's memory; in bf16 (the
+# same tensor-core path as the spec's fp16, without fp16's loss-scale warm-up skips)
 sed 's/^  world_size: 1$/  world_size: 1\n  activation_checkpointing: true/' specs/gpt2-124m-bf16.yaml \
   > "$W/cfg/gpt2-124m-bf16-s2ck.yaml"
 grep -q 'activation_checkpointing: true' "$W/cfg/gpt2-124m-bf16-s2ck.yaml"
@@ -83,6 +84,19 @@ c["bf16"] = {"enabled": True}
 json.dump(c, open(sys.argv[2], "w"), indent=1)
 PY
 trainer gpt2-10b-l12 "$W/cfg/gpt2-10b-l12.yaml" "$W/cfg/gpt2-10b-l12.json" nocheck
+# LLaMA on train-cuda (its device adapter, RMSNorm/RoPE/SwiGLU kernels, grouped-query attention on
+# tensor cores): LLaMA 2 7B's shape cut to 4 layers at 1024 tokens, its own plan (ZeRO-3, bf16,
+# parameters and optimizer on the CPU, checkpointing), 2 micro-steps
+sed -e 's/^name: .*/name: llama2_7b_l4/' -e 's/^  n_layers: 32$/  n_layers: 4/' -e 's/^  seq_len: 4096$/  seq_len: 1024/' \
+    -e 's/^  host_memory: .*/  host_memory: 120GiB/' specs/llama2-7b.yaml > "$W/cfg/llama2-7b-l4.yaml"
+grep -q 'n_layers: 4' "$W/cfg/llama2-7b-l4.yaml" && grep -q 'seq_len: 1024' "$W/cfg/llama2-7b-l4.yaml"
+python3 - specs/configs/llama_zero3_offload_cpu.json "$W/cfg/llama2-7b-l4.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["gradient_accumulation_steps"] = 2
+json.dump(c, open(sys.argv[2], "w"), indent=1)
+PY
+trainer llama2-7b-l4 "$W/cfg/llama2-7b-l4.yaml" "$W/cfg/llama2-7b-l4.json" nocheck
 python3 scripts/make_corpus.py "$W/stage/data/train.bin" --tokens 400000 >/dev/null 2>&1
 python3 scripts/make_corpus.py "$W/stage/data/val.bin" --tokens 40000 --seed 4321 >/dev/null 2>&1
 git rev-parse HEAD > "$W/stage/COMMIT" 2>/dev/null || echo unknown > "$W/stage/COMMIT"

@@ -203,39 +203,42 @@ static void prepare_grads(const ZrOpRow *op)
                              (size_t)zg_tensors[tied].numel * 4));
 }
 
+/* Every module through the arch's adapter with its own pointers, P + first and Gp + first
+** (tr_module_tensors: the tied head's first is the token table), as the host's train_ops.c. */
 static void forward(const ZrOpRow *op)
 {
-    const ZrModuleRow *mr = &zg_modules[op->arg];
-    load_params(op->arg);
+    int m = op->arg, first, n;
+    const ZrModuleRow *mr = &zg_modules[m];
+    tr_module_tensors(m, &first, &n);
+    load_params(m);
+    const void *const *p = (const void *const *)(P + first);
     switch (mr->kind) {
-    case ZR_MOD_EMBED: cz_embed_forward(T.micro, P[ZG_T_WTE_WEIGHT], P[ZG_T_WPE_WEIGHT]); break;
-    case ZR_MOD_BLOCK: cz_block_forward(mr->layer, P + mr->first_tensor, op->slot == ZR_RECOMPUTE); break;
-    case ZR_MOD_FINAL_NORM: cz_final_norm_forward(P[ZG_T_LN_F_WEIGHT], P[ZG_T_LN_F_BIAS]); break;
+    case ZR_MOD_EMBED: cz_embed_forward(T.micro, p); break;
+    case ZR_MOD_BLOCK: cz_block_forward(mr->layer, p, op->slot == ZR_RECOMPUTE); break;
+    case ZR_MOD_FINAL_NORM: cz_final_norm_forward(p); break;
     case ZR_MOD_HEAD:
-        cz_head_forward(T.micro, P[ZG_T_WTE_WEIGHT],
-                        (float)(T.loss_scale / (double)ZG_TOKENS_PER_STEP), !T.forward_only);
+        cz_head_forward(T.micro, p, (float)(T.loss_scale / (double)ZG_TOKENS_PER_STEP), !T.forward_only);
         break;
     }
 }
 
 static void backward(const ZrOpRow *op)
 {
-    int m = op->arg;
+    int m = op->arg, first, n;
     const ZrModuleRow *mr = &zg_modules[m];
+    tr_module_tensors(m, &first, &n);
     load_params(m);
     prepare_grads(op);
+    const void *const *p = (const void *const *)(P + first);
+    float *const *g = Gp + first;
     switch (mr->kind) {
-    case ZR_MOD_HEAD: cz_head_backward(P[ZG_T_WTE_WEIGHT], Gp[ZG_T_WTE_WEIGHT]); break;
-    case ZR_MOD_FINAL_NORM:
-        cz_final_norm_backward(P[ZG_T_LN_F_WEIGHT], Gp[ZG_T_LN_F_WEIGHT], Gp[ZG_T_LN_F_BIAS]);
-        break;
-    case ZR_MOD_BLOCK: cz_block_backward(mr->layer, P + mr->first_tensor, Gp + mr->first_tensor); break;
-    case ZR_MOD_EMBED: cz_embed_backward(Gp[ZG_T_WTE_WEIGHT], Gp[ZG_T_WPE_WEIGHT]); break;
+    case ZR_MOD_HEAD: cz_head_backward(p, g); break;
+    case ZR_MOD_FINAL_NORM: cz_final_norm_backward(p, g); break;
+    case ZR_MOD_BLOCK: cz_block_backward(mr->layer, p, g); break;
+    case ZR_MOD_EMBED: cz_embed_backward(g); break;
     }
     if (op->accumulate || !T.grads) return;
     /* G written fresh with a 16-bit accumulation buffer "grads" (the host's finish_grads): add it */
-    int first, n;
-    tr_module_tensors(m, &first, &n);
     for (int t = first; t < first + n; t++)
         cz_convert(CZ.compute, "zd_add_f32_to_16", cz_dev(tr_w_at(T.grads, zg_tensors[t].flat_offset)), Gp[t],
                    zg_tensors[t].numel);

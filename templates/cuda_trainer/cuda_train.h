@@ -5,7 +5,9 @@
 **   cuda_exec.c   the executor's op table (train.h, TrOps: cz_ops, the backend table's ops): each
 **                 op of the plan on the device's streams; the loop is train_exec.c's, which runs
 **                 the host's table (tr_host_ops) as --check's reference
-**   cuda_model.c  GPT-2 module by module on the device: zd_* kernels + gemm on the compute stream
+**   cuda_model.c  the model on the device, the part every arch shares (cuda_model.h); the arch's
+**                 adapter (cuda_gpt2.c, cuda_llama.c) runs its modules: zd_* kernels + gemm on the
+**                 compute stream
 **   cuda_main.c   the table itself: device set-up and the other hand-over points with the host
 **                 code (layout init/free, params init, checkpoint load, optimizer step), the
 **                 flags --check and --sync-debug
@@ -25,24 +27,20 @@
 
 /* Device activations, carved from "acts" / "scratch": void * are activations in the storage that
 ** gen chose (ZK_IO: fp32, or the plan's 16-bit dtype), float * are always fp32 (statistics, lse, D,
-** losses). CZ_ACT_NAME names that storage on the start-up and --check lines. */
+** losses). CZ_ACT_NAME names that storage on the start-up and --check lines. These are the arrays
+** every arch has, which cuda_model.c's shared code reads; an adapter carves them with its own. */
 #define CZ_ACT_NAME (ZK_IO ? ZG_DTYPE_NAME : "fp32")
 typedef struct CzDevActs {
-    void *encoded, *layers, *lnf, *logits;
-    float *lnf_mean, *lnf_rstd, *losses;
-    size_t layer_bytes;
+    void *encoded;              /* the embedding's output: block 0's input */
+    void *lnf, *logits;         /* the final norm's output; logits (dlogits after the head's forward) */
+    float *losses;              /* per token */
     void *kept;                 /* activation checkpointing: block l's output at kept + l * kept_stride */
     size_t kept_stride;
-    void *dresidual, *dln, *dqkv, *datty, *dfch, *dfch_gelu, *ones;
-    float *dbuf, *colsum;       /* colsum: the column sums' partials (zk_colsum.h) */
+    void *dresidual, *dln;      /* the residual stream's gradient; a norm output's gradient */
+    float *colsum;              /* the column sums' partials (zk_colsum.h) */
     int *tokens, *targets, *tok_buckets;
     size_t acts_bytes, scratch_bytes;
 } CzDevActs;
-
-typedef struct CzLayer {
-    void *ln1, *qkv, *atty, *residual2, *ln2, *fch, *fch_gelu, *residual3;
-    float *ln1_mean, *ln1_rstd, *lse, *ln2_mean, *ln2_rstd;
-} CzLayer;
 
 typedef struct Cz {
     ZrGpu *gpu;
@@ -93,18 +91,21 @@ void cz_pull_state(void);                   /* device optimizer state and workin
 ** zd_add_f32) over n elements of device memory, on stream s, in the plan's 16-bit format. */
 void cz_convert(ZrGpuStream *s, const char *kernel, void *dst, const void *src, int64_t n);
 
-/* cuda_model.c */
+/* The model on the device, module by module as the plan's FORWARD / BACKWARD rows run them: the arch's
+** adapter (gpt2/cuda_gpt2.c, llama/cuda_llama.c: cz_acts_init, embed, block, final norm) and
+** cuda_model.c (the head, the batch). As train_model.h on the host: p and g are the module's
+** parameter and gradient pointers from its first tensor in the IR's order (the tied head gets the
+** token table as its only tensor; both archs' head reads p[0], a (V, C) table). Parameters: fp32
+** (ZK_IO 0: fp32 plans), or the 16-bit working copy itself (ZK_IO 1 or 2). Gradients: fp32 (the
+** module gradient area), accumulated (+=). */
 void cz_acts_init(void);
-/* Parameters p: fp32 (ZK_IO 0: fp32 plans), or the 16-bit working copy
-** itself (ZK_IO 1 or 2). Gradients g, dw, db: fp32 (the module gradient area). */
-void cz_embed_forward(int micro, const void *wte, const void *wpe);
-void cz_block_forward(int l, const void *const *p, int recompute);  /* p: the block's tensors;
-                                                                     ** recompute: checkpointing's */
-void cz_final_norm_forward(const void *w, const void *b);
-void cz_head_forward(int micro, const void *wte, float dloss, int write_grad);
-void cz_head_backward(const void *wte, float *dwte);
-void cz_final_norm_backward(const void *w, float *dw, float *db);
+void cz_embed_forward(int micro, const void *const *p);
+void cz_block_forward(int l, const void *const *p, int recompute);  /* recompute: checkpointing's */
+void cz_final_norm_forward(const void *const *p);
+void cz_head_forward(int micro, const void *const *p, float dloss, int write_grad);
+void cz_head_backward(const void *const *p, float *const *g);
+void cz_final_norm_backward(const void *const *p, float *const *g);
 void cz_block_backward(int l, const void *const *p, float *const *g);
-void cz_embed_backward(float *dwte, float *dwpe);
+void cz_embed_backward(float *const *g);
 void cz_upload_batch(int micro);
 #endif

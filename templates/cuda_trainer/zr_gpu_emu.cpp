@@ -50,6 +50,11 @@
 #include "kernels/gelu.cu"
 #include "kernels/layernorm.cu"
 #include "kernels/sumsq.cu"
+#include "kernels/rmsnorm.cu"           /* llama's: empty modules without ZK_NKV */
+#include "kernels/rope.cu"
+#include "kernels/swiglu.cu"
+#include "kernels/attention_gqa_tc.cu"
+#include "kernels/token_embed.cu"
 
 #include <cblas.h>
 #include <errno.h>
@@ -112,6 +117,15 @@ static const std::map<std::string, KCapture> &kernels()
         ZE_K(zd_sumsq_partial), ZE_K(zd_sumsq_finish),
 #if ZK_ATC_ON           /* the tensor-core attention exists for the head sizes it serves */
         ZE_K(zd_attention_tc_forward), ZE_K(zd_attention_tc_backward_dq), ZE_K(zd_attention_tc_backward_dkv),
+#endif
+#ifdef ZK_NKV           /* rotary grouped-query archs (llama) */
+        ZE_K(zd_token_embed_forward), ZE_K(zd_rmsnorm_forward), ZE_K(zd_rmsnorm_backward_dx), ZE_K(zd_rmsnorm_backward_dw_part),
+        ZE_K(zd_rmsnorm_backward_dw_sum), ZE_K(zd_rope_tables), ZE_K(zd_rope), ZE_K(zd_swiglu_forward),
+        ZE_K(zd_swiglu_backward),
+#if ZK_ATC_FITS
+        ZE_K(zd_attention_gqa_tc_forward), ZE_K(zd_attention_gqa_tc_backward_dq),
+        ZE_K(zd_attention_gqa_tc_backward_dkv),
+#endif
 #endif
     };
     return t;

@@ -60,7 +60,8 @@ export ZGEN_CACHE=${ZGEN_CACHE:-$tmp/cache}
 # ---------------------------------------------------------------- the real build
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 if [ -f "$CUDA_HOME/include/cuda.h" ] && [ -f "$CUDA_HOME/include/nccl.h" ]; then
-  for spec in gpt2-124m tiny; do   # tiny second: it reuses the plan-independent objects
+  # tiny and llama2-7b (llama's device adapter) after gpt2-124m: they reuse the plan-independent objects
+  for spec in gpt2-124m tiny llama2-7b; do
     d=$tmp/real_$spec
     if ! bin/zgen "specs/$spec.yaml" -o "$d" >"$tmp/gen.log" 2>&1; then bad "real_$spec" "$(tail -5 "$tmp/gen.log")"; continue; fi
     # libzrt's CUDA build and the host kernels do not depend on the plan: built once
@@ -96,10 +97,18 @@ fi
 # ---------------------------------------------------------------- the emulated build vs the host
 "$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 2>/dev/null
 mkdir -p "$tmp/obj"
-# gen STAGE WS OPT PARAM TAG DTYPE [ckpt] -> $tmp/TAG/out with train and train-cuda-emu built
+# gen STAGE WS OPT PARAM TAG DTYPE [FLAGS] -> $tmp/TAG/out with train and train-cuda-emu built.
+# FLAGS: ckpt (activation checkpointing), llama (the llama model below, untied), tied (llama, tied)
 gen() {
-  local d=$tmp/$5 prec="" ck=""
-  [ "${7:-}" = ckpt ] && ck=", activation_checkpointing: true"
+  local d=$tmp/$5 prec="" ck="" model
+  [[ " ${7:-} " = *" ckpt "* ]] && ck=", activation_checkpointing: true"
+  # llama at odd sizes: head size 12 (RoPE's pair-at-a-time path), grouped-query 4/2, d_ff 84 (not a
+  # multiple of 8: SwiGLU's element-at-a-time path)
+  model="{arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 2, n_heads: 2, d_ff: 80}"
+  case " ${7:-} " in
+    *" llama "*) model="{arch: llama, vocab_size: 128, context: 16, d_model: 48, n_layers: 2, n_heads: 4, n_kv_heads: 2, d_ff: 84, tie_embeddings: false}" ;;
+    *" tied "*) model="{arch: llama, vocab_size: 128, context: 16, d_model: 48, n_layers: 2, n_heads: 4, n_kv_heads: 2, d_ff: 84, tie_embeddings: true}" ;;
+  esac
   case $6 in
     bf16) prec='"bf16": {"enabled": true},' ;;
     # 2^17 overflows fp16 at the first step here; the scale then halves and the next steps run
@@ -108,7 +117,7 @@ gen() {
   mkdir -p "$d"
   cat >"$d/spec.yaml" <<EOF
 name: cz
-model: {arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 2, n_heads: 2, d_ff: 80}
+model: $model
 train: {seq_len: 16, world_size: $2, seed: 7$ck}
 deepspeed: ds.json
 EOF
@@ -123,16 +132,16 @@ EOF
   bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log"; return 1; }
   # what depends only on the model's shapes and the activation storage gen chose (ZK_IO: bf16 plans
   # 1, fp16 plans 2, fp32 plans 0) is built once per storage (the emulated kernels take the longest)
-  local obj=$tmp/obj/io$(sed -n 's/^#define ZK_IO \([0-9]\).*/\1/p' "$d/out/cuda/kernels/zk_shapes.h")
+  local obj=$tmp/obj/io$(sed -n 's/^#define ZK_IO \([0-9]\).*/\1/p' "$d/out/cuda/kernels/zk_shapes.h")_$(sed -n 's/^ *arch: \([a-z0-9]*\).*/\1/p; s/^model: {arch: \([a-z0-9]*\).*/\1/p' "$d/spec.yaml")
   mkdir -p "$obj"
   if [ -f "$obj/zr_gpu_emu.o" ]; then
     mkdir -p "$d/out/cuda-emu.obj/host"
     cp "$obj/zr_gpu_emu.o" "$d/out/cuda-emu.obj/"
-    cp "$obj"/gpt2_host*.o "$d/out/cuda-emu.obj/host/"
-    cp "$obj"/gpt2_host*.o "$d/out/"
+    cp "$obj"/*_host*.o "$d/out/cuda-emu.obj/host/"
+    cp "$obj"/*_host*.o "$d/out/"
   fi
   make -s -j2 -C "$d/out" train cuda-emu >"$d/make.log" 2>&1 || { grep -E "error|undefined" "$d/make.log" | head; return 1; }
-  [ -f "$obj/zr_gpu_emu.o" ] || cp "$d/out/cuda-emu.obj/zr_gpu_emu.o" "$d"/out/gpt2_host*.o "$obj/"
+  [ -f "$obj/zr_gpu_emu.o" ] || cp "$d/out/cuda-emu.obj/zr_gpu_emu.o" "$d"/out/*_host*.o "$obj/"
 }
 # run TAG WS BINARY LOG [args]
 run() {
@@ -180,11 +189,13 @@ EOF
 # each configuration runs under another interleaving of the stand-in's streams (ZR_GPU_EMU_SEED)
 n=0
 for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
-           "2 2 cpu none bf16" "2 2 cpu none bf16 ckpt" "3 2 nvme cpu fp32" "3 2 cpu nvme bf16" "3 2 none none fp16"; do
+           "2 2 cpu none bf16" "2 2 cpu none bf16 ckpt" "3 2 nvme cpu fp32" "3 2 cpu nvme bf16" "3 2 none none fp16" \
+           "0 1 none none bf16 llama" "3 2 cpu none fp16 tied" "2 2 cpu none bf16 ckpt llama"; do
   set -- $cfg
   n=$((n+1))
-  tag="s$1_w$2_o$3_p$4"; [ "$5" = fp32 ] || tag=${tag}_$5; [ "${6:-}" = ckpt ] && tag=${tag}_ckpt
-  if ! msg=$(gen "$1" "$2" "$3" "$4" "$tag" "$5" "${6:-}" 2>&1); then bad "emu_build_$tag" "$msg"; continue; fi
+  flags="${*:6}"
+  tag="s$1_w$2_o$3_p$4"; [ "$5" = fp32 ] || tag=${tag}_$5; for f in $flags; do tag=${tag}_$f; done
+  if ! msg=$(gen "$1" "$2" "$3" "$4" "$tag" "$5" "$flags" 2>&1); then bad "emu_build_$tag" "$msg"; continue; fi
   val=(); [ "$1" = 0 ] && [ "$5" = fp32 ] && val=(--val "$tmp/corpus.bin")     # one run also evaluates
   if ! run "$tag" "$2" train host.jsonl "${val[@]}"; then bad "host_$tag" "$(tail -3 "$tmp/$tag/host.jsonl.out")"; continue; fi
   # device memory guarded (host code touching a device address crashes) where it matters most:
@@ -196,7 +207,7 @@ for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
   if ! grep -q "Adam on the $want" "$tmp/$tag/emu.jsonl.out"; then bad "adam_on_${want}_$tag" "$(grep -a 'Adam on' "$tmp/$tag/emu.jsonl.out")"; fi
   # gen's decision, on the start-up line: 16-bit activations and tensor-core attention for 16-bit
   # plans, fp32 and the scalar attention for fp32 plans
-  ck=""; [ "${6:-}" = ckpt ] && ck=", checkpointed"
+  ck=""; [[ " $flags " = *" ckpt "* ]] && ck=", checkpointed"
   act="activations fp32 ([0-9]* + [0-9]* bytes: the plan's acts and scratch$ck, attention)"
   [ "$5" != fp32 ] && act="activations $5 ([0-9]* + [0-9]* bytes: the plan's acts and scratch$ck, attention_tc)"
   if ! grep -q "$act" "$tmp/$tag/emu.jsonl.out"; then bad "activations_$tag" "$(grep -ao 'activations [^;]*' "$tmp/$tag/emu.jsonl.out")"; fi
@@ -264,17 +275,20 @@ fi
 # --check with 16-bit activations: gen's tolerance for the dtype (12 u per tensor, u for the loss;
 # u = 2^-8 bf16, 2^-11 fp16), printed, and met by every tensor. bf16 at ZeRO-2 with the CPU
 # optimizer; fp16 at ZeRO-3 with Adam on the device (this run's first step does not overflow).
-for check in "s2_w2_ocpu_pnone_bf16 bf16 0.00391 0.0469" "s3_w2_onone_pnone_fp16 fp16 0.000488 0.00586"; do
+for check in "s2_w2_ocpu_pnone_bf16 bf16 0.00391 0.0469 h.1.mlp.c_proj.weight" \
+             "s3_w2_onone_pnone_fp16 fp16 0.000488 0.00586 h.1.mlp.c_proj.weight" \
+             "s2_w2_ocpu_pnone_bf16_ckpt_llama bf16 0.00391 0.0469 model.layers.1.mlp.down_proj.weight" \
+             "s3_w2_ocpu_pnone_fp16_tied fp16 0.000488 0.00586 model.layers.1.self_attn.k_proj.weight"; do
   set -- $check
   tag=$1
   [ -x "$tmp/$tag/out/train-cuda-emu" ] || continue
   c=$tmp/$tag/check.jsonl.out
-  if run "$tag" 2 train-cuda-emu check.jsonl --check && grep -q "check rank 1: h.1.mlp.c_proj.weight" "$c" \
+  if run "$tag" 2 train-cuda-emu check.jsonl --check && grep -q "check rank 1: $5" "$c" \
      && grep -q "tolerance (gen, $2 activations): loss sum $3 relative; per tensor max|dev-host| <= 1e-6 + $4 max|host|" "$c" \
      && ! grep -q "over tolerance" "$c"; then
-    ok "emu_check_$2_per_tensor (worst rel $(awk '$1 == "check" && NF == 7 && $7 ~ /e/ {v = $7 + 0; if (v > w) w = v} END {printf "%.2e", w}' "$c"))"
+    ok "emu_check_${2}_per_tensor_$tag (worst rel $(awk '$1 == "check" && NF == 7 && $7 ~ /e/ {v = $7 + 0; if (v > w) w = v} END {printf "%.2e", w}' "$c"))"
   else
-    bad "emu_check_$2_per_tensor" "$(grep -E 'tolerance|over' "$c" | head -5)" "$(tail -3 "$c")"
+    bad "emu_check_${2}_per_tensor_$tag" "$(grep -E 'tolerance|over' "$c" | head -5)" "$(tail -3 "$c")"
   fi
 done
 

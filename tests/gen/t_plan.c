@@ -342,7 +342,7 @@ static int64_t region_bytes(const ZgPlan *p, const char *name, ZgTier *tier)
     return -1;
 }
 
-/* train-cuda's carving of the device regions (cuda_model.c cz_acts_init: every array 256-byte
+/* train-cuda's carving of the device regions (cuda_gpt2.c cz_acts_init: every array 256-byte
 ** aligned; a block's area is layer_bytes(), its arrays each with 256 bytes of slack), restated here
 ** for a plan with fp32 activations (AB 4); the emulated trainer dies when its carving is not the
 ** region. `areas` block areas, `kept` block outputs kept apart (checkpointing). */
@@ -350,7 +350,9 @@ static int64_t al256(int64_t n) { return (n + 255) / 256 * 256; }
 static int64_t dev_layer(int64_t B, int64_t T, int64_t C, int64_t F, int64_t NH)
 {
     int64_t AB = 4, BT = B * T, BTC = BT * C;
-    return 8 * (BTC * AB + 256) + 4 * (BT * 4 + 256) + (B * NH * T * 4 + 256) + 2 * (BT * F * AB + 256) + 256;
+    /* ln1, atty, residual2, ln2, residual3, qkv (one array of 3 BTC), 4 statistics, lse, fch, fch_gelu */
+    return 5 * (BTC * AB + 256) + (3 * BTC * AB + 256) + 4 * (BT * 4 + 256) + (B * NH * T * 4 + 256) +
+           2 * (BT * F * AB + 256) + 256;
 }
 static int64_t dev_acts(int64_t B, int64_t T, int64_t C, int64_t F, int64_t NH, int64_t V, int64_t areas,
                         int64_t kept)

@@ -1,5 +1,6 @@
 /*
-** encoder.cu — token + position embedding, forward and backward.
+** encoder.cu — token + position embedding, forward and backward (llama's token-only forward is
+** token_embed.cu; its backward is zd_encoder_backward_wte).
 **
 ** Forward: out[n, c] = wte[tok[n], c] + wpe[n % T, c], one thread per output element; the
 ** embedding tables are 16-bit parameters (zk_io) and so is the output.
@@ -25,6 +26,7 @@ ZK_KERNEL void zd_encoder_forward(zk_io *out, const int *tok, const zk_io *wte, 
     int n = (int)(i / ZK_C), c = (int)(i % ZK_C), t = n % ZK_T;
     zk_st(out + i, zk_ld(wte + (long)tok[n] * ZK_C + c) + zk_ld(wpe + (long)t * ZK_C + c));
 }
+
 
 /* dwte: block (s, column block) takes the s-th distinct token; bkt is zk_tokbucket.h's layout for N. */
 ZK_KERNEL void __launch_bounds__(ZK_ENC_BLOCK)

@@ -155,17 +155,17 @@
 
 /* ---------------------------------------------------------------------- memory per rank */
 #define ZG_ARENA_ALIGN                  INT64_C(64)
-#define ZG_TIER_BYTES_DEVICE            INT64_C(26119936)  /* 24.91 MiB */
+#define ZG_TIER_BYTES_DEVICE            INT64_C(26117888)  /* 24.91 MiB */
 #define ZG_TIER_BYTES_PINNED            INT64_C(44434432)  /* 42.38 MiB */
 #define ZG_TIER_BYTES_HOST              INT64_C(0)  /* 0 B */
 #define ZG_TIER_BYTES_NVME              INT64_C(8388608)  /* 8.00 MiB */
-#define ZG_PEAK_BYTES_DEVICE            INT64_C(26119936)
+#define ZG_PEAK_BYTES_DEVICE            INT64_C(26117888)
 #define ZG_PEAK_BYTES_PINNED            INT64_C(44434432)
 #define ZG_PEAK_BYTES_HOST              INT64_C(0)
 #define ZG_PEAK_BYTES_NVME              INT64_C(8388608)
 /* the device regions "acts"/"scratch" hold the GPU trainer's layout; the host backend's own
 ** activations (the host kernels' layout) are a buffer of these sizes it maps at start-up */
-#define ZG_ACTS_BYTES                   INT64_C(17913856)
+#define ZG_ACTS_BYTES                   INT64_C(17911808)
 #define ZG_SCRATCH_BYTES                INT64_C(3707136)
 #define ZG_HOST_ACTS_BYTES              INT64_C(22059008)
 #define ZG_HOST_SCRATCH_BYTES           INT64_C(4718592)
