@@ -34,6 +34,7 @@
 **                       plans only (16-bit plans' GEMMs are on tensor cores already). The trainer hands
 **                       it to libzrt once at start-up (zr_gpu_set_tf32); the runtime never decides it.
 */
+#include <string.h>
 #include "zg_cuda_dec.h"
 #include "../templates/cuda/kernels/zk_colsum.h"      /* the partials cz_acts_init carves */
 #include "../templates/cuda/kernels/zk_tokbucket.h"   /* the wte gradient's token grouping */
@@ -141,6 +142,14 @@ int64_t zg_cuda_acts_bytes(const ZgPlan *p, bool ckpt, int64_t *scratch)
     /* activation checkpointing: one block area, and every block's output kept apart */
     int64_t areas = ckpt ? 1 : m->n_layers, kept = ckpt ? m->n_layers * al256(btc) : 0;
     return fixed + al256(areas * layer) + kept;
+}
+
+const char *zg_cuda_adapter_file(const ZgPlan *p, const char **tpl)
+{
+    const ZgArch *arch = zg_arch_find(p->model->arch);
+    const char *ad = arch ? arch->cuda_adapter : NULL, *base = ad ? strrchr(ad, '/') : NULL;
+    if (tpl) *tpl = ad;
+    return base ? base + 1 : ad;
 }
 
 const char *zg_cuda_missing(const ZgPlan *p)

@@ -292,11 +292,7 @@ void zg_lua_push_plan(lua_State *L, const ZgPlan *p)
     lua_createtable(L, 0, 32);
     push_model(L, p->model);
     SETS("cuda_missing", zg_cuda_missing(p));   /* the plan's, not only the arch's */
-    {
-        const ZgArch *arch = zg_arch_find(p->model->arch);
-        const char *ad = arch ? arch->cuda_adapter : NULL, *base = ad ? strrchr(ad, '/') : NULL;
-        SETS("cuda_adapter", base ? base + 1 : ad);     /* its file name in cuda/trainer/ */
-    }
+    SETS("cuda_adapter", zg_cuda_adapter_file(p, NULL));   /* its file name in cuda/trainer/ */
     lua_setfield(L, -2, "model");
     zg_lua_push_hf(L, p->model);       /* hf_config, hf_ignore */
     push_zero(L, p->zero); lua_setfield(L, -2, "zero");

@@ -197,7 +197,7 @@ static void memory_txt(const ZgPlan *p, FILE *f)
     fprintf(f, "activations (device): acts %lld bytes + scratch %lld bytes (%s, %s, micro batch %lld)\n",
             (long long)p->mem.acts_bytes, (long long)p->mem.scratch_bytes,
             dev_layout && zg_cuda_act_io(p) ? zg_dtype_name(p->zero->dtype) : "fp32",
-            dev_layout ? "train-cuda's layout" : "the host kernels' layout: this arch has no train-cuda",
+            dev_layout ? "train-cuda's layout" : "the host kernels' layout: this plan has no train-cuda",
             (long long)p->zero->micro_batch);
     fprintf(f, "host backend (train): its own activations, %lld + %lld bytes (fp32, the host kernels' "
             "layout)", (long long)p->mem.host_acts_bytes, (long long)p->mem.host_scratch_bytes);

@@ -268,14 +268,13 @@ static bool ends_in(const char *s, const char *suf)
 ** files, and the arch's model adapter from its subfolder (ZgArch.cuda_adapter) under its base name. */
 static bool cuda_trainer_add(const ZgPlan *p, const char *tpl_dir, CudaOut *co)
 {
-    const ZgArch *arch = zg_arch_find(p->model->arch);
-    if (arch && arch->cuda_adapter) {
-        char *path = zg_fmt("%s/cuda_trainer/%s", tpl_dir, arch->cuda_adapter);
-        const char *base = strrchr(arch->cuda_adapter, '/');
+    const char *tpl, *name = zg_cuda_adapter_file(p, &tpl);
+    if (tpl) {
+        char *path = zg_fmt("%s/cuda_trainer/%s", tpl_dir, tpl);
         size_t len;
         char *text = zg_emit_read_file(path, &len);
         bool got = text != NULL;
-        if (got) cuda_add(co, zg_fmt("cuda/trainer/%s", base ? base + 1 : arch->cuda_adapter), text, len);
+        if (got) cuda_add(co, zg_fmt("cuda/trainer/%s", name), text, len);
         else zg_error((ZgLoc){0}, "cannot read %s: %s", path, strerror(errno));
         free(path);
         if (!got) return false;

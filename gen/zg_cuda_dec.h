@@ -20,6 +20,9 @@ int64_t zg_cuda_acts_bytes(const ZgPlan *p, bool ckpt, int64_t *scratch);
 ** device kernels need that the plan lacks). render.c then emits no cuda/, and the Makefile's cuda
 ** targets refuse with it. */
 const char *zg_cuda_missing(const ZgPlan *p);
+/* The arch's model adapter (ZgArch.cuda_adapter): *tpl its path under templates/cuda_trainer/, the
+** result its file name in the emitted cuda/trainer/ (NULL, and *tpl NULL, for an arch without one). */
+const char *zg_cuda_adapter_file(const ZgPlan *p, const char **tpl);
 /* 1 when fp32 GEMMs may run on TF32 tensor cores (ZK_TF32): train.allow_tf32 in an fp32 plan. */
 int zg_cuda_tf32(const ZgPlan *p);
 /* --check's per-tensor relative tolerance and the loss sum's. */

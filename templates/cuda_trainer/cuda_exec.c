@@ -107,11 +107,13 @@ void *cz_dev(const void *p)
 static const void *P[ZG_N_TENSORS];
 static float *Gp[ZG_N_TENSORS];         /* device gradient views of the module being run */
 
-static void load_params(int m)
+/* P[t] for module m's tensors; returns the first of them, *n how many (tr_module_tensors) */
+static int load_params(int m, int *n)
 {
-    int first, n;
-    tr_module_tensors(m, &first, &n);
-    for (int t = first; t < first + n; t++) P[t] = cz_dev(tr_param_at(m, t));
+    int first;
+    tr_module_tensors(m, &first, n);
+    for (int t = first; t < first + *n; t++) P[t] = cz_dev(tr_param_at(m, t));
+    return first;
 }
 
 /* Parameter offload. param_buf s on the device (CPU offload): PARAM_SWAP_IN copies the span H2D
@@ -207,10 +209,8 @@ static void prepare_grads(const ZrOpRow *op)
 ** (tr_module_tensors: the tied head's first is the token table), as the host's train_ops.c. */
 static void forward(const ZrOpRow *op)
 {
-    int m = op->arg, first, n;
+    int m = op->arg, n, first = load_params(m, &n);
     const ZrModuleRow *mr = &zg_modules[m];
-    tr_module_tensors(m, &first, &n);
-    load_params(m);
     const void *const *p = (const void *const *)(P + first);
     switch (mr->kind) {
     case ZR_MOD_EMBED: cz_embed_forward(T.micro, p); break;
@@ -224,10 +224,8 @@ static void forward(const ZrOpRow *op)
 
 static void backward(const ZrOpRow *op)
 {
-    int m = op->arg, first, n;
+    int m = op->arg, n, first = load_params(m, &n);
     const ZrModuleRow *mr = &zg_modules[m];
-    tr_module_tensors(m, &first, &n);
-    load_params(m);
     prepare_grads(op);
     const void *const *p = (const void *const *)(P + first);
     float *const *g = Gp + first;

@@ -100,15 +100,15 @@ mkdir -p "$tmp/obj"
 # gen STAGE WS OPT PARAM TAG DTYPE [FLAGS] -> $tmp/TAG/out with train and train-cuda-emu built.
 # FLAGS: ckpt (activation checkpointing), llama (the llama model below, untied), tied (llama, tied)
 gen() {
-  local d=$tmp/$5 prec="" ck="" model
+  local d=$tmp/$5 prec="" ck="" model arch=gpt2 tie
   [[ " ${7:-} " = *" ckpt "* ]] && ck=", activation_checkpointing: true"
   # llama at odd sizes: head size 12 (RoPE's pair-at-a-time path), grouped-query 4/2, d_ff 84 (not a
   # multiple of 8: SwiGLU's element-at-a-time path)
   model="{arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 2, n_heads: 2, d_ff: 80}"
-  case " ${7:-} " in
-    *" llama "*) model="{arch: llama, vocab_size: 128, context: 16, d_model: 48, n_layers: 2, n_heads: 4, n_kv_heads: 2, d_ff: 84, tie_embeddings: false}" ;;
-    *" tied "*) model="{arch: llama, vocab_size: 128, context: 16, d_model: 48, n_layers: 2, n_heads: 4, n_kv_heads: 2, d_ff: 84, tie_embeddings: true}" ;;
-  esac
+  if [[ " ${7:-} " = *" llama "* || " ${7:-} " = *" tied "* ]]; then
+    arch=llama tie=false; [[ " ${7:-} " = *" tied "* ]] && tie=true
+    model="{arch: llama, vocab_size: 128, context: 16, d_model: 48, n_layers: 2, n_heads: 4, n_kv_heads: 2, d_ff: 84, tie_embeddings: $tie}"
+  fi
   case $6 in
     bf16) prec='"bf16": {"enabled": true},' ;;
     # 2^17 overflows fp16 at the first step here; the scale then halves and the next steps run
@@ -132,7 +132,7 @@ EOF
   bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log"; return 1; }
   # what depends only on the model's shapes and the activation storage gen chose (ZK_IO: bf16 plans
   # 1, fp16 plans 2, fp32 plans 0) is built once per storage (the emulated kernels take the longest)
-  local obj=$tmp/obj/io$(sed -n 's/^#define ZK_IO \([0-9]\).*/\1/p' "$d/out/cuda/kernels/zk_shapes.h")_$(sed -n 's/^ *arch: \([a-z0-9]*\).*/\1/p; s/^model: {arch: \([a-z0-9]*\).*/\1/p' "$d/spec.yaml")
+  local obj=$tmp/obj/io$(sed -n 's/^#define ZK_IO \([0-9]\).*/\1/p' "$d/out/cuda/kernels/zk_shapes.h")_$arch
   mkdir -p "$obj"
   if [ -f "$obj/zr_gpu_emu.o" ]; then
     mkdir -p "$d/out/cuda-emu.obj/host"

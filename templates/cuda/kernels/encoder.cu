@@ -27,7 +27,6 @@ ZK_KERNEL void zd_encoder_forward(zk_io *out, const int *tok, const zk_io *wte, 
     zk_st(out + i, zk_ld(wte + (long)tok[n] * ZK_C + c) + zk_ld(wpe + (long)t * ZK_C + c));
 }
 
-
 /* dwte: block (s, column block) takes the s-th distinct token; bkt is zk_tokbucket.h's layout for N. */
 ZK_KERNEL void __launch_bounds__(ZK_ENC_BLOCK)
 zd_encoder_backward_wte(float *dwte, const int *bkt, const zk_io *dout, int N)

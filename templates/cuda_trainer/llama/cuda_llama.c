@@ -30,6 +30,10 @@
 #define BTKV_B ((size_t)N_ROWS * KV * AB)
 #define BTF_B ((size_t)N_ROWS * ZG_D_FF * AB)
 #define LSE_N ((size_t)ZG_MICRO_BATCH * ZG_N_HEADS * ZG_SEQ_LEN)
+/* Elements per thread of rope.cu and swiglu.cu (their ZK_ROPE_EPT, ZK_SWIGLU_EPT with 16-bit
+** storage, which this adapter always has): 8 where the row splits into 16-byte groups, else 1. */
+#define ROPE_EPT (HALF % 8 == 0 ? 8 : 1)
+#define SWIGLU_EPT (ZG_D_FF % 8 == 0 ? 8 : 1)
 
 /* llama's own arrays beside CzDevActs (gen/model.c llama_dev_*). */
 typedef struct {
@@ -149,28 +153,25 @@ static void rope(void *q, void *k, int inverse)
     const float *c = LL.rope_cos, *s = LL.rope_sin;
     int n = N_ROWS;
     void *args[] = {&q, &k, &c, &s, &n, &inverse, NULL};
-    const int ept = HALF % 8 == 0 ? 8 : 1;      /* rope.cu's ZK_ROPE_EPT (16-bit storage) */
     cz_fp(c, (size_t)ZG_SEQ_LEN * HALF * 4, 0); cz_fp(s, (size_t)ZG_SEQ_LEN * HALF * 4, 0);
     cz_fp(q, BTC_B, 0); cz_fp(k, BTKV_B, 0); cz_fp(q, BTC_B, 1); cz_fp(k, BTKV_B, 1);
-    cz_launch("zd_rope", CEIL((long)N_ROWS * (ZG_N_HEADS + ZG_N_KV_HEADS) * HALF / ept, 256), 1, 1, 256, args);
+    cz_launch("zd_rope", CEIL((long)N_ROWS * (ZG_N_HEADS + ZG_N_KV_HEADS) * HALF / ROPE_EPT, 256), 1, 1, 256, args);
 }
 
 static void swiglu_fwd(void *h, const void *gate, const void *up)
 {
     int n = N_ROWS;
-    const int ept = ZG_D_FF % 8 == 0 ? 8 : 1;   /* swiglu.cu's ZK_SWIGLU_EPT (16-bit storage) */
     void *args[] = {&h, &gate, &up, &n, NULL};
     cz_fp(gate, BTF_B, 0); cz_fp(up, BTF_B, 0); cz_fp(h, BTF_B, 1);
-    cz_launch("zd_swiglu_forward", CEIL((long)N_ROWS * ZG_D_FF / ept, 256), 1, 1, 256, args);
+    cz_launch("zd_swiglu_forward", CEIL((long)N_ROWS * ZG_D_FF / SWIGLU_EPT, 256), 1, 1, 256, args);
 }
 
 static void swiglu_bwd(void *dgate, void *dup, const void *gate, const void *up, const void *dh)
 {
     int n = N_ROWS;
-    const int ept = ZG_D_FF % 8 == 0 ? 8 : 1;
     void *args[] = {&dgate, &dup, &gate, &up, &dh, &n, NULL};
     cz_fp(gate, BTF_B, 0); cz_fp(up, BTF_B, 0); cz_fp(dh, BTF_B, 0); cz_fp(dgate, BTF_B, 1); cz_fp(dup, BTF_B, 1);
-    cz_launch("zd_swiglu_backward", CEIL((long)N_ROWS * ZG_D_FF / ept, 256), 1, 1, 256, args);
+    cz_launch("zd_swiglu_backward", CEIL((long)N_ROWS * ZG_D_FF / SWIGLU_EPT, 256), 1, 1, 256, args);
 }
 
 /* ---------------------------------------------------------------------- modules */
