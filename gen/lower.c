@@ -6,7 +6,8 @@
 ** stage reduces (the flat "grads" at stages 0/1, a bucket buffer at 2/3), all-reduce versus
 ** reduce-scatter, the stage-3 "direct" rule (one fp32 micro-step reduce-scatters straight into the
 ** zeroed grad32), the one-rank identity (an in-place sum over one rank moves nothing), where a
-** gradient hand-over lands and whether it adds, and which copy crosses PCIe. The trainers execute the
+** gradient hand-over lands and whether it adds (grad32, or with device accumulation "grad_acc",
+** which GRAD_SHIP then copies into grad32), and which copy crosses PCIe. The trainers execute the
 ** rows (templates/trainer/train_exec.c); plan.txt and plan.json show them.
 */
 #include <string.h>
@@ -164,6 +165,7 @@ static void lower_op(Lower *L, ZgOp *o)
         o->xfer = ZG_XFER_COPY;
         o->dst = g32 >= 0 ? g32 : g16;
         o->dst_dt = g32 >= 0 ? ZG_DTYPE_FP32 : L->w;
+        if (p->grad_acc_dev) o->dst = rid(p, "grad_acc");     /* GRAD_SHIP takes it on from there */
         if (L->stage < 3) {
             o->src = buf;
             o->src_off = buf_off;
@@ -183,6 +185,17 @@ static void lower_op(Lower *L, ZgOp *o)
             o->xfer = ZG_XFER_NVME_WRITE;
             o->stream = ZG_STREAM_HOST;
         }
+        break;
+    }
+    case ZG_OP_GRAD_SHIP: {
+        const ZgBucket *k = &p->buckets[a];
+        o->xfer = ZG_XFER_COPY;
+        o->src = rid(p, "grad_acc");
+        o->dst = rid(p, "grad32");
+        o->src_dt = o->dst_dt = ZG_DTYPE_FP32;
+        o->flat = k->flat_offset;
+        o->count = k->numel;
+        o->stream = copy_stream(p, o->src, o->dst);
         break;
     }
     case ZG_OP_SWAP_IN:

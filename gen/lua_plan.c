@@ -319,6 +319,7 @@ void zg_lua_push_plan(lua_State *L, const ZgPlan *p)
     SETB("speculative", p->speculative);
     SETB("norm_fused", p->norm_fused);
     SETB("grad16", p->grad16);
+    SETB("grad_acc_dev", p->grad_acc_dev);
     lua_createtable(L, 0, 4);
     push_ops(L, p->sched.micro, p->sched.n_micro); lua_setfield(L, -2, "micro");
     push_ops(L, p->sched.last, p->sched.n_last); lua_setfield(L, -2, "last");

@@ -178,6 +178,9 @@ static void layout(ZgPlan *p)
         region(&lo, "grad16", ZG_MEM_GRAD, opt_host, O * n16, false);
     else if (z->stage >= 2 || opt_off)
         region(&lo, "grad32", ZG_MEM_GRAD, opt_off ? opt_host : ZG_TIER_DEVICE, O * 4, false);
+    /* the device accumulator of the owned fp32 gradients (plan.c), shipped into grad32 at the end */
+    if (p->grad_acc_dev)
+        region(&lo, "grad_acc", ZG_MEM_GRAD, ZG_TIER_DEVICE, O * 4, false);
     /* optimizer state */
     if (z->dtype != ZG_DTYPE_FP32 || opt_off)
         region(&lo, "master", ZG_MEM_MASTER, opt_tier, O * 4, false);
@@ -207,7 +210,8 @@ static void layout(ZgPlan *p)
     ** "grad_land" (as many slots as bucket buffers, so a bucket's D2H overlaps the host's add of
     ** the previous one), and each sub-group's update goes up from "param_land" (two: Adam on the
     ** next sub-group writes one while the other crosses). The host backend, whose device tier is
-    ** host memory, reads the buckets and writes the working copy where they are. */
+    ** host memory, reads the buckets and writes the working copy where they are. With device
+    ** accumulation nothing lands there: GRAD_SHIP copies the sums into grad32 itself. */
     if (!p->adam_device) {
         int64_t land = 0;
         for (int k = 0; k < p->n_buckets; k++) {
@@ -215,9 +219,10 @@ static void layout(ZgPlan *p)
                                       : p->buckets[k].numel < O ? p->buckets[k].numel : O;
             if (n > land) land = n;
         }
-        mp->grad_land_slots = p->n_bucket_buffers > 2 ? p->n_bucket_buffers : 2;
-        mp->grad_land_numel = land;
-        region(&lo, "grad_land", ZG_MEM_STAGING, ZG_TIER_PINNED, mp->grad_land_slots * land * n16, false);
+        mp->grad_land_slots = p->grad_acc_dev ? 0 : p->n_bucket_buffers > 2 ? p->n_bucket_buffers : 2;
+        mp->grad_land_numel = p->grad_acc_dev ? 0 : land;
+        region(&lo, "grad_land", ZG_MEM_STAGING, ZG_TIER_PINNED, mp->grad_land_slots * mp->grad_land_numel * n16,
+               false);
         mp->param_land_numel = zg_plan_param_land(p) ? sg_max : 0;
         region(&lo, "param_land", ZG_MEM_STAGING, ZG_TIER_PINNED, 2 * mp->param_land_numel * n16, false);
     }
@@ -316,8 +321,12 @@ ZgOpBytes zg_op_bytes(const ZgPlan *p, const ZgOp *o)
         if (z->stage == 3) b.net = (ws - 1) * (p->buckets[a].padded_numel / ws) * n16;
         else b.net = 2 * (ws - 1) * p->buckets[a].numel * n16 / ws;
         break;
-    case ZG_OP_WAIT_REDUCE:     /* Adam on the host: this rank's part comes down */
-        if (!p->adam_device) b.d2h = p->buckets[a].padded_numel / ws * n16;
+    case ZG_OP_WAIT_REDUCE:     /* Adam on the host: this rank's part comes down (unless it
+                                ** accumulates on the device: then GRAD_SHIP brings the sums) */
+        if (!p->adam_device && !p->grad_acc_dev) b.d2h = p->buckets[a].padded_numel / ws * n16;
+        break;
+    case ZG_OP_GRAD_SHIP:
+        b.d2h = p->buckets[a].padded_numel / ws * 4;
         break;
     case ZG_OP_SWAP_IN:     /* master, m, v (+ gradients); or (ZG_SWAP_PARAMS) the fp32 params */
         b.nvme_read = (p->sg_swap == ZG_SWAP_PARAMS ? 1 : p->grad_nvme ? 4 : 3) * p->subgroups[a].numel * 4;

@@ -248,6 +248,15 @@ static void decide_speculative(ZgPlan *p)
     ** its registers (16-bit gradients in, the same bits) */
     p->grad16 = host_state && z->dtype != ZG_DTYPE_FP32 && z->grad_accum <= 1;
     p->speculative = host_state && p->model->speculative_step != 0;
+    /* Stage 2 hands the owned gradients over every micro-step; with the optimizer on the CPU that
+    ** is a D2H copy and a host add per micro-step (stage 1 reduces once, at the last). Accumulated
+    ** in device fp32 instead (the same adds, element by element, in the same order: the same
+    ** bits), the step ships one fp32 copy. fit_grad_acc drops it where device memory is short. */
+    bool acc_ok = host_state && z->stage == 2 && z->grad_accum > 1;
+    p->grad_acc_dev = acc_ok && p->model->device_grad_accum != 0;
+    p->grad_acc_why = p->grad_acc_dev ? NULL
+                    : !acc_ok ? "it applies where stage 2 hands gradients to a CPU optimizer over several micro-steps"
+                    : "train.device_grad_accum is false";
     p->spec_why = p->speculative ? NULL
                 : !host_state ? "it needs the optimizer state in host memory (offload_optimizer cpu, ZeRO stage 1 or 2)"
                 : "train.speculative_step is false";
@@ -385,6 +394,19 @@ static bool fit_speculative(ZgPlan *p)
     return true;
 }
 
+/* The device accumulator takes 4 B per owned element of device memory; where that does not fit
+** hardware.device_memory and the spec did not ask for it, the plan accumulates on the host. true
+** when it dropped it (replan). */
+static bool fit_grad_acc(ZgPlan *p)
+{
+    const ZgModel *m = p->model;
+    if (!p->grad_acc_dev || m->device_grad_accum == 1 || m->device_memory <= 0) return false;
+    if (zg_mem_device_need(p) <= m->device_memory) return false;
+    p->grad_acc_dev = false;
+    p->grad_acc_why = "its fp32 accumulator does not fit hardware.device_memory";
+    return true;
+}
+
 void zg_plan_build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
 {
     p->act_ckpt = p->act_ckpt || m->activation_checkpointing;
@@ -401,6 +423,10 @@ void zg_plan_build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
         zg_memplan_build(p);
     }
     if (fit_speculative(p)) {
+        zg_sched_build(p);
+        zg_memplan_build(p);
+    }
+    if (fit_grad_acc(p)) {
         zg_sched_build(p);
         zg_memplan_build(p);
     }

@@ -222,6 +222,7 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jstr(j, "adam", p->adam_device ? "device" : "host");
     jbool(j, "speculative_step", p->speculative);
     jbool(j, "norm_fused", p->norm_fused);
+    jbool(j, "device_grad_accum", p->grad_acc_dev);
     jclose(j, '}');
     jclose(j, '}');
 

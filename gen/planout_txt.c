@@ -63,6 +63,7 @@ static void op_line(const ZgPlan *p, FILE *f, int idx, const ZgOp *op, int last_
         fprintf(f, "wait for bucket %d's reduction%s\n", a,
                 p->grad_nvme ? "; add this rank's part into its sub-groups' gradient windows "
                                "(opt_buf_<b>), written through to grad32 on NVMe"
+                : p->grad_acc_dev ? "; add this rank's part into grad_acc on the device"
                 : z->stage >= 2 || z->offload_optimizer.device != ZG_OFFLOAD_NONE
                 ? "; add this rank's part into grad32" : "");
         break;
@@ -86,6 +87,10 @@ static void op_line(const ZgPlan *p, FILE *f, int idx, const ZgOp *op, int last_
     case ZG_OP_ALLGATHER_PARAMS:
         fprintf(f, z->stage == 3 ? "re-gather the persistent tensors into persist\n"
                                  : "all-gather the updated params16 partitions\n");
+        break;
+    case ZG_OP_GRAD_SHIP:
+        fprintf(f, "bucket %d's sums are final: this rank's part of grad_acc down into grad32%s\n", a,
+                p->norm_fused ? ", its squares summed for the norm" : "");
         break;
     case ZG_OP_PARAM_SWAP_IN:
         fprintf(f, "bring %s's shard span (%lld elements) from %s into param_buf_%d\n",
@@ -330,6 +335,12 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
         fprintf(f, "no speculative step: %s\n", p->spec_why ? p->spec_why : "?");
     if (p->norm_fused)
         fprintf(f, "gradient norm summed per bucket while the last micro-step hands the gradients over\n");
+    if (p->grad_acc_dev)
+        fprintf(f, "gradient accumulation on the device: every micro-step adds this rank's reduced part into "
+                "the device's fp32 grad_acc (the host's adds, element by element: same bits); only the last "
+                "ships the sums to grad32 (GRAD_SHIP), 4 B per owned element per step\n");
+    else if (zg_plan_host_state(z) && z->stage == 2 && z->grad_accum > 1)
+        fprintf(f, "no gradient accumulation on the device: %s\n", p->grad_acc_why ? p->grad_acc_why : "?");
     fprintf(f, "optimizer shard %lld elements in %d sub-group(s) (boundaries multiple of %lld)\n",
             (long long)s->opt_numel, p->n_subgroups, (long long)p->sg_align);
     owners_txt(p, f);

@@ -221,14 +221,14 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
         case ZG_OP_WAIT_REDUCE: {
             double part = z->stage >= 2 || host_adam ? (double)p->buckets[a].padded_numel / ws : 0;
             e = s->reduce_done[a];
-            if (host_adam) {              /* D2H into pinned memory, the host adds it into grad32 */
+            if (host_adam && !p->grad_acc_dev) {  /* D2H into pinned memory, the host adds it into grad32 */
                 e = run1(s, ZG_RES_D2H, ZG_NOPS + ZG_PX_D2H, a, (double)zg_op_bytes(p, o).d2h / hw->d2h_bw, e);
                 /* into grad32: read the part, read and write fp32; into grad16: a 16-bit copy */
                 double per = p->grad16 ? 2.0 * n16 : n16 + 8.0;
                 s->grad_done[a] = run1(s, ZG_RES_CPU, ZG_NOPS + ZG_PX_ACCUM, a, part * per / hw->host_mem_bw, e);
                 s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a, 0, e);
                 s->last_grad = s->grad_done[a];
-            } else {
+            } else {                      /* the add on the device (grad32, or grad_acc) */
                 s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a,
                                        part * (n16 + 8.0) / hw->mem_bw, e);
                 s->grad_done[a] = s->last_compute;
@@ -241,6 +241,14 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
                 s->grad_done[a] = run1(s, ZG_RES_NVME_WRITE, o->kind, a, part * 4.0 / hw->nvme_write_bw,
                                        s->grad_done[a]);
             }
+            break;
+        }
+        case ZG_OP_GRAD_SHIP: {     /* the sums D2H into grad32, the host sums their squares */
+            double part = (double)p->buckets[a].padded_numel / ws;
+            e = run1(s, ZG_RES_D2H, o->kind, a, (double)zg_op_bytes(p, o).d2h / hw->d2h_bw, s->grad_done[a]);
+            if (p->norm_fused)
+                e = run1(s, ZG_RES_CPU, ZG_NOPS + ZG_PX_NORM, a, part * 4.0 / hw->host_mem_bw, e);
+            s->grad_done[a] = s->last_grad = e;
             break;
         }
         case ZG_OP_OPTIMIZER:       /* the speculative step: Adam once the hand-overs so far are done,
@@ -400,7 +408,8 @@ const char *zg_pred_kind_name(int kind)
         [ZG_OP_SWAP_IN] = "NVMe read of optimizer state", [ZG_OP_OPTIMIZER] = "Adam",
         [ZG_OP_SWAP_OUT] = "NVMe write of optimizer state",
         [ZG_OP_ALLGATHER_PARAMS] = "all-gather of updated parameters",
-        [ZG_OP_PARAM_SWAP_IN] = "H2D of parameters", [ZG_OP_GRAD_COPY] = "gradient copy to buckets"};
+        [ZG_OP_PARAM_SWAP_IN] = "H2D of parameters", [ZG_OP_GRAD_COPY] = "gradient copy to buckets",
+        [ZG_OP_GRAD_SHIP] = "D2H of accumulated gradients"};
     if (kind >= 0 && kind < ZG_NOPS) return ops[kind];
     if (kind >= ZG_NOPS && kind < ZG_NOPS + ZG_NPX) return extra[kind - ZG_NOPS];
     return "?";

@@ -10,7 +10,8 @@
 **    interval j starts, gathers for intervals up to j+depth have been issued; it is waited right
 **    before use and released right after its last use;
 **  - gradients: after the BACKWARD that completes bucket k, REDUCE k (overlap_comm); stages 2/3
-**    first wait for bucket k-n_bucket_buffers (its buffer is reused); stages 0/1 reduce only in the
+**    first wait for bucket k-n_bucket_buffers (its buffer is reused); with device accumulation the
+**    last micro-step ships each bucket's sums right after its WAIT_REDUCE; stages 0/1 reduce only in the
 **    last micro-step (all at the end of backward without overlap_comm); stages 2/3 without
 **    overlap_comm reduce synchronously right after completion (one bucket buffer: deferring to the
 **    end of backward would need a buffer per bucket, i.e. the full gradient);
@@ -212,16 +213,18 @@ static void step_ops(const ZgPlan *p, OpList *l)
 }
 
 /* The speculative step (plan.c): OPTIMIZER on sub-group k right after the last WAIT_REDUCE, in the
-** last micro-step, of a bucket that holds gradients of k on some rank (rank r's sub-group k is the
+** last micro-step (its GRAD_SHIP with device accumulation), of a bucket that holds gradients of k on
+** some rank (rank r's sub-group k is the
 ** flat range r * opt_flat_stride + [shard_offset, + numel)). After it every rank's gradients of k
 ** are final, so the op sits at the same place in every rank's list. */
 static void speculative_ops(const ZgPlan *p, OpList *l)
 {
     int ns = p->n_subgroups, ws = p->model->world_size;
+    ZgOpKind final = p->grad_acc_dev ? ZG_OP_GRAD_SHIP : ZG_OP_WAIT_REDUCE;
     int *after = zg_xmalloc((size_t)(ns > 0 ? ns : 1) * sizeof *after);
     for (int k = 0; k < ns; k++) after[k] = -1;
     for (int i = 0; i < l->n; i++) {
-        if (l->ops[i].kind != ZG_OP_WAIT_REDUCE) continue;
+        if (l->ops[i].kind != final) continue;
         const ZgBucket *b = &p->buckets[l->ops[i].arg];
         for (int k = 0; k < ns; k++)
             for (int r = 0; r < ws; r++) {
@@ -245,6 +248,19 @@ static void speculative_ops(const ZgPlan *p, OpList *l)
     *l = out;
 }
 
+/* Device accumulation (plan.c): in the last micro-step, each WAIT_REDUCE is followed by the
+** GRAD_SHIP of the bucket's sums, so each part leaves as soon as it is final. */
+static void ship_ops(OpList *l)
+{
+    OpList out = {0};
+    for (int i = 0; i < l->n; i++) {
+        emit(&out, l->ops[i].kind, l->ops[i].arg, l->ops[i].slot);
+        if (l->ops[i].kind == ZG_OP_WAIT_REDUCE) emit(&out, ZG_OP_GRAD_SHIP, l->ops[i].arg, -1);
+    }
+    free(l->ops);
+    *l = out;
+}
+
 void zg_sched_build(ZgPlan *p)
 {
     ZgSchedule *s = &p->sched;
@@ -252,6 +268,7 @@ void zg_sched_build(ZgPlan *p)
     bool every = p->zero->stage >= 2;
     micro_ops(p, &micro, every);
     micro_ops(p, &last, true);
+    if (p->grad_acc_dev) ship_ops(&last);
     if (p->speculative) speculative_ops(p, &last);
     step_ops(p, &step);
     s->micro = micro.ops; s->n_micro = micro.n;

@@ -26,7 +26,7 @@ static const char *const spec_keys[] = {
     "train.batch_size", "train.grad_accum", "train.lr", "train.activation_checkpointing",
     "hardware.device_memory", "hardware.host_memory", "hardware.gpus_per_node",
     "hardware.device_headroom",
-    "train.allow_tf32", "train.speculative_step",
+    "train.allow_tf32", "train.speculative_step", "train.device_grad_accum",
 };
 #define N_SPEC_KEYS ((int)(sizeof spec_keys / sizeof spec_keys[0]))
 
@@ -49,6 +49,7 @@ void zg_model_defaults(ZgModel *m)
     m->seed = 1234;
     m->rope_theta = 10000.0;
     m->speculative_step = -1;
+    m->device_grad_accum = -1;
 }
 
 void zg_model_set_world_size(ZgModel *m, int ws)
@@ -272,6 +273,10 @@ static void load_train(const ZgNode *sec, ZgModel *m, Seen *seen)
             bool b;
             m->loc_speculative_step = v->loc;
             if (zg_node_bool(v, what, &b)) m->speculative_step = b;
+        } else if (!strcmp(k, "device_grad_accum")) {
+            bool b;
+            m->loc_device_grad_accum = v->loc;
+            if (zg_node_bool(v, what, &b)) m->device_grad_accum = b;
         } else unknown_key("train", k, sec->key_locs[i]);
         free(what);
     }
@@ -421,6 +426,7 @@ const ZgNode *zg_spec_load(const char *path, ZgModel *m)
     m->loc_arch = rat;
     m->loc_allow_tf32 = rat;
     m->loc_speculative_step = rat;
+    m->loc_device_grad_accum = rat;
     if (root->kind != ZG_NMAP) {
         zg_error(root->loc, "a spec is a mapping (name, model, train, deepspeed, hardware), not %s",
                  zg_node_kind_name(root));

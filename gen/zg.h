@@ -135,6 +135,10 @@ typedef struct ZgModel {
     ** plan.c's speculative optimizer step: -1 left out (zgen decides), 0 false, 1 true. */
     int speculative_step;
     ZgLoc loc_speculative_step; /* the key (the spec's top level when absent) */
+    /* Added by the device-accumulation work (spec.c): train.device_grad_accum, the user's word on
+    ** plan.c's gradient accumulation in device memory: -1 left out (zgen decides), 0 false, 1 true. */
+    int device_grad_accum;
+    ZgLoc loc_device_grad_accum;
 } ZgModel;
 
 typedef struct ZgOffloadCfg {

@@ -199,7 +199,12 @@ typedef struct ZgSubGroup {
 **   GRAD_COPY          stages 2/3: copy (downcast) the gradients of bucket arg's
 **                      tensors owned by the module of the preceding BACKWARD from the
 **                      module grad area (GRADIENT FLOW) into its bucket buffer; a bucket
-**                      spanning k modules gets k GRAD_COPY ops */
+**                      spanning k modules gets k GRAD_COPY ops
+**   GRAD_SHIP          grad_acc_dev, last micro-step, right after WAIT_REDUCE arg: this
+**                      rank's part of bucket arg's accumulated sums, device "grad_acc"
+**                      -> pinned grad32 (D2H, fp32); the fused norm is summed over it.
+**                      Its row's `flat` is WAIT_REDUCE's; src and dst are both indexed
+**                      by the shard offset (the part sits at the same place in both) */
 #define ZG_E_OP(u, s) ZG_OP_##u,
 typedef enum { ZR_OP_LIST(ZG_E_OP) ZG_NOPS } ZgOpKind;
 
@@ -432,6 +437,16 @@ typedef struct ZgPlan {
     bool grad16;                            /* norm_fused with 16-bit gradients and one micro-step:
                                             ** the owned gradients stay 16-bit in host "grad16"
                                             ** (no fp32 grad32 to widen into), Adam reads them */
+    /* Added by the device-accumulation work (plan.c, docs/PLAN.md "Gradient accumulation on the
+    ** device"). */
+    bool grad_acc_dev;                      /* stage 2, optimizer on the CPU, several micro-steps:
+                                            ** WAIT_REDUCE adds the owned part into the device
+                                            ** "grad_acc" (fp32) every micro-step, and only the
+                                            ** last micro-step's GRAD_SHIP sends the sums D2H into
+                                            ** the pinned grad32 (and sums the norm there), so
+                                            ** PCIe carries 4 B per owned element per step instead
+                                            ** of 2 B per micro-step, and the host adds nothing */
+    const char *grad_acc_why;               /* why not (plan.txt), or NULL */
 } ZgPlan;
 
 

@@ -21,9 +21,11 @@
 **   WAIT_REDUCE b     d2h      ev_reduced[b]; D2H of the part the host    ev_d2h[b], ev_buf_free
 **                              takes into a slot of the pinned "grad_land"; the host does the
 **                              row's hand-over into grad32 from there later (cz_flush, or before
-**                              the slot is refilled). With Adam on the device (and no --check) no
-**                              D2H: the hand-over runs on the device only, as the plan's cost
-**                              counts it
+**                              the slot is refilled). With Adam on the device (and no --check), or
+**                              a row into the device's grad_acc, no D2H: the hand-over runs on the
+**                              device only, as the plan's cost counts it
+**   GRAD_SHIP b       d2h      (WAIT_REDUCE b's add, same stream); D2H    ev_d2h[b]
+**                              of the part's sums into grad32; the host sums the norm's part
 ** REDUCE runs the plan's lowered row: stage 3 reduce-scatters the rank-major bucket into the
 ** device "bucket_recv_<b>" (or grad32 on the device), and only this rank's chunk crosses to the
 ** host.
@@ -297,27 +299,33 @@ static size_t dt_bytes(int dt) { return dt == ZR_DT_FP32 ? 4 : 2; }
 
 /* The host's copy of the reduced gradients: wanted where the host's Adam reads it, or --check's
 ** comparison with the host reference. With Adam on the device (the plan's cost: nothing of the
-** gradients crosses PCIe) the reduced buckets stay on the device. */
+** gradients crosses PCIe) the reduced buckets stay on the device; so do those the rows hand over
+** into the device's grad_acc (ZG_GRAD_ACC_DEV: GRAD_SHIP brings the sums down, under --check too).
+** (A device-tier grad32 with Adam on the host, ZeRO 3 with only the parameters offloaded, is the
+** host's: it takes the parts into the shadow, which its Adam reads.) */
 static int host_takes(void)
 {
-    return !CZ.dev_opt || CZ.check;
+    return CZ.dev_opt ? CZ.check : !ZG_GRAD_ACC_DEV;
 }
 
-/* Host side of a reduced bucket: its D2H copy into the shadow is done; the hand-over into grad32. */
+/* Host side of a reduced bucket: its D2H copy into the shadow is done; the hand-over into grad32
+** (or, after GRAD_SHIP's D2H into grad32, the norm's part). */
 static void finish_bucket(int k)
 {
     if (!pend[k]) return;
     pend[k] = 0;
     CZ_CHECK(zr_gpu_event_sync(CZ.ev_d2h[k]));
-    if (take[k].xfer != ZR_XFER_NONE) tr_hand_over(&take[k]);
+    if (take[k].kind == ZR_OP_GRAD_SHIP) tr_grad_ship(&take[k], 0);
+    else if (take[k].xfer != ZR_XFER_NONE) tr_hand_over(&take[k]);
 }
 
-/* The optimizer on the device reads the device's grad32, which follows the host's hand-over
-** (finish_bucket) with the same arithmetic, on the d2h stream (after the bucket's D2H where there
-** is one): so under --check the device and the host hold the same fp32 gradient shard. */
+/* The hand-overs the device does, with the host's arithmetic, on the d2h stream (after the bucket's
+** D2H where there is one): into the device's grad32 that Adam on the device reads (under --check
+** the host does the same into the shadow, so both hold the same fp32 gradient shard), or into the
+** device accumulator grad_acc (ZG_GRAD_ACC_DEV). */
 static void dev_take(const ZrOpRow *h)
 {
-    if (!CZ.dev_opt || !T.grad32 || h->xfer == ZR_XFER_NONE) return;
+    if (h->xfer == ZR_XFER_NONE || !cz_dev_region(h->dst) || !((CZ.dev_opt && T.grad32) || ZG_GRAD_ACC_DEV)) return;
     int64_t skip, dst, n = tr_hand_over_range(h, &skip, &dst);
     if (n <= 0) return;
     const char *src = (const char *)cz_dev(tr_region_at(h->src, h->src_off, h->src_dt)) + skip * ZG_DTYPE_SIZE;
@@ -403,6 +411,23 @@ static void wait_reduce(const ZrOpRow *op)
     pend_bytes[k] = bytes;
 }
 
+/* GRAD_SHIP k: this rank's part of bucket k's sums, device grad_acc -> pinned grad32, on the d2h
+** stream after WAIT_REDUCE k's add there; the host sums the norm's part once it landed
+** (finish_bucket: before the sub-group's Adam reads it, or in cz_flush). */
+static void grad_ship(const ZrOpRow *op)
+{
+    int k = op->arg;
+    int64_t skip, at, n = tr_hand_over_range(op, &skip, &at);
+    if (n > 0)
+        CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, tr_region_at(op->dst, at, ZR_DT_FP32),
+                             cz_dev(tr_region_at(op->src, at, ZR_DT_FP32)), (size_t)n * 4));
+    CZ_CHECK(zr_gpu_record(CZ.ev_d2h[k], CZ.d2h));
+    take[k] = *op;
+    pend[k] = 1;
+    pend_at[k] = NULL;          /* into grad32, no shadow range that a later D2H could refill */
+    pend_bytes[k] = 0;
+}
+
 /* End of the step's micro-steps: the host's part of every copy (reduced gradients into grad32,
 ** losses) is finished, and no copy out of host memory that the optimizer rewrites is pending.
 ** Every rank also waits for the step's reductions and their device hand-overs (the d2h stream),
@@ -486,6 +511,7 @@ static void grads_zero(void)
     if (T.grads) CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grads), 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE));
     if (T.grad32 && CZ.dev_opt)
         CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grad32), 0, (size_t)T.opt_numel * 4));
+    if (T.grad_acc) CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grad_acc), 0, (size_t)T.opt_numel * 4));
 }
 
 /* OPTIMIZER in the last micro-step (ZG_SPECULATIVE). The host's hand-overs of the buckets brought
@@ -559,5 +585,6 @@ const TrOps cz_ops = {
     .swap_in = param_swap_in, .gather = gather, .wait_gather = wait_gather, .release = release,
     .forward = forward, .backward = backward,
     .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce, .optimizer = spec_optimizer,
+    .grad_ship = grad_ship,
     .batch = cz_upload_batch, .flush = cz_flush, .grads_zero = grads_zero,
 };

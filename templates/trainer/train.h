@@ -88,6 +88,7 @@ typedef struct Trainer {
     void *bucket_recv[TR_MAX_BUFS];  /* stage 3: this rank's reduce-scattered chunk (W), or NULL */
     int n_bucket_bufs;
     float *grad32;              /* owned fp32 gradient shard, or NULL (absent, or on NVMe) */
+    float *grad_acc;            /* ZG_GRAD_ACC_DEV: its accumulator in the device tier, or NULL */
     void *grad16;               /* ZG_GRAD16: the owned gradient shard kept 16-bit (W), or NULL */
     int64_t grad32_nvme;        /* byte offset of grad32 in the swap file (ZG_GRAD_NVME), -1 */
     float *master, *adam_m, *adam_v;   /* fp32 owned optimizer shard (NULL when on NVMe/absent) */
@@ -209,6 +210,7 @@ typedef struct TrOps {
     TrOpFn *reduce;             /* REDUCE: start the row's collective */
     TrOpFn *wait_reduce;        /* WAIT_REDUCE: the row's hand-over into grad32 */
     TrOpFn *optimizer;          /* OPTIMIZER in a micro-step list (ZG_SPECULATIVE) */
+    TrOpFn *grad_ship;          /* GRAD_SHIP (ZG_GRAD_ACC_DEV): the bucket's sums into grad32 */
     void (*batch)(int micro);   /* hook: T.inputs / T.targets hold micro-step `micro`'s batch */
     void (*flush)(void);        /* hook: after the step's last micro-step and after an evaluation */
     void (*grads_zero)(void);   /* hook: start of a step, after the host accumulators are zeroed */
@@ -244,6 +246,10 @@ int64_t tr_hand_over_range(const ZrOpRow *op, int64_t *skip, int64_t *dst);
 /* train_ops.c: the row's hand-over on the host: grad32 (+)= the W source (NVMe: through
 ** tr_grad_take's sub-group windows). */
 void tr_hand_over(const ZrOpRow *op);
+/* train_ops.c: GRAD_SHIP's host side: copy (copy 1: the host backend; 0: the D2H already landed
+** them) this rank's part of the bucket's sums from grad_acc into grad32, and with ZG_NORM_FUSED
+** sum their squares as the last hand-over would have. */
+void tr_grad_ship(const ZrOpRow *op, int copy);
 
 /* train_optim.c */
 void tr_optim_step(void);               /* after the last micro-step: norm, scaler, Adam, gathers */

@@ -158,6 +158,11 @@ static void run_op(const TrOps *ops, const ZrOpRow *op)
         ops->wait_reduce(op);
         tr_span(ZR_TRACK_COMM, "reduce + hand-over", t0);
         break;
+    case ZR_OP_GRAD_SHIP:
+        if (!train) break;
+        ops->grad_ship(op);
+        tr_span(ZR_TRACK_COMM, "gradient sums D2H", t0);
+        break;
     case ZR_OP_OPTIMIZER:       /* the speculative step (gen/plan.c): the trace span is Adam's own */
         if (!train) break;
         ops->optimizer(op);
@@ -204,6 +209,7 @@ void tr_grads_zero(const TrOps *ops)
 {
     if (T.grads) memset(T.grads, 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE);
     if (T.grad32) memset(T.grad32, 0, (size_t)T.opt_numel * 4);
+    if (T.grad_acc) memset(T.grad_acc, 0, (size_t)T.opt_numel * 4);
     memset(T.norm_part, 0, sizeof T.norm_part);
     tr_grad_window_reset();
     if (ops->grads_zero) ops->grads_zero();

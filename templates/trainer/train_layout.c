@@ -278,6 +278,8 @@ void tr_layout_init(void)
         T.bucket_recv[b] = region(name, NULL, NULL);
     }
     T.grad32 = region("grad32", &T.grad32_nvme, NULL);
+    T.grad_acc = region("grad_acc", NULL, NULL);
+    if (ZG_GRAD_ACC_DEV && (!T.grad_acc || !T.grad32)) tr_die("plan accumulates on the device without grad_acc and grad32");
     int64_t g16_bytes = 0;
     if ((T.grad16 = region("grad16", NULL, &g16_bytes))) memset(T.grad16, 0, (size_t)g16_bytes);   /* padding */
     T.master = region("master", &T.master_nvme, NULL);

@@ -311,10 +311,29 @@ void tr_hand_over(const ZrOpRow *op)
         return;
     }
     double lanes[8] = {0};
-    int norm = ZG_NORM_FUSED && T.micro == ZG_GRAD_ACCUM - 1;
+    int norm = ZG_NORM_FUSED && !ZG_GRAD_ACC_DEV && T.micro == ZG_GRAD_ACCUM - 1;   /* else GRAD_SHIP's */
     into_f32(tr_region_at(op->dst, dst, ZR_DT_FP32), src, n, op->accumulate, norm ? lanes : NULL);
     if (norm) T.norm_part[op->arg] = lanes_sum(lanes);
 }
+
+/* GRAD_SHIP: the row's range of grad_acc and grad32 (both indexed by the shard offset, gen/lower.c)
+** block by block as into_f32 sums a hand-over, so the norm has the bits the hand-over's would. */
+void tr_grad_ship(const ZrOpRow *op, int copy)
+{
+    int64_t skip, at, n = tr_hand_over_range(op, &skip, &at);
+    if (n <= 0) return;
+    float *d = tr_region_at(op->dst, at, ZR_DT_FP32);
+    const float *s = tr_region_at(op->src, at, ZR_DT_FP32);
+    double lanes[8] = {0};
+    for (int64_t a = 0; a < n; a += 1024) {
+        int64_t m = n - a < 1024 ? n - a : 1024;
+        if (copy) memcpy(d + a, s + a, (size_t)m * 4);
+        if (ZG_NORM_FUSED) sumsq_lanes(lanes, d + a, m);
+    }
+    if (ZG_NORM_FUSED) T.norm_part[op->arg] = lanes_sum(lanes);
+}
+
+static void host_grad_ship(const ZrOpRow *op) { tr_grad_ship(op, 1); }
 
 static void host_spec_optimizer(const ZrOpRow *op) { tr_spec_optimizer(op, tr_step_op); }
 
@@ -331,5 +350,5 @@ const TrOps tr_host_ops = {
     .swap_in = param_swap_in, .gather = gather, .wait_gather = wait_gather, .release = release,
     .forward = forward, .backward = backward,
     .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce,
-    .optimizer = host_spec_optimizer,
+    .optimizer = host_spec_optimizer, .grad_ship = host_grad_ship,
 };

@@ -160,6 +160,7 @@
 #define ZG_ADAM_DEVICE                  ${cfmt.bool(plan.adam_device)}  /* a GPU rank runs Adam on the device (gen/plan.c) */
 #define ZG_SPECULATIVE                  ${cfmt.bool(plan.speculative)}  /* OPTIMIZER ops in the last micro-step, state double-buffered (gen/plan.c) */
 #define ZG_NORM_FUSED                   ${cfmt.bool(plan.norm_fused)}  /* the norm summed per bucket in the last hand-over (gen/plan.c) */
+#define ZG_GRAD_ACC_DEV                 ${cfmt.bool(plan.grad_acc_dev)}  /* WAIT_REDUCE adds into the device grad_acc; the last micro-step's GRAD_SHIP brings the sums to grad32 and sums the norm (gen/plan.c) */
 #define ZG_GRAD_NVME                    ${cfmt.bool(plan.grad_nvme)}  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
 #define ZG_SG_ALIGN                     ${cfmt.i64(plan.sg_align)}
 #define ZG_NVME_ALIGN                   ${cfmt.i64(plan.nvme_align)}

@@ -17,7 +17,9 @@
 #   - `--check` on the ZeRO-3 2-rank all-device plan passes (it alone copies the reduced buckets
 #     to the host there, for the host reference's comparison);
 #   - the D2H of reduced buckets that only --check needs, put back into the executor (a mutant of
-#     the generated cuda_exec.c), makes the ZeRO-2 comparison fail.
+#     the generated cuda_exec.c), makes the ZeRO-2 comparison fail, both for the all-device plan and
+#     for the CPU-optimizer plan that accumulates on the device (docs/PLAN.md "Gradient accumulation
+#     on the device": its micro-steps move nothing down, the last ships fp32 sums).
 # gradient_clipping is 1e6, so the speculative step of the CPU-optimizer plans at ZeRO 1-2 is kept
 # every step: the plan's cost is that case (a step that clips redoes Adam and sends the owned part up
 # twice; tests/trainer/t_spec.sh proves the redo's bits).
@@ -139,15 +141,18 @@ if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
 fi
 
 # the comparison can fail: the reduced buckets' D2H put back (host_takes() always true) is traffic
-# the all-device plan does not have
-tag=s2_w2_onone_pnone_fp32
-f=$tmp/$tag/out/cuda/trainer/cuda_exec.c
-if [ -f "$f" ] && [ -z "${LINKS:-}" ]; then
-  sed -i 's|return !CZ.dev_opt \|\| CZ.check;|return 1;|' "$f"
-  if ! grep -q "return 1;" "$f"; then fail mutant_d2h_caught "the sed found nothing to change"
-  elif ! make -s -C "$tmp/$tag/out" cuda-emu >/dev/null 2>&1; then fail mutant_d2h_caught "the mutant did not build"
-  elif ! bytes "$tag" 2 1 || ! bytes "$tag" 2 2; then fail mutant_d2h_caught "the mutant did not run"
-  elif out=$(compare "$tag" 2 2 check); then fail mutant_d2h_caught "the mutant matched the plan: $out"
-  else ok "mutant_d2h_caught ($out)"; fi
-fi
+# the all-device plan does not have, and the device-accumulating plan (ZeRO 2, CPU optimizer, two
+# micro-steps) neither: each micro-step's D2H of the reduced part on top of GRAD_SHIP's
+for tag in s2_w2_onone_pnone_fp32 s2_w2_ocpu_pnone_fp32; do
+  f=$tmp/$tag/out/cuda/trainer/cuda_exec.c
+  [ -f "$f" ] && [ -z "${LINKS:-}" ] || continue
+  sed -i 's|return CZ.dev_opt ? CZ.check : !ZG_GRAD_ACC_DEV;|return 1;|' "$f"
+  if ! grep -q "return 1;" "$f"; then fail "mutant_d2h_caught_$tag" "the sed found nothing to change"
+  elif ! grep -q "gradient accumulation on the device" "$tmp/$tag/out/plan.txt" && [ "$tag" = s2_w2_ocpu_pnone_fp32 ]; then
+    fail "mutant_d2h_caught_$tag" "the plan does not accumulate on the device"
+  elif ! make -s -C "$tmp/$tag/out" cuda-emu >/dev/null 2>&1; then fail "mutant_d2h_caught_$tag" "the mutant did not build"
+  elif ! bytes "$tag" 2 1 || ! bytes "$tag" 2 2; then fail "mutant_d2h_caught_$tag" "the mutant did not run"
+  elif out=$(compare "$tag" 2 2 check); then fail "mutant_d2h_caught_$tag" "the mutant matched the plan: $out"
+  else ok "mutant_d2h_caught_$tag ($out)"; fi
+done
 zt_end

@@ -98,10 +98,12 @@ fi
 "$PY" scripts/make_corpus.py "$tmp/corpus.bin" --tokens 20000 2>/dev/null
 mkdir -p "$tmp/obj"
 # gen STAGE WS OPT PARAM TAG DTYPE [FLAGS] -> $tmp/TAG/out with train and train-cuda-emu built.
-# FLAGS: ckpt (activation checkpointing), llama (the llama model below, untied), tied (llama, tied)
+# FLAGS: ckpt (activation checkpointing), llama (the llama model below, untied), tied (llama, tied),
+# hostacc (train.device_grad_accum: false)
 gen() {
   local d=$tmp/$5 prec="" ck="" model arch=gpt2 tie
   [[ " ${7:-} " = *" ckpt "* ]] && ck=", activation_checkpointing: true"
+  [[ " ${7:-} " = *" hostacc "* ]] && ck="$ck, device_grad_accum: false"
   # llama at odd sizes: head size 12 (RoPE's pair-at-a-time path), grouped-query 4/2, d_ff 84 (not a
   # multiple of 8: SwiGLU's element-at-a-time path)
   model="{arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 2, n_heads: 2, d_ff: 80}"
@@ -231,11 +233,37 @@ elif [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
   bad "device_adam_bits_equal_host_adam_$tag" "the device run wrote no $tmp/$tag/dev_adam.safetensors"
 fi
 
+# Gradient accumulation on the device (ZeRO 2, the optimizer on the CPU, two micro-steps: gen plans
+# it, plan.txt says so) against the same plan accumulating on the host (train.device_grad_accum:
+# false): the same fp32 adds of the same 16-bit values in the same order, so the same bits (losses,
+# gradient norms, exported weights). The stand-in's D2H bytes are printed: here they are equal (two
+# micro-steps of 16-bit parts weigh one fp32 ship); tests/cuda/t_links.sh holds every plan's bytes to
+# its plan.json, and the prediction shows what ten micro-steps save (docs/PREDICT.md).
+tag=s2_w2_ocpu_pnone_bf16 alt=s2_w2_ocpu_pnone_bf16_hostacc
+if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
+  d=$tmp/$tag a=$tmp/$alt
+  d2h() { sed -n 's/.*emulated GPU (rank 0).*D2H \([0-9]*\),.*/\1/p' "$1"; }
+  if ! grep -q "^gradient accumulation on the device" "$d/out/plan.txt"; then
+    bad device_accumulation_bits_equal_host "plan.txt: $(grep -i 'accumulation on the device' "$d/out/plan.txt")"
+  elif ! msg=$(gen 2 2 cpu none "$alt" bf16 hostacc 2>&1); then bad device_accumulation_bits_equal_host "$msg"
+  elif ! grep -q "^no gradient accumulation on the device: train.device_grad_accum is false" "$a/out/plan.txt"; then
+    bad device_accumulation_bits_equal_host "plan.txt of the host-accumulating plan: $(grep -i 'accumulation on the device' "$a/out/plan.txt")"
+  elif run "$tag" 2 train-cuda-emu acc.jsonl --export "$d/acc.safetensors" &&
+       run "$alt" 2 train-cuda-emu emu.jsonl --export "$a/w.safetensors" &&
+       [ "$(cut -d, -f1-4 "$d/acc.jsonl")" = "$(cut -d, -f1-4 "$a/emu.jsonl")" ] &&
+       cmp -s "$d/acc.safetensors" "$a/w.safetensors"; then
+    ok "device_accumulation_bits_equal_host ($(cut -d, -f2-3 "$d/acc.jsonl" | tail -1); D2H bytes on rank 0: $(d2h "$d/acc.jsonl.out") against $(d2h "$a/emu.jsonl.out"))"
+  else
+    bad device_accumulation_bits_equal_host "$(cut -d, -f1-4 "$d/acc.jsonl" 2>&1 | tail -1)" "$(cut -d, -f1-4 "$a/emu.jsonl" 2>&1 | tail -1)" "$(tail -2 "$a/emu.jsonl.out")"
+  fi
+fi
+
 # The bf16 runs above go through the fused GEMM epilogues (gen's ZK_GEMM_EPI: d_ff 80 is a multiple
 # of 8). A cuBLASLt without an algorithm for an epilogue (the stand-in's ZR_GPU_EMU_LT_OFF refuses
 # all four as that heuristic would) makes train-cuda say so once per epilogue and run those call
 # sites unfused: still within the bf16 bounds of the host, and not the fused run's numbers (which
 # shows that the fused run did use the epilogues).
+tag=s0_w1_onone_pnone_bf16
 if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
   d=$tmp/$tag
   if ZR_GPU_EMU_LT_OFF=1234 run "$tag" 1 train-cuda-emu unfused.jsonl &&

@@ -4,7 +4,8 @@
 ** per reducing micro-step and waited; bucket buffers never overwritten before their reduction was
 ** waited; optimizer sub-groups swapped in before and out after Adam), the memory-fit refusal and
 ** its suggested change (which must itself fit), the activation formula recomputed term by term,
-** the stage-3 reduce-scatter receive chunk, fp32 parameters on NVMe swapped as the master,
+** the stage-3 reduce-scatter receive chunk, gradient accumulation on the device (where it is
+** planned, its rows, its D2H, the key and the fit), fp32 parameters on NVMe swapped as the master,
 ** activation checkpointing (acts, recompute placement, same gathers, FLOPs, the refusal's
 ** suggestion), and byte-identical plan.json for identical inputs.
 */
@@ -97,6 +98,8 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
     s.reduced = calloc((size_t)K, sizeof(int));
     s.waited = calloc((size_t)K, sizeof(int));
     s.copies = calloc((size_t)K, sizeof(int));
+    int *shipped = calloc((size_t)K + 1, sizeof(int));
+    bool ships = p->grad_acc_dev && ops == p->sched.last;
     s.buf_owner = malloc(sizeof(int) * 3);
     s.buf_owner[0] = s.buf_owner[1] = s.buf_owner[2] = -1;
     int stage = p->zero->stage;
@@ -183,6 +186,11 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
             if (stage >= 2 && p->buckets[a].buffer >= 0 && p->buckets[a].buffer <= 2)
                 s.buf_owner[p->buckets[a].buffer] = -1;
             break;
+        case ZG_OP_GRAD_SHIP:      /* device accumulation: last list only, right after its WAIT_REDUCE */
+            ZT_CHECKM(ships && i > 0 && ops[i - 1].kind == ZG_OP_WAIT_REDUCE && ops[i - 1].arg == a &&
+                      shipped[a] == 0, "%s op %d: GRAD_SHIP of bucket %d out of place", what, i, a);
+            shipped[a]++;
+            break;
         case ZG_OP_OPTIMIZER: {    /* the speculative step: last list only, gradients final on every rank */
             ZT_CHECKM(p->speculative && ops == p->sched.last, "%s op %d: OPTIMIZER in a micro-step", what, i);
             const ZgSubGroup *sg = &p->subgroups[a];
@@ -191,7 +199,8 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
                     int64_t lo = (int64_t)r * p->shard.opt_flat_stride + sg->shard_offset;
                     if (lo < p->buckets[k].flat_offset + p->buckets[k].numel &&
                         p->buckets[k].flat_offset < lo + sg->numel)
-                        ZT_CHECKM(s.waited[k] == 1, "%s op %d: sub-group %d's Adam before bucket %d is handed over (rank %d)",
+                        ZT_CHECKM(s.waited[k] == 1 && shipped[k] == ships,
+                                  "%s op %d: sub-group %d's Adam before bucket %d is handed over (rank %d)",
                                   what, i, a, k, r);
                 }
             s.spec_opt++;
@@ -211,7 +220,9 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
     for (int k = 0; k < K; k++) {
         ZT_CHECKM(s.reduced[k] == (reducing ? 1 : 0) && s.waited[k] == s.reduced[k],
                   "%s: bucket %d reduced %d waited %d", what, k, s.reduced[k], s.waited[k]);
+        ZT_CHECKM(shipped[k] == ships, "%s: bucket %d shipped %d times", what, k, shipped[k]);
     }
+    free(shipped);
     free(s.slot_group); free(s.slot_waited); free(s.reduced); free(s.waited); free(s.copies);
     free(s.buf_owner);
 }
@@ -573,6 +584,106 @@ static void t_regions_by_config(void)
             up += 4 * (p->tensors[t].part_numel < p->tensors[t].numel ? p->tensors[t].part_numel : p->tensors[t].numel);
     ZT_EQ_INT(p->cost.h2d_bytes, up);
     ZT_EQ_INT(p->cost.d2h_bytes, down);
+}
+
+static int region_index(const ZgPlan *p, const char *name)
+{
+    for (int i = 0; i < p->mem.n_regions; i++)
+        if (!strcmp(p->mem.regions[i].name, name)) return i;
+    return -1;
+}
+
+/* Gradient accumulation on the device (plan.c): planned exactly at stage 2 with the optimizer on
+** the CPU and several micro-steps; every WAIT_REDUCE adds into the device's grad_acc, the last
+** micro-step ships each bucket's part D2H into grad32 right after its WAIT_REDUCE; per step the
+** plan's D2H is one fp32 copy of the owned part where it was one 16-bit copy per micro-step;
+** train.device_grad_accum false turns it off, a declared device memory it would overflow drops it
+** (the plan then fits), and asked for (true) there it makes the plan refuse. */
+static void t_device_grad_accum(void)
+{
+    ZgModel m;
+    ZgZero z;
+    int ws = 2, gas = 3;
+    shape(&m, 97, 16, 24, 3, 2, ws);
+    config(&z, 2, ws);
+    z.dtype = ZG_DTYPE_BF16;
+    z.grad_accum = gas;
+    z.train_batch_size = ws * gas;
+    z.offload_optimizer.device = ZG_OFFLOAD_CPU;
+    ZgPlan *p = plan(&m, &z);
+    ZT_CHECK(p != NULL);
+    if (!p) return;
+    ZT_CHECK(p->grad_acc_dev && p->grad_acc_why == NULL);
+    int acc = region_index(p, "grad_acc"), g32 = region_index(p, "grad32");
+    ZT_CHECK(acc >= 0 && g32 >= 0 && region_index(p, "grad_land") < 0);
+    if (acc < 0 || g32 < 0) return;
+    ZT_EQ_INT(p->mem.regions[acc].tier, ZG_TIER_DEVICE);
+    ZT_EQ_INT(p->mem.regions[acc].bytes, 4 * p->shard.opt_numel);
+    ZT_EQ_INT(p->mem.regions[g32].tier, ZG_TIER_PINNED);
+    zg_lower_build(p);
+    int waits = 0, ships = 0;
+    for (int i = 0; i < p->sched.n_micro; i++) {
+        const ZgOp *o = &p->sched.micro[i];
+        ZT_CHECK(o->kind != ZG_OP_GRAD_SHIP);
+        if (o->kind == ZG_OP_WAIT_REDUCE)
+            ZT_CHECK(o->dst == acc && o->accumulate && o->stream == ZG_STREAM_COMPUTE && o->dst_dt == ZG_DTYPE_FP32);
+    }
+    for (int i = 0; i < p->sched.n_last; i++) {
+        const ZgOp *o = &p->sched.last[i];
+        if (o->kind == ZG_OP_WAIT_REDUCE) {
+            waits++;
+            ZT_CHECK(o->dst == acc && o->accumulate && o->stream == ZG_STREAM_COMPUTE);
+        }
+        if (o->kind != ZG_OP_GRAD_SHIP) continue;
+        ships++;
+        const ZgBucket *b = &p->buckets[o->arg];
+        ZT_CHECK(o->src == acc && o->dst == g32 && o->stream == ZG_STREAM_D2H && !o->accumulate &&
+                 o->src_dt == ZG_DTYPE_FP32 && o->dst_dt == ZG_DTYPE_FP32 && o->flat == b->flat_offset &&
+                 o->count == b->numel);
+    }
+    ZT_EQ_INT(waits, p->n_buckets);
+    ZT_EQ_INT(ships, p->n_buckets);
+
+    /* the key off: the host accumulates, and the difference in D2H is the buckets' parts */
+    m.device_grad_accum = 0;
+    ZgPlan *q = plan(&m, &z);
+    ZT_CHECK(q && !q->grad_acc_dev && q->grad_acc_why && strstr(q->grad_acc_why, "device_grad_accum"));
+    ZT_CHECK(q && region_index(q, "grad_acc") < 0 && region_index(q, "grad_land") >= 0);
+    if (q) {
+        int64_t saved = 0;
+        for (int k = 0; k < p->n_buckets; k++) saved += (gas * 2 - 4) * (p->buckets[k].padded_numel / ws);
+        ZT_EQ_INT(q->cost.d2h_bytes - p->cost.d2h_bytes, saved);
+    }
+
+    /* device memory one byte short of it: dropped, and the plan fits without it */
+    m.device_grad_accum = -1;
+    m.device_memory = zg_mem_device_need(p) - 1;
+    ZgPlan *r = plan(&m, &z);
+    ZT_CHECK(r && !r->grad_acc_dev && r->grad_acc_why && strstr(r->grad_acc_why, "device_memory"));
+    /* asked for there: the plan does not fit, and zgen refuses it */
+    m.device_grad_accum = 1;
+    ZT_CHECK(plan(&m, &z) == NULL);
+
+    /* not planned: one micro-step, stage 1 (it reduces once), stage 3, the optimizer on the device */
+    m.device_grad_accum = -1;
+    m.device_memory = 0;
+    ZgZero y = z;
+    y.grad_accum = 1;
+    y.train_batch_size = ws;
+    ZgPlan *s1 = plan(&m, &y);
+    ZT_CHECK(s1 && !s1->grad_acc_dev);
+    y = z;
+    y.stage = 1;
+    ZgPlan *s2 = plan(&m, &y);
+    ZT_CHECK(s2 && !s2->grad_acc_dev);
+    y = z;
+    y.stage = 3;
+    ZgPlan *s3 = plan(&m, &y);
+    ZT_CHECK(s3 && !s3->grad_acc_dev);
+    y = z;
+    y.offload_optimizer.device = ZG_OFFLOAD_NONE;
+    ZgPlan *s4 = plan(&m, &y);
+    ZT_CHECK(s4 && !s4->grad_acc_dev && region_index(s4, "grad_acc") < 0);
 }
 
 /* Stage 3: the reduce-scatter's receive chunk exists exactly where something must be added into
@@ -954,6 +1065,7 @@ int main(void)
     ZT_RUN(t_activations);
     ZT_RUN(t_regions_by_config);
     ZT_RUN(t_bucket_recv);
+    ZT_RUN(t_device_grad_accum);
     ZT_RUN(t_act_ckpt);
     ZT_RUN(t_fit_refusal);
     ZT_RUN(t_host_refusal);

@@ -144,6 +144,7 @@
 #define ZG_ADAM_DEVICE                  0  /* a GPU rank runs Adam on the device (gen/plan.c) */
 #define ZG_SPECULATIVE                  0  /* OPTIMIZER ops in the last micro-step, state double-buffered (gen/plan.c) */
 #define ZG_NORM_FUSED                   0  /* the norm summed per bucket in the last hand-over (gen/plan.c) */
+#define ZG_GRAD_ACC_DEV                 0  /* WAIT_REDUCE adds into the device grad_acc; the last micro-step's GRAD_SHIP brings the sums to grad32 and sums the norm (gen/plan.c) */
 #define ZG_GRAD_NVME                    1  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
 #define ZG_SG_ALIGN                     INT64_C(524288)
 #define ZG_NVME_ALIGN                   INT64_C(1048576)
