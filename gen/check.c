@@ -135,8 +135,7 @@ void zg_check(const ZgModel *m, ZgZero *z)
         zg_note(m->loc_speculative_step, "there Adam runs on the host after backward; elsewhere it runs on the "
                 "device (or streams through NVMe), where there is nothing to overlap it with");
     }
-    if (m->device_grad_accum == 1 &&
-        !(zg_plan_host_state(z) && z->stage == 2 && z->grad_accum > 1)) {
+    if (m->device_grad_accum == 1 && !zg_plan_grad_acc_applies(z)) {
         zg_warn(m->loc_device_grad_accum, "train.device_grad_accum has no effect in this plan: gradient "
                 "accumulation on the device needs ZeRO stage 2, offload_optimizer.device cpu and "
                 "gradient_accumulation_steps above 1");

@@ -239,6 +239,15 @@ bool zg_plan_host_state(const ZgZero *z)
     return z->offload_optimizer.device == ZG_OFFLOAD_CPU && (z->stage == 1 || z->stage == 2);
 }
 
+/* Stage 2 hands the owned gradients over every micro-step; with the optimizer on the CPU that is a
+** D2H copy and a host add per micro-step (stage 1 reduces once, at the last). Accumulated in device
+** fp32 instead (the same adds, element by element, in the same order: the same bits), the step
+** ships one fp32 copy. fit_grad_acc drops it where device memory is short. */
+bool zg_plan_grad_acc_applies(const ZgZero *z)
+{
+    return zg_plan_host_state(z) && z->stage == 2 && z->grad_accum > 1;
+}
+
 static void decide_speculative(ZgPlan *p)
 {
     const ZgZero *z = p->zero;
@@ -248,11 +257,7 @@ static void decide_speculative(ZgPlan *p)
     ** its registers (16-bit gradients in, the same bits) */
     p->grad16 = host_state && z->dtype != ZG_DTYPE_FP32 && z->grad_accum <= 1;
     p->speculative = host_state && p->model->speculative_step != 0;
-    /* Stage 2 hands the owned gradients over every micro-step; with the optimizer on the CPU that
-    ** is a D2H copy and a host add per micro-step (stage 1 reduces once, at the last). Accumulated
-    ** in device fp32 instead (the same adds, element by element, in the same order: the same
-    ** bits), the step ships one fp32 copy. fit_grad_acc drops it where device memory is short. */
-    bool acc_ok = host_state && z->stage == 2 && z->grad_accum > 1;
+    bool acc_ok = zg_plan_grad_acc_applies(z);
     p->grad_acc_dev = acc_ok && p->model->device_grad_accum != 0;
     p->grad_acc_why = p->grad_acc_dev ? NULL
                     : !acc_ok ? "it applies where stage 2 hands gradients to a CPU optimizer over several micro-steps"

@@ -339,7 +339,7 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
         fprintf(f, "gradient accumulation on the device: every micro-step adds this rank's reduced part into "
                 "the device's fp32 grad_acc (the host's adds, element by element: same bits); only the last "
                 "ships the sums to grad32 (GRAD_SHIP), 4 B per owned element per step\n");
-    else if (zg_plan_host_state(z) && z->stage == 2 && z->grad_accum > 1)
+    else if (zg_plan_grad_acc_applies(z))
         fprintf(f, "no gradient accumulation on the device: %s\n", p->grad_acc_why ? p->grad_acc_why : "?");
     fprintf(f, "optimizer shard %lld elements in %d sub-group(s) (boundaries multiple of %lld)\n",
             (long long)s->opt_numel, p->n_subgroups, (long long)p->sg_align);

@@ -487,6 +487,9 @@ int64_t zg_plan_param_land(const ZgPlan *p);
 ** (offload_optimizer cpu, ZeRO 1-2): where the speculative step, the fused norm and grad16 apply
 ** (check.c warns from it about train.speculative_step). */
 bool zg_plan_host_state(const ZgZero *z);
+/* plan.c: gradient accumulation on the device applies (ZgPlan.grad_acc_dev where it fits): stage
+** 2, offload_optimizer cpu, more than one micro-step (check.c warns from it too). */
+bool zg_plan_grad_acc_applies(const ZgZero *z);
 /* memplan.c: what one op row moves per rank per link, in bytes (the plan's cost sums these; the
 ** prediction times them). */
 typedef struct ZgOpBytes { int64_t net, h2d, d2h, nvme_read, nvme_write; } ZgOpBytes;

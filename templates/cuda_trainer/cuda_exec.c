@@ -325,7 +325,7 @@ static void finish_bucket(int k)
 ** device accumulator grad_acc (ZG_GRAD_ACC_DEV). */
 static void dev_take(const ZrOpRow *h)
 {
-    if (h->xfer == ZR_XFER_NONE || !cz_dev_region(h->dst) || !((CZ.dev_opt && T.grad32) || ZG_GRAD_ACC_DEV)) return;
+    if (h->xfer == ZR_XFER_NONE || !(CZ.dev_opt ? T.grad32 != NULL : ZG_GRAD_ACC_DEV)) return;
     int64_t skip, dst, n = tr_hand_over_range(h, &skip, &dst);
     if (n <= 0) return;
     const char *src = (const char *)cz_dev(tr_region_at(h->src, h->src_off, h->src_dt)) + skip * ZG_DTYPE_SIZE;
