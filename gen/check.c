@@ -142,6 +142,12 @@ void zg_check(const ZgModel *m, ZgZero *z)
         zg_note(m->loc_device_grad_accum, "elsewhere the gradients either accumulate on the device already "
                 "(the optimizer on the device; stage 0/1's flat buffer) or reach the host once per step");
     }
+    if (m->device_optimizer != 0 && !zg_plan_dev_opt_applies(z)) {
+        zg_warn(m->loc_device_optimizer, "train.device_optimizer has no effect in this plan: it keeps part of "
+                "a CPU optimizer's state on the device, at ZeRO stage 2 with offload_optimizer.device cpu");
+        zg_note(m->loc_device_optimizer, "with offload_optimizer none the whole optimizer is on the device already; "
+                "zgen does not split it at stages 0, 1 and 3 or with the state on NVMe");
+    }
     if (m->world_size < 1) {
         zg_error(m->loc_world_size, "world size must be at least 1");
         return;

@@ -187,6 +187,17 @@ static void lower_op(Lower *L, ZgOp *o)
         }
         break;
     }
+    case ZG_OP_GRAD_KEEP: {     /* stage 2 (plan.c grad_keep): the bucket's sums where WAIT_REDUCE
+                                ** reads them; the trainers take the part inside the device range */
+        const ZgBucket *k = &p->buckets[a];
+        o->xfer = ZG_XFER_COPY;
+        o->src = ridn(p, "bucket_", k->buffer);
+        o->dst = rid(p, "grad_keep");
+        o->flat = k->flat_offset;
+        o->count = k->numel;
+        o->stream = copy_stream(p, o->src, o->dst);
+        break;
+    }
     case ZG_OP_GRAD_SHIP: {
         const ZgBucket *k = &p->buckets[a];
         o->xfer = ZG_XFER_COPY;
@@ -218,6 +229,17 @@ static void lower_op(Lower *L, ZgOp *o)
     case ZG_OP_OPTIMIZER: {
         const ZgSubGroup *sg = &p->subgroups[a];
         int g32 = rid(p, "grad32"), g16 = rid(p, "grad16");
+        if (zg_plan_sg_on_device(p, a)) {   /* part of a CPU optimizer on the device (plan.c) */
+            bool keep = p->grad_keep;
+            o->src = rid(p, keep ? "grad_keep" : "grad_acc");
+            o->src_dt = keep ? L->w : ZG_DTYPE_FP32;
+            o->src_off = o->dst_off = sg->shard_offset;
+            o->dst = rid(p, "master_dev");
+            o->dst_dt = ZG_DTYPE_FP32;
+            o->count = sg->numel;
+            o->stream = ZG_STREAM_COMPUTE;
+            break;
+        }
         o->src = g32 >= 0 ? g32 : g16 >= 0 ? g16 : rid(p, "grads");
         o->src_dt = g32 >= 0 ? ZG_DTYPE_FP32 : L->w;
         o->src_off = sg->shard_offset;
@@ -226,7 +248,8 @@ static void lower_op(Lower *L, ZgOp *o)
                                  : rid(p, "master");
         if (o->dst < 0) o->dst = rid(p, L->stage == 3 ? "params_shard" : "params16");
         o->dst_dt = rid(p, "master") >= 0 || sg->buffer >= 0 ? ZG_DTYPE_FP32 : L->w;
-        o->dst_off = sg->buffer >= 0 ? 0 : sg->shard_offset;
+        /* "master" holds the shard from opt_dev_numel on (the rest is "master_dev") */
+        o->dst_off = sg->buffer >= 0 ? 0 : sg->shard_offset - p->opt_dev_numel;
         o->count = sg->numel;
         o->stream = tier_of(p, rid(p, "adam_m")) == ZG_TIER_DEVICE ? ZG_STREAM_COMPUTE : ZG_STREAM_HOST;
         break;

@@ -181,16 +181,24 @@ static void layout(ZgPlan *p)
     /* the device accumulator of the owned fp32 gradients (plan.c), shipped into grad32 at the end */
     if (p->grad_acc_dev)
         region(&lo, "grad_acc", ZG_MEM_GRAD, ZG_TIER_DEVICE, O * 4, false);
-    /* optimizer state */
+    /* optimizer state; with part of it on the device (plan.c, n_sg_dev) the shard's leading
+    ** opt_dev_numel elements live in the *_dev regions and the host regions hold the rest */
+    int64_t D = p->opt_dev_numel, H = O - D;
     if (z->dtype != ZG_DTYPE_FP32 || opt_off)
-        region(&lo, "master", ZG_MEM_MASTER, opt_tier, O * 4, false);
-    region(&lo, "adam_m", ZG_MEM_ADAM_M, opt_tier, O * 4, false);
-    region(&lo, "adam_v", ZG_MEM_ADAM_V, opt_tier, O * 4, false);
+        region(&lo, "master", ZG_MEM_MASTER, opt_tier, H * 4, false);
+    region(&lo, "adam_m", ZG_MEM_ADAM_M, opt_tier, H * 4, false);
+    region(&lo, "adam_v", ZG_MEM_ADAM_V, opt_tier, H * 4, false);
     /* the speculative step's second copy (plan.c): Adam writes it, the step rule commits it */
     if (p->speculative) {
-        region(&lo, "master_next", ZG_MEM_MASTER, opt_tier, O * 4, false);
-        region(&lo, "adam_m_next", ZG_MEM_ADAM_M, opt_tier, O * 4, false);
-        region(&lo, "adam_v_next", ZG_MEM_ADAM_V, opt_tier, O * 4, false);
+        region(&lo, "master_next", ZG_MEM_MASTER, opt_tier, H * 4, false);
+        region(&lo, "adam_m_next", ZG_MEM_ADAM_M, opt_tier, H * 4, false);
+        region(&lo, "adam_v_next", ZG_MEM_ADAM_V, opt_tier, H * 4, false);
+    }
+    if (D > 0) {
+        region(&lo, "master_dev", ZG_MEM_MASTER, ZG_TIER_DEVICE, D * 4, false);
+        region(&lo, "adam_m_dev", ZG_MEM_ADAM_M, ZG_TIER_DEVICE, D * 4, false);
+        region(&lo, "adam_v_dev", ZG_MEM_ADAM_V, ZG_TIER_DEVICE, D * 4, false);
+        if (p->grad_keep) region(&lo, "grad_keep", ZG_MEM_GRAD, ZG_TIER_DEVICE, D * n16, false);
     }
     if (p->sg_swap == ZG_SWAP_OPTIMIZER) {
         for (int b = 0; b < p->n_sg_buffers; b++)
@@ -337,7 +345,7 @@ ZgOpBytes zg_op_bytes(const ZgPlan *p, const ZgOp *o)
     case ZG_OP_OPTIMIZER:
         if (p->sg_swap == ZG_SWAP_PARAMS) break;          /* SWAP_OUT writes them */
         if (z->offload_param.device == ZG_OFFLOAD_NVME) b.nvme_write = p->subgroups[a].numel * n16;
-        else if (zg_plan_param_land(p))   /* the update goes up from param_land */
+        else if (zg_plan_param_land(p) && !zg_plan_sg_on_device(p, a))   /* up from param_land */
             b.h2d = p->subgroups[a].numel * n16;
         break;
     case ZG_OP_ALLGATHER_PARAMS:

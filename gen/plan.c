@@ -144,8 +144,11 @@ static void make_buckets(ZgPlan *p)
     p->n_bucket_buffers = 0;
     p->bucket_buffer_numel = 0;
     if (stage >= 2) {
-        /* one rank: the reduction is the identity, so a second buffer would overlap nothing */
-        p->n_bucket_buffers = z->overlap_comm && p->n_buckets > 1 && ws > 1 ? 2 : 1;
+        /* one rank: the reduction is the identity, so a second buffer would overlap nothing,
+        ** unless the reduced part crosses to a CPU optimizer: then bucket k's D2H overlaps the
+        ** backward that fills bucket k + 1 */
+        bool overlap = ws > 1 || zg_plan_host_state(z);
+        p->n_bucket_buffers = z->overlap_comm && p->n_buckets > 1 && overlap ? 2 : 1;
         for (int k = 0; k < p->n_buckets; k++) {
             if (p->buckets[k].padded_numel > p->bucket_buffer_numel)
                 p->bucket_buffer_numel = p->buckets[k].padded_numel;
@@ -248,6 +251,19 @@ bool zg_plan_grad_acc_applies(const ZgZero *z)
     return zg_plan_host_state(z) && z->stage == 2 && z->grad_accum > 1;
 }
 
+/* Part of the optimizer on the device (train.device_optimizer): with the state in host memory at
+** stage 2, the leading sub-groups' master, m and v can live in device memory the plan leaves free,
+** and their Adam (zd_adamw: the host's arithmetic, the same bits) runs there after the norm. The
+** host then runs Adam only on the rest: less host traffic per step, and the sub-groups it drops are
+** those whose gradients are final last (the shard's front: embeddings, first blocks), which the
+** speculative step could not overlap with backward anyway. Every gradient still crosses to the
+** host, where the norm is summed as before (same bits); the device part also stays on the device:
+** in grad_acc with several micro-steps, else in "grad_keep". */
+bool zg_plan_dev_opt_applies(const ZgZero *z)
+{
+    return zg_plan_host_state(z) && z->stage == 2;
+}
+
 static void decide_speculative(ZgPlan *p)
 {
     const ZgZero *z = p->zero;
@@ -289,6 +305,9 @@ static void make_subgroups(ZgPlan *p)
     p->adam_device = z->offload_optimizer.device == ZG_OFFLOAD_NONE &&
                      (z->stage < 3 || z->offload_param.device == ZG_OFFLOAD_NONE);
     decide_speculative(p);
+    p->n_sg_dev = 0;                  /* place_dev_opt decides, once the rest of the plan is built */
+    p->opt_dev_numel = 0;
+    p->grad_keep = false;
     p->sg_swap = opt_nvme ? ZG_SWAP_OPTIMIZER
                : z->stage == 3 && par_nvme && z->dtype == ZG_DTYPE_FP32 &&
                  z->offload_optimizer.device == ZG_OFFLOAD_NONE ? ZG_SWAP_PARAMS : ZG_SWAP_NONE;
@@ -412,6 +431,55 @@ static bool fit_grad_acc(ZgPlan *p)
     return true;
 }
 
+/* The leading sub-groups on the device (zg_plan_dev_opt_applies), from train.device_optimizer: a
+** share of the shard's elements rounded down to whole sub-groups, or (auto) as many as fit
+** hardware.device_memory beside the rest of the plan. At least one sub-group stays on the host (all
+** of it on the device is offload_optimizer none). true when it placed some (replan). */
+static void set_dev_opt(ZgPlan *p, int k)
+{
+    p->n_sg_dev = k;
+    p->opt_dev_numel = 0;
+    for (int i = 0; i < k; i++) p->opt_dev_numel += p->subgroups[i].numel;
+    p->grad_keep = k > 0 && p->zero->grad_accum <= 1;
+}
+
+static bool place_dev_opt(ZgPlan *p)
+{
+    const ZgModel *m = p->model;
+    const ZgZero *z = p->zero;
+    double want = m->device_optimizer;
+    p->opt_dev_why = NULL;
+    if (want == 0) { p->opt_dev_why = "train.device_optimizer is not set"; return false; }
+    if (!zg_plan_dev_opt_applies(z)) {
+        p->opt_dev_why = "it applies where ZeRO stage 2 offloads the optimizer to the CPU";
+        return false;
+    }
+    if (z->grad_accum > 1 && !p->grad_acc_dev) {
+        p->opt_dev_why = "with several micro-steps it reads the gradients that accumulate on the device, "
+                         "and this plan accumulates them on the host";
+        return false;
+    }
+    int n = p->n_subgroups - 1;
+    if (n < 1) {
+        p->opt_dev_why = "the optimizer shard is one sub-group, and one stays on the host";
+        return false;
+    }
+    int64_t n16 = zg_dtype_size(z->dtype), keep = z->grad_accum > 1 ? 0 : n16, k = 0, numel = 0;
+    if (want > 0) {
+        double cap = want * (double)p->shard.opt_numel;
+        while (k < n && (double)(numel + p->subgroups[k].numel) <= cap) numel += p->subgroups[k++].numel;
+        if (k == 0) p->opt_dev_why = "train.device_optimizer's share is less than the first sub-group";
+    } else {
+        /* auto: what the device has left, at 12 B of state and the kept gradient per element */
+        int64_t left = m->device_memory > 0 ? m->device_memory - zg_mem_device_need(p) : 0;
+        while (k < n && (numel + p->subgroups[k].numel) * (12 + keep) <= left) numel += p->subgroups[k++].numel;
+        if (k == 0) p->opt_dev_why = m->device_memory > 0 ? "the first sub-group's state does not fit hardware.device_memory"
+                                                          : "auto needs hardware.device_memory";
+    }
+    set_dev_opt(p, (int)k);
+    return k > 0;
+}
+
 void zg_plan_build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
 {
     p->act_ckpt = p->act_ckpt || m->activation_checkpointing;
@@ -434,6 +502,17 @@ void zg_plan_build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
     if (fit_grad_acc(p)) {
         zg_sched_build(p);
         zg_memplan_build(p);
+    }
+    if (place_dev_opt(p)) {
+        zg_sched_build(p);
+        zg_memplan_build(p);
+        /* auto's estimate left the regions' alignment out: one sub-group fewer until it fits */
+        while (m->device_optimizer < 0 && p->n_sg_dev > 0 && zg_mem_device_need(p) > m->device_memory) {
+            set_dev_opt(p, p->n_sg_dev - 1);
+            if (p->n_sg_dev == 0) p->opt_dev_why = "the first sub-group's state does not fit hardware.device_memory";
+            zg_sched_build(p);
+            zg_memplan_build(p);
+        }
     }
 }
 

@@ -223,6 +223,8 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jbool(j, "speculative_step", p->speculative);
     jbool(j, "norm_fused", p->norm_fused);
     jbool(j, "device_grad_accum", p->grad_acc_dev);
+    jint(j, "device_optimizer_subgroups", p->n_sg_dev);
+    jint(j, "device_optimizer_numel", p->opt_dev_numel);
     jclose(j, '}');
     jclose(j, '}');
 

@@ -76,8 +76,12 @@ static void op_line(const ZgPlan *p, FILE *f, int idx, const ZgOp *op, int last_
                     p->grad_nvme ? ", gradients" : "", p->subgroups[a].buffer);
         break;
     case ZG_OP_OPTIMIZER:
-        fprintf(f, "Adam on sub-group %d (%lld elements at shard offset %lld), then its params\n",
-                a, (long long)p->subgroups[a].numel, (long long)p->subgroups[a].shard_offset);
+        fprintf(f, "Adam on sub-group %d (%lld elements at shard offset %lld)%s, then its params\n",
+                a, (long long)p->subgroups[a].numel, (long long)p->subgroups[a].shard_offset,
+                zg_plan_sg_on_device(p, a) ? " on the device (master_dev, adam_m_dev, adam_v_dev)" : "");
+        break;
+    case ZG_OP_GRAD_KEEP:
+        fprintf(f, "keep the part of bucket %d's sums inside this rank's device optimizer range in grad_keep\n", a);
         break;
     case ZG_OP_SWAP_OUT:
         fprintf(f, p->sg_swap == ZG_SWAP_PARAMS
@@ -341,6 +345,16 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
                 "ships the sums to grad32 (GRAD_SHIP), 4 B per owned element per step\n");
     else if (zg_plan_grad_acc_applies(z))
         fprintf(f, "no gradient accumulation on the device: %s\n", p->grad_acc_why ? p->grad_acc_why : "?");
+    if (p->n_sg_dev > 0)
+        fprintf(f, "part of the optimizer on the device: sub-groups 0..%d (%lld elements, the shard's front) "
+                "keep master, m and v in device memory and run Adam there after the norm (the host's "
+                "arithmetic: same bits); their gradients %s; the host runs Adam on the other %d\n",
+                p->n_sg_dev - 1, (long long)p->opt_dev_numel,
+                p->grad_keep ? "stay on the device in grad_keep (GRAD_KEEP) as well as crossing for the norm"
+                             : "are read from grad_acc (they still cross for the norm)",
+                p->n_subgroups - p->n_sg_dev);
+    else if (zg_plan_dev_opt_applies(z))
+        fprintf(f, "no part of the optimizer on the device: %s\n", p->opt_dev_why ? p->opt_dev_why : "?");
     fprintf(f, "optimizer shard %lld elements in %d sub-group(s) (boundaries multiple of %lld)\n",
             (long long)s->opt_numel, p->n_subgroups, (long long)p->sg_align);
     owners_txt(p, f);

@@ -159,7 +159,7 @@ static int adam_op(Sim *s, const ZgOp *o, const int *deps, int nd)
     const ZgPlan *p = s->p;
     const ZgHw *hw = s->hw;
     int a = o->arg;
-    bool host_adam = !p->adam_device;
+    bool host_adam = !p->adam_device && !zg_plan_sg_on_device(p, a);
     double sg = a >= 0 && a < p->n_subgroups ? (double)p->subgroups[a].numel : 0;
     double t = host_adam || hw->host ? sg / hw->cpu_adam_rate
                                      : sg * (28.0 + zg_dtype_size(p->zero->dtype)) / hw->mem_bw;
@@ -241,6 +241,14 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
                 s->grad_done[a] = run1(s, ZG_RES_NVME_WRITE, o->kind, a, part * 4.0 / hw->nvme_write_bw,
                                        s->grad_done[a]);
             }
+            break;
+        }
+        case ZG_OP_GRAD_KEEP: {     /* the device optimizer range's part copied on the device */
+            const ZgBucket *b = &p->buckets[a];
+            int64_t lo = b->flat_offset > 0 ? b->flat_offset : 0;
+            int64_t hi = b->flat_offset + b->numel < p->opt_dev_numel ? b->flat_offset + b->numel : p->opt_dev_numel;
+            double kept = hi > lo ? (double)(hi - lo) : 0;
+            s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a, kept * 2.0 * n16 / hw->mem_bw, s->reduce_done[a]);
             break;
         }
         case ZG_OP_GRAD_SHIP: {     /* the sums D2H into grad32, the host sums their squares */
@@ -409,7 +417,7 @@ const char *zg_pred_kind_name(int kind)
         [ZG_OP_SWAP_OUT] = "NVMe write of optimizer state",
         [ZG_OP_ALLGATHER_PARAMS] = "all-gather of updated parameters",
         [ZG_OP_PARAM_SWAP_IN] = "H2D of parameters", [ZG_OP_GRAD_COPY] = "gradient copy to buckets",
-        [ZG_OP_GRAD_SHIP] = "D2H of accumulated gradients"};
+        [ZG_OP_GRAD_SHIP] = "D2H of accumulated gradients", [ZG_OP_GRAD_KEEP] = "device copy of kept gradients"};
     if (kind >= 0 && kind < ZG_NOPS) return ops[kind];
     if (kind >= ZG_NOPS && kind < ZG_NOPS + ZG_NPX) return extra[kind - ZG_NOPS];
     return "?";

@@ -25,7 +25,7 @@ static void label(const ZgPlan *p, const ZgPredEvent *e, char *buf, size_t cap)
         snprintf(buf, cap, "%s %s", k, e->arg >= 0 && e->arg < p->n_gathers
                  ? mod_name(p, p->gathers[e->arg].module) : "?");
         break;
-    case ZG_OP_REDUCE: case ZG_OP_WAIT_REDUCE: case ZG_OP_GRAD_COPY: case ZG_OP_GRAD_SHIP:
+    case ZG_OP_REDUCE: case ZG_OP_WAIT_REDUCE: case ZG_OP_GRAD_COPY: case ZG_OP_GRAD_SHIP: case ZG_OP_GRAD_KEEP:
     case ZG_NOPS + ZG_PX_D2H: case ZG_NOPS + ZG_PX_ACCUM:
         snprintf(buf, cap, "%s bucket %d", k, e->arg);
         break;

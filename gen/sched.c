@@ -19,7 +19,9 @@
 **    its BACKWARD, inside the same use, so one gather serves both; none for the last block,
 **    whose activations are still in the block area when its backward comes;
 **  - optimizer: SWAP_IN of sub-group i+1 is issued before OPTIMIZER on i, SWAP_OUT after it
-**    (optimizer on NVMe; or fp32 parameters on NVMe, which are the master: ZgSgSwap).
+**    (optimizer on NVMe; or fp32 parameters on NVMe, which are the master: ZgSgSwap); with part
+**    of a CPU optimizer on the device, its sub-groups' OPTIMIZER in the step list, and with one
+**    micro-step a GRAD_KEEP after each WAIT_REDUCE that holds some of their gradients.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -203,7 +205,9 @@ static void step_ops(const ZgPlan *p, OpList *l)
     bool nvme = p->sg_swap != ZG_SWAP_NONE;
     int n = p->n_subgroups;
     if (nvme && n > 0) emit(l, ZG_OP_SWAP_IN, 0, -1);
-    for (int i = 0; i < n && !p->speculative; i++) {
+    /* the speculative step's OPTIMIZER ops are in the last micro-step's list, except the device's
+    ** (plan.c n_sg_dev): those run here, after the norm, as every unspeculated step does */
+    for (int i = 0; i < n && (!p->speculative || zg_plan_sg_on_device(p, i)); i++) {
         if (nvme && i + 1 < n) emit(l, ZG_OP_SWAP_IN, i + 1, -1);
         emit(l, ZG_OP_OPTIMIZER, i, -1);
         if (nvme) emit(l, ZG_OP_SWAP_OUT, i, -1);
@@ -236,12 +240,13 @@ static void speculative_ops(const ZgPlan *p, OpList *l)
             }
     }
     OpList out = {0};
+    int first = p->n_sg_dev;                    /* the device's sub-groups run in the step list */
     for (int i = 0; i < l->n; i++) {
         emit(&out, l->ops[i].kind, l->ops[i].arg, l->ops[i].slot);
-        for (int k = ns - 1; k >= 0; k--)
+        for (int k = ns - 1; k >= first; k--)
             if (after[k] == i) emit(&out, ZG_OP_OPTIMIZER, k, -1);
     }
-    for (int k = ns - 1; k >= 0; k--)          /* a sub-group of padding only: at the end */
+    for (int k = ns - 1; k >= first; k--)      /* a sub-group of padding only: at the end */
         if (after[k] < 0) emit(&out, ZG_OP_OPTIMIZER, k, -1);
     free(l->ops);
     free(after);
@@ -261,6 +266,29 @@ static void ship_ops(OpList *l)
     *l = out;
 }
 
+/* Part of the optimizer on the device with one micro-step (plan.c grad_keep): each WAIT_REDUCE
+** (in the last list) of a bucket that holds some rank's device range, the flat
+** r * opt_flat_stride + [0, opt_dev_numel), is followed by GRAD_KEEP, which copies that part before
+** the bucket buffer is reused. The same ops on every rank; a rank with nothing there copies none. */
+static void keep_ops(const ZgPlan *p, OpList *l)
+{
+    OpList out = {0};
+    for (int i = 0; i < l->n; i++) {
+        emit(&out, l->ops[i].kind, l->ops[i].arg, l->ops[i].slot);
+        if (l->ops[i].kind != ZG_OP_WAIT_REDUCE) continue;
+        const ZgBucket *b = &p->buckets[l->ops[i].arg];
+        for (int r = 0; r < p->model->world_size; r++) {
+            int64_t lo = (int64_t)r * p->shard.opt_flat_stride;
+            if (lo < b->flat_offset + b->numel && b->flat_offset < lo + p->opt_dev_numel) {
+                emit(&out, ZG_OP_GRAD_KEEP, l->ops[i].arg, -1);
+                break;
+            }
+        }
+    }
+    free(l->ops);
+    *l = out;
+}
+
 void zg_sched_build(ZgPlan *p)
 {
     ZgSchedule *s = &p->sched;
@@ -270,6 +298,7 @@ void zg_sched_build(ZgPlan *p)
     micro_ops(p, &last, true);
     if (p->grad_acc_dev) ship_ops(&last);
     if (p->speculative) speculative_ops(p, &last);
+    if (p->grad_keep) keep_ops(p, &last);
     step_ops(p, &step);
     s->micro = micro.ops; s->n_micro = micro.n;
     s->last = last.ops;   s->n_last = last.n;

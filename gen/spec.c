@@ -26,7 +26,7 @@ static const char *const spec_keys[] = {
     "train.batch_size", "train.grad_accum", "train.lr", "train.activation_checkpointing",
     "hardware.device_memory", "hardware.host_memory", "hardware.gpus_per_node",
     "hardware.device_headroom",
-    "train.allow_tf32", "train.speculative_step", "train.device_grad_accum",
+    "train.allow_tf32", "train.speculative_step", "train.device_grad_accum", "train.device_optimizer",
 };
 #define N_SPEC_KEYS ((int)(sizeof spec_keys / sizeof spec_keys[0]))
 
@@ -239,6 +239,31 @@ static void load_model(const ZgNode *sec, ZgModel *m, Seen *seen)
     }
 }
 
+/* train.device_optimizer: auto, false, or the share of the optimizer state on the device, a
+** fraction in (0, 1) (1 is offload_optimizer none, which the config says instead). */
+static void device_optimizer(const ZgNode *v, ZgModel *m)
+{
+    const char *what = "train.device_optimizer";
+    if (v->kind == ZG_NSCALAR && zg_node_is_auto(v)) { m->device_optimizer = -1; return; }
+    bool b;
+    if (v->kind == ZG_NSCALAR && (!strcmp(v->scalar, "false") || !strcmp(v->scalar, "true"))) {
+        if (zg_node_bool(v, what, &b) && !b) { m->device_optimizer = 0; return; }
+        zg_error(v->loc, "%s must be auto, false or a fraction in (0, 1), not 'true'", what);
+        zg_note(v->loc, "auto keeps on the device the leading optimizer sub-groups that fit "
+                "hardware.device_memory; 0.4 keeps about 40 %% of the state there");
+        return;
+    }
+    double x;
+    if (!zg_node_num(v, what, 0, 1, &x)) return;
+    if (x <= 0 || x >= 1) {
+        zg_error(v->loc, "%s must be auto, false or a fraction in (0, 1), not %g", what, x);
+        zg_note(v->loc, x >= 1 ? "the whole optimizer on the device is zero_optimization.offload_optimizer.device none"
+                               : "false (or leaving the key out) keeps the whole optimizer state where the config puts it");
+        return;
+    }
+    m->device_optimizer = x;
+}
+
 static void load_train(const ZgNode *sec, ZgModel *m, Seen *seen)
 {
     for (int i = 0; i < sec->n; i++) {
@@ -277,6 +302,9 @@ static void load_train(const ZgNode *sec, ZgModel *m, Seen *seen)
             bool b;
             m->loc_device_grad_accum = v->loc;
             if (zg_node_bool(v, what, &b)) m->device_grad_accum = b;
+        } else if (!strcmp(k, "device_optimizer")) {
+            m->loc_device_optimizer = v->loc;
+            device_optimizer(v, m);
         } else unknown_key("train", k, sec->key_locs[i]);
         free(what);
     }
@@ -427,6 +455,7 @@ const ZgNode *zg_spec_load(const char *path, ZgModel *m)
     m->loc_allow_tf32 = rat;
     m->loc_speculative_step = rat;
     m->loc_device_grad_accum = rat;
+    m->loc_device_optimizer = rat;
     if (root->kind != ZG_NMAP) {
         zg_error(root->loc, "a spec is a mapping (name, model, train, deepspeed, hardware), not %s",
                  zg_node_kind_name(root));

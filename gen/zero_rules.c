@@ -144,7 +144,8 @@ void zg_zero_rules(Ctx *c)
             zg_error(c->ratio_loc, "offload_optimizer.ratio %g < 1 needs ZeRO stage 3 (DeepSpeed's rule)", oo->ratio);
         else
             zg_error(c->ratio_loc, "zgen does not support offload_optimizer.ratio %g", oo->ratio);
-        zg_note(c->ratio_loc, "zgen offloads the whole optimizer state (ratio 1.0); remove the key");
+        zg_note(c->ratio_loc, "zgen offloads the whole optimizer state (ratio 1.0); remove the key (at stage 2, "
+                "the spec's train.device_optimizer keeps a share of it on the device)");
     }
     if (z->sched == ZG_SCHED_WARMUP_DECAY || z->sched == ZG_SCHED_WARMUP_COSINE) {
         if (!c->total_given) {

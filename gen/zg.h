@@ -139,6 +139,11 @@ typedef struct ZgModel {
     ** plan.c's gradient accumulation in device memory: -1 left out (zgen decides), 0 false, 1 true. */
     int device_grad_accum;
     ZgLoc loc_device_grad_accum;
+    /* Added by the split-optimizer work (spec.c): train.device_optimizer, the share of a CPU
+    ** optimizer's state that plan.c keeps on the device: 0 left out or false, -1 auto (the leading
+    ** sub-groups that fit hardware.device_memory), else a fraction in (0, 1). */
+    double device_optimizer;
+    ZgLoc loc_device_optimizer;
 } ZgModel;
 
 typedef struct ZgOffloadCfg {

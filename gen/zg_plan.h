@@ -204,7 +204,12 @@ typedef struct ZgSubGroup {
 **                      rank's part of bucket arg's accumulated sums, device "grad_acc"
 **                      -> pinned grad32 (D2H, fp32); the fused norm is summed over it.
 **                      Its row's `flat` is WAIT_REDUCE's; src and dst are both indexed
-**                      by the shard offset (the part sits at the same place in both) */
+**                      by the shard offset (the part sits at the same place in both)
+**   GRAD_KEEP          grad_keep, last micro-step, right after WAIT_REDUCE arg: the part
+**                      of the bucket's reduced sums inside this rank's device optimizer
+**                      range (the shard's [0, opt_dev_numel)) copied on the device into
+**                      "grad_keep", where that Adam reads it after the norm. Its row is
+**                      WAIT_REDUCE's with that destination (indexed by the shard offset) */
 #define ZG_E_OP(u, s) ZG_OP_##u,
 typedef enum { ZR_OP_LIST(ZG_E_OP) ZG_NOPS } ZgOpKind;
 
@@ -447,6 +452,17 @@ typedef struct ZgPlan {
                                             ** PCIe carries 4 B per owned element per step instead
                                             ** of 2 B per micro-step, and the host adds nothing */
     const char *grad_acc_why;               /* why not (plan.txt), or NULL */
+    /* Added by the split-optimizer work (plan.c, docs/PLAN.md "Part of the optimizer on the
+    ** device"). */
+    int n_sg_dev;                           /* stage 2, optimizer on the CPU: the leading
+                                            ** sub-groups whose master, m and v live on the device
+                                            ** ("master_dev", ...) and whose Adam runs there, in
+                                            ** the step list after the norm (never speculated) */
+    int64_t opt_dev_numel;                  /* their elements: the shard's [0, opt_dev_numel) */
+    bool grad_keep;                         /* one micro-step: their reduced gradients stay on the
+                                            ** device in "grad_keep" (GRAD_KEEP); with device
+                                            ** accumulation Adam reads grad_acc instead */
+    const char *opt_dev_why;                /* why none (plan.txt), or NULL */
 } ZgPlan;
 
 
@@ -490,6 +506,11 @@ bool zg_plan_host_state(const ZgZero *z);
 /* plan.c: gradient accumulation on the device applies (ZgPlan.grad_acc_dev where it fits): stage
 ** 2, offload_optimizer cpu, more than one micro-step (check.c warns from it too). */
 bool zg_plan_grad_acc_applies(const ZgZero *z);
+/* plan.c: part of the optimizer state may live on the device (train.device_optimizer): ZeRO stage
+** 2 with offload_optimizer cpu. */
+bool zg_plan_dev_opt_applies(const ZgZero *z);
+/* Is sub-group k's Adam on the device (one of the plan's leading n_sg_dev)? */
+static inline bool zg_plan_sg_on_device(const ZgPlan *p, int k) { return k >= 0 && k < p->n_sg_dev; }
 /* memplan.c: what one op row moves per rank per link, in bytes (the plan's cost sums these; the
 ** prediction times them). */
 typedef struct ZgOpBytes { int64_t net, h2d, d2h, nvme_read, nvme_write; } ZgOpBytes;

@@ -74,8 +74,9 @@ sed 's/^  world_size: 1$/  world_size: 1\n  activation_checkpointing: true/' spe
 grep -q 'activation_checkpointing: true' "$W/cfg/gpt2-124m-bf16-s2ck.yaml"
 trainer gpt2-124m-bf16-s2ck "$W/cfg/gpt2-124m-bf16-s2ck.yaml" "$W/cfg/gpt2-124m-bf16-s2.json"
 sed -e 's/^name: .*/name: gpt2_10b_l12/' -e 's/^  n_layers: 50$/  n_layers: 12/' \
-    -e 's/^  host_memory: .*/  host_memory: 120GiB/' specs/gpt2-10b-ckpt.yaml > "$W/cfg/gpt2-10b-l12.yaml"
-grep -q 'n_layers: 12' "$W/cfg/gpt2-10b-l12.yaml"
+    -e 's/^  host_memory: .*/  host_memory: 120GiB/' -e 's/^  device_optimizer: auto .*/  device_optimizer: false/' \
+    specs/gpt2-10b-ckpt.yaml > "$W/cfg/gpt2-10b-l12.yaml"
+grep -q 'n_layers: 12' "$W/cfg/gpt2-10b-l12.yaml" && grep -q 'device_optimizer: false' "$W/cfg/gpt2-10b-l12.yaml"
 python3 - specs/configs/zero_offload_tutorial_mb10.json "$W/cfg/gpt2-10b-l12.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))

@@ -26,6 +26,8 @@
 **                              device only, as the plan's cost counts it
 **   GRAD_SHIP b       d2h      (WAIT_REDUCE b's add, same stream); D2H    ev_d2h[b]
 **                              of the part's sums into grad32; the host sums the norm's part
+**   GRAD_KEEP b       d2h      (WAIT_REDUCE b, same stream); D2D of the   ev_buf_free again
+**                              device optimizer range's part into grad_keep
 ** REDUCE runs the plan's lowered row: stage 3 reduce-scatters the rank-major bucket into the
 ** device "bucket_recv_<b>" (or grad32 on the device), and only this rank's chunk crosses to the
 ** host.
@@ -382,6 +384,10 @@ static int land_take(int k, ZrOpRow *h, int64_t n)
     return j;
 }
 
+/* Where WAIT_REDUCE k found this rank's reduced sums (the hand-over row before its landing), for
+** GRAD_KEEP k, which follows it. */
+static ZrOpRow sums_at[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
+
 static void wait_reduce(const ZrOpRow *op)
 {
     int k = op->arg, host_copy = host_takes();
@@ -396,6 +402,7 @@ static void wait_reduce(const ZrOpRow *op)
     char *from = host_range(take[k].xfer != ZR_XFER_NONE ? &take[k] : l, &bytes), *host = from;
     CZ_CHECK(zr_gpu_wait(CZ.d2h, CZ.ev_reduced[k]));
     dev_take(&take[k]);
+    sums_at[k] = take[k];
     if (host_copy && bytes && take[k].xfer != ZR_XFER_NONE &&
         land_take(k, &take[k], (int64_t)(bytes / dt_bytes(take[k].src_dt))) >= 0) {
         host = tr_region_at(take[k].src, take[k].src_off, take[k].src_dt);
@@ -428,6 +435,22 @@ static void grad_ship(const ZrOpRow *op)
     pend_bytes[k] = 0;
 }
 
+/* GRAD_KEEP k (part of the optimizer on the device, one micro-step): the part of bucket k's sums
+** inside this rank's device optimizer range, copied on the d2h stream after WAIT_REDUCE k's D2H
+** read them, into grad_keep, where that Adam reads it after the norm. The bucket buffer is free
+** only after this copy: its event is recorded again (no op waits for it in between). */
+static void grad_keep(const ZrOpRow *op)
+{
+    int k = op->arg;
+    const ZrOpRow *h = &sums_at[k];
+    int64_t skip, at, n = tr_keep_range(h, &skip, &at);
+    if (n > 0)
+        CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2D, cz_dev(tr_w_at(T.grad_keep, at)),
+                             (const char *)cz_dev(tr_region_at(h->src, h->src_off, h->src_dt)) + skip * ZG_DTYPE_SIZE,
+                             (size_t)n * ZG_DTYPE_SIZE));
+    if (zg_buckets[k].buffer >= 0) CZ_CHECK(zr_gpu_record(CZ.ev_buf_free[tr_bucket_buf(k)], CZ.d2h));
+}
+
 /* End of the step's micro-steps: the host's part of every copy (reduced gradients into grad32,
 ** losses) is finished, and no copy out of host memory that the optimizer rewrites is pending.
 ** Every rank also waits for the step's reductions and their device hand-overs (the d2h stream),
@@ -455,13 +478,16 @@ void cz_flush(void)
 }
 
 /* The device-tier regions that host code writes (init, checkpoint, the host optimizer) or reads
-** (checkpoint, export): the working copy, plus the optimizer state when Adam runs on the device. */
+** (checkpoint, export): the working copy, the device's part of a CPU optimizer's state (*_dev), and
+** the whole optimizer state when Adam runs on the device. */
 static int state_regions(void **regs, int64_t *bytes)
 {
-    void *all[6] = {T.params16, T.persist, T.params_shard, T.master, T.adam_m, T.adam_v};
-    const char *names[6] = {"params16", "persist", "params_shard", "master", "adam_m", "adam_v"};
+    void *all[9] = {T.params16, T.persist, T.params_shard, T.master_dev, T.adam_m_dev, T.adam_v_dev,
+                    T.master, T.adam_m, T.adam_v};
+    const char *names[9] = {"params16", "persist", "params_shard", "master_dev", "adam_m_dev", "adam_v_dev",
+                            "master", "adam_m", "adam_v"};
     int n = 0;
-    for (int i = 0; i < (CZ.dev_opt ? 6 : 3); i++) {
+    for (int i = 0; i < (CZ.dev_opt ? 9 : 6); i++) {   /* the *_dev regions exist only on the device */
         if (!all[i] || !cz_is_dev(all[i])) continue;
         int64_t b = 0;
         for (int r = 0; r < ZG_N_REGIONS; r++)
@@ -475,8 +501,8 @@ static int state_regions(void **regs, int64_t *bytes)
 /* Device state -> shadow, before host code reads it (a checkpoint or an export). */
 void cz_pull_state(void)
 {
-    void *regs[6];
-    int64_t bytes[6];
+    void *regs[9];
+    int64_t bytes[9];
     int n = state_regions(regs, bytes);
     CZ_CHECK(zr_gpu_record(CZ.ev_compute, CZ.compute));
     CZ_CHECK(zr_gpu_wait(CZ.d2h, CZ.ev_compute));
@@ -492,8 +518,8 @@ void cz_push_params(void)
 {
     CZ_CHECK(zr_gpu_record(CZ.ev_compute, CZ.compute));
     CZ_CHECK(zr_gpu_wait(CZ.h2d, CZ.ev_compute));
-    void *regs[6];
-    int64_t bytes[6];
+    void *regs[9];
+    int64_t bytes[9];
     int n = state_regions(regs, bytes);
     for (int i = 0; i < n; i++) CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D, cz_dev(regs[i]), regs[i], (size_t)bytes[i]));
     CZ_CHECK(zr_gpu_record(CZ.ev_h2d, CZ.h2d));
@@ -585,6 +611,6 @@ const TrOps cz_ops = {
     .swap_in = param_swap_in, .gather = gather, .wait_gather = wait_gather, .release = release,
     .forward = forward, .backward = backward,
     .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce, .optimizer = spec_optimizer,
-    .grad_ship = grad_ship,
+    .grad_ship = grad_ship, .grad_keep = grad_keep,
     .batch = cz_upload_batch, .flush = cz_flush, .grads_zero = grads_zero,
 };

@@ -94,30 +94,37 @@ static void adamw(float *p, const float *g, float *m, float *v, int64_t n, CzAda
 static char *dev_home(void) { return cz_dev(tr_opt_home()); }
 
 /* One OPTIMIZER op: zr_adam_step's pieces (whole tensor pieces of the sub-group, weight decay for
-** tensors of 2+ dimensions) with zd_adamw, then the working copy rounded with convert.cu. */
+** tensors of 2+ dimensions) with zd_adamw, then the working copy rounded with convert.cu. With Adam
+** on the device its state is "master", "adam_m", "adam_v" and the gradients grad32 or "grads"; with
+** part of a CPU optimizer on the device (k < ZG_N_SG_DEV) the state is the *_dev regions (shard
+** element i at i) and the gradients are where gen put that part's copy: grad_keep (16-bit, one
+** micro-step) or the device accumulator grad_acc. */
 static void dev_optimizer(int k, float lr)
 {
     const ZrSubGroupRow *sg = &zg_subgroups[k];
     int64_t s0 = sg->shard_offset, s1 = sg->shard_offset + sg->numel;
     char *home = dev_home();
-    float *p = T.master ? (float *)cz_dev(T.master) : (float *)home;
-    float *m = cz_dev(T.adam_m), *v = cz_dev(T.adam_v);
+    int part = k < ZG_N_SG_DEV;
+    float *p = part ? (float *)cz_dev(T.master_dev) : T.master ? (float *)cz_dev(T.master) : (float *)home;
+    float *m = cz_dev(part ? T.adam_m_dev : T.adam_m), *v = cz_dev(part ? T.adam_v_dev : T.adam_v);
+    float *g32 = part ? (ZG_GRAD_KEEP ? NULL : T.grad_acc) : T.grad32;
+    void *g16 = part && ZG_GRAD_KEEP ? T.grad_keep : T.grads ? tr_w_at(T.grads, T.opt_flat0) : NULL;
     for (int t = 0; t < ZG_N_TENSORS; t++) {
         int64_t lo = T.t[t].opt_lo > s0 ? T.t[t].opt_lo : s0;
         int64_t hi = T.t[t].opt_hi < s1 ? T.t[t].opt_hi : s1;
         if (hi <= lo) continue;
         CzAdamK c = adam_consts(lr, zg_tensors[t].decay ? (float)ZG_WEIGHT_DECAY : 0.0f);
-        if (T.grad32) {
-            adamw(p + lo, (float *)cz_dev(T.grad32) + lo, m + lo, v + lo, hi - lo, c);
+        if (g32) {
+            adamw(p + lo, (float *)cz_dev(g32) + lo, m + lo, v + lo, hi - lo, c);
         } else if (!ZG_MIXED) {
-            adamw(p + lo, (float *)cz_dev(T.grads) + T.opt_flat0 + lo, m + lo, v + lo, hi - lo, c);
-        } else {                            /* 16-bit "grads": widened piece by piece into the
+            adamw(p + lo, (float *)cz_dev(g16) + lo, m + lo, v + lo, hi - lo, c);   /* fp32 "W" */
+        } else {                            /* 16-bit gradients: widened piece by piece into the
                                             ** module gradient area, free during the step */
             float *g = cz_dev(T.grad_stage);
             int64_t cap = ZG_MAX_USE_NUMEL;
             for (int64_t a = lo; a < hi; a += cap) {
                 int64_t n = hi - a < cap ? hi - a : cap;
-                cz_convert(CZ.compute, "zd_16_to_f32", g, cz_dev(tr_w_at(T.grads, T.opt_flat0 + a)), n);
+                cz_convert(CZ.compute, "zd_16_to_f32", g, cz_dev(tr_w_at(g16, a)), n);
                 adamw(p + a, g, m + a, v + a, n, c);
             }
         }
@@ -456,6 +463,13 @@ void cz_land_end(const ZrOpRow *op)
 
 void cz_host_step_op(const ZrOpRow *op, double lr)
 {
+    if (op->kind == ZR_OP_OPTIMIZER && op->arg < ZG_N_SG_DEV) {   /* this part of the state is on
+                                                                  ** the device: its Adam too */
+        CZ_CHECK(zr_gpu_record(CZ.ev_opt, CZ.d2h));   /* the kept gradients (d2h stream) are there */
+        CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_opt));
+        dev_optimizer(op->arg, (float)lr);
+        return;
+    }
     if (op->kind == ZR_OP_ALLGATHER_PARAMS && cz_dev_region(op->dst)) {
         CZ_CHECK(zr_gpu_record(CZ.ev_h2d, CZ.h2d));         /* every sub-group's update has landed */
         CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_h2d));

@@ -92,6 +92,10 @@ typedef struct Trainer {
     void *grad16;               /* ZG_GRAD16: the owned gradient shard kept 16-bit (W), or NULL */
     int64_t grad32_nvme;        /* byte offset of grad32 in the swap file (ZG_GRAD_NVME), -1 */
     float *master, *adam_m, *adam_v;   /* fp32 owned optimizer shard (NULL when on NVMe/absent) */
+    float *master_dev, *adam_m_dev, *adam_v_dev;  /* ZG_N_SG_DEV: the shard's leading
+                                ** ZG_OPT_DEV_NUMEL elements of the state, in the device tier; then
+                                ** the three above hold the shard from ZG_OPT_DEV_NUMEL on */
+    void *grad_keep;            /* ZG_GRAD_KEEP: their reduced gradients, kept on the device (W) */
     float *master_next, *adam_m_next, *adam_v_next;  /* ZG_SPECULATIVE: the speculative step's
                                 ** output; committing swaps it with the three above */
     int spec_mode;              /* train_optim.c: how OPTIMIZER runs now (TR_SPEC_*) */
@@ -211,6 +215,7 @@ typedef struct TrOps {
     TrOpFn *wait_reduce;        /* WAIT_REDUCE: the row's hand-over into grad32 */
     TrOpFn *optimizer;          /* OPTIMIZER in a micro-step list (ZG_SPECULATIVE) */
     TrOpFn *grad_ship;          /* GRAD_SHIP (ZG_GRAD_ACC_DEV): the bucket's sums into grad32 */
+    TrOpFn *grad_keep;          /* GRAD_KEEP (ZG_GRAD_KEEP): the device range's sums into grad_keep */
     void (*batch)(int micro);   /* hook: T.inputs / T.targets hold micro-step `micro`'s batch */
     void (*flush)(void);        /* hook: after the step's last micro-step and after an evaluation */
     void (*grads_zero)(void);   /* hook: start of a step, after the host accumulators are zeroed */
@@ -243,6 +248,9 @@ void tr_grad_copy_each(const ZrOpRow *op, char *buf, float *const *G, TrPut *put
 ** row's source) and the destination element (dst, in the row's destination): a flat range's part in
 ** this rank's optimizer shard, or the whole row. */
 int64_t tr_hand_over_range(const ZrOpRow *op, int64_t *skip, int64_t *dst);
+/* GRAD_KEEP's elements: tr_hand_over_range's, clipped to the device optimizer range (the shard's
+** [0, ZG_OPT_DEV_NUMEL)); dst indexes grad_keep. */
+int64_t tr_keep_range(const ZrOpRow *op, int64_t *skip, int64_t *dst);
 /* train_ops.c: the row's hand-over on the host: grad32 (+)= the W source (NVMe: through
 ** tr_grad_take's sub-group windows). */
 void tr_hand_over(const ZrOpRow *op);
@@ -264,6 +272,9 @@ void tr_spec_optimizer(const ZrOpRow *op, void (*run_op)(const ZrOpRow *op, doub
 ** redo), or only rewriting the working copy from the current master (a skipped step). */
 enum { TR_SPEC_OFF, TR_SPEC_NEXT, TR_SPEC_RESTORE };
 float *tr_opt_state_at(int part, int64_t i);  /* in-memory master (0), m (1), v (2) element i */
+/* n elements of part from shard element lo: into the state from buf (into_state 1) or out to buf
+** (a range may cross from the device's *_dev regions into the host's). */
+void tr_opt_state_copy(int part, int64_t lo, int64_t n, float *buf, int into_state);
 void tr_opt_shard_grads(float *dst);    /* this rank's owned gradient shard as fp32 */
 void tr_params_gather(void);            /* all-gather the working copy from the owned parts */
 /* The step rule every backend runs (train_optim.c): all-reduce of {owned(), loss}, fp16 scaler,

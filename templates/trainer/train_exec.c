@@ -100,6 +100,13 @@ int64_t tr_hand_over_range(const ZrOpRow *op, int64_t *skip, int64_t *dst)
     return b > a ? b - a : 0;
 }
 
+int64_t tr_keep_range(const ZrOpRow *op, int64_t *skip, int64_t *dst)
+{
+    int64_t n = tr_hand_over_range(op, skip, dst);
+    if (*dst >= ZG_OPT_DEV_NUMEL) return 0;
+    return *dst + n > ZG_OPT_DEV_NUMEL ? ZG_OPT_DEV_NUMEL - *dst : n;
+}
+
 /* ---------------------------------------------------------------------- the loop */
 /* Tracing: one span per op, on the track of what it waits for or runs. */
 static void run_op(const TrOps *ops, const ZrOpRow *op)
@@ -162,6 +169,11 @@ static void run_op(const TrOps *ops, const ZrOpRow *op)
         if (!train) break;
         ops->grad_ship(op);
         tr_span(ZR_TRACK_COMM, "gradient sums D2H", t0);
+        break;
+    case ZR_OP_GRAD_KEEP:
+        if (!train) break;
+        ops->grad_keep(op);
+        tr_span(ZR_TRACK_COMPUTE, "gradients kept", t0);
         break;
     case ZR_OP_OPTIMIZER:       /* the speculative step (gen/plan.c): the trace span is Adam's own */
         if (!train) break;

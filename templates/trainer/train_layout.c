@@ -285,6 +285,13 @@ void tr_layout_init(void)
     T.master = region("master", &T.master_nvme, NULL);
     T.adam_m = region("adam_m", &T.adam_m_nvme, NULL);
     T.adam_v = region("adam_v", &T.adam_v_nvme, NULL);
+    T.master_dev = region("master_dev", NULL, NULL);
+    T.adam_m_dev = region("adam_m_dev", NULL, NULL);
+    T.adam_v_dev = region("adam_v_dev", NULL, NULL);
+    T.grad_keep = region("grad_keep", NULL, NULL);
+    if (ZG_N_SG_DEV > 0 && (!T.master_dev || !T.adam_m_dev || !T.adam_v_dev || !T.master ||
+                            (ZG_GRAD_KEEP ? !T.grad_keep : !T.grad_acc)))
+        tr_die("the plan keeps part of the optimizer on the device without its regions");
     T.master_next = region("master_next", NULL, NULL);
     T.adam_m_next = region("adam_m_next", NULL, NULL);
     T.adam_v_next = region("adam_v_next", NULL, NULL);

@@ -335,6 +335,16 @@ void tr_grad_ship(const ZrOpRow *op, int copy)
 
 static void host_grad_ship(const ZrOpRow *op) { tr_grad_ship(op, 1); }
 
+/* GRAD_KEEP: the device range's part of the bucket's sums, a W copy (the reduction is done: the
+** WAIT_REDUCE before it waited for it). */
+static void grad_keep(const ZrOpRow *op)
+{
+    int64_t skip, at, n = tr_keep_range(op, &skip, &at);
+    if (n <= 0) return;
+    memcpy(tr_w_at(T.grad_keep, at), (const char *)tr_region_at(op->src, op->src_off, op->src_dt) + skip * ZG_DTYPE_SIZE,
+           (size_t)n * ZG_DTYPE_SIZE);
+}
+
 static void host_spec_optimizer(const ZrOpRow *op) { tr_spec_optimizer(op, tr_step_op); }
 
 /* NONE: the reduction already landed in grad32, or there is no grad32. */
@@ -350,5 +360,5 @@ const TrOps tr_host_ops = {
     .swap_in = param_swap_in, .gather = gather, .wait_gather = wait_gather, .release = release,
     .forward = forward, .backward = backward,
     .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce,
-    .optimizer = host_spec_optimizer, .grad_ship = host_grad_ship,
+    .optimizer = host_spec_optimizer, .grad_ship = host_grad_ship, .grad_keep = grad_keep,
 };

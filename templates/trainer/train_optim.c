@@ -40,11 +40,16 @@ void *tr_opt_home(void)
 /* The working-precision home of opt-shard element i (NULL + i when it is on NVMe). */
 static void *home_at(int64_t i) { return tr_w_at(tr_opt_home(), i); }
 
-/* fp32 master of opt-shard element i when it lives in memory: "master", or with fp32 and no
-** offload the working parameters themselves. */
+/* Part of the optimizer on the device (ZG_N_SG_DEV, gen/plan.c): the host's state regions hold the
+** shard from ZG_OPT_DEV_NUMEL on, so shard element i (i >= ZG_OPT_DEV_NUMEL) is their element
+** i - ZG_OPT_DEV_NUMEL; these bases are indexed by the shard element, as the device's *_dev are. */
+static float *host_base(float *region) { return region ? region - ZG_OPT_DEV_NUMEL : NULL; }
+
+/* fp32 master of opt-shard element i (i >= ZG_OPT_DEV_NUMEL) when it lives in memory: "master", or
+** with fp32 and no offload the working parameters themselves. */
 static float *master_at(int64_t i)
 {
-    if (T.master) return T.master + i;
+    if (T.master) return host_base(T.master) + i;
     if (T.master_nvme >= 0) return NULL;
     return (float *)home_at(i);
 }
@@ -239,8 +244,10 @@ static void optimizer(int k, double lr)
         int b = sg_buffer(k);
         wait_buf(b);
         p = T.master_buf[b] - s0; m = T.adam_m; v = T.adam_v;
+    } else if (k < ZG_N_SG_DEV) {         /* the device's part (train-cuda runs it there itself) */
+        p = T.master_dev; m = T.adam_m_dev; v = T.adam_v_dev;
     } else {
-        p = master_at(0); m = T.adam_m; v = T.adam_v;
+        p = master_at(0); m = host_base(T.adam_m); v = host_base(T.adam_v);
     }
     /* 16-bit copy of the result: straight to its home, or to the NVMe write-back buffer */
     int separate = T.master || T.master_nvme >= 0;
@@ -261,7 +268,8 @@ static void optimizer(int k, double lr)
     /* where the update goes: in place, or the speculative step's second copy (whose working copy
     ** then comes from that copy's master) */
     int next = T.spec_mode == TR_SPEC_NEXT;
-    float *out[3] = {next ? T.master_next : p, next ? T.adam_m_next : m, next ? T.adam_v_next : v};
+    float *out[3] = {next ? host_base(T.master_next) : p, next ? host_base(T.adam_m_next) : m,
+                     next ? host_base(T.adam_v_next) : v};
     for (int t = 0; t < ZG_N_TENSORS; t++) {
         int64_t lo = T.t[t].opt_lo > s0 ? T.t[t].opt_lo : s0;
         int64_t hi = T.t[t].opt_hi < s1 ? T.t[t].opt_hi : s1;
@@ -273,6 +281,10 @@ static void optimizer(int k, double lr)
         }
         ZrDtype gdt = ZR_DT_FP32;
         const void *g = gnv ? gnv + lo : grad_at(lo, &gdt);
+        if (k < ZG_N_SG_DEV) {                /* the device's copy of its gradients */
+            gdt = ZG_GRAD_KEEP ? (ZrDtype)ZG_DTYPE : ZR_DT_FP32;
+            g = ZG_GRAD_KEEP ? tr_w_at(T.grad_keep, lo) : (const void *)(T.grad_acc + lo);
+        }
         c.weight_decay = zg_tensors[t].decay ? (float)ZG_WEIGHT_DECAY : 0.0f;
         char *p16 = ZG_MIXED && home ? home + lo * ZG_DTYPE_SIZE : NULL;
         adam_piece(&c, p + lo, m + lo, v + lo, out[0] + lo, out[1] + lo, out[2] + lo, g, gdt, p16, hi - lo);
@@ -494,7 +506,7 @@ static void spec_rerun(int mode, double lr, void (*run_op)(const ZrOpRow *op, do
 
 static int spec_settle(double (*owned)(void), void (*run_op)(const ZrOpRow *op, double lr))
 {
-    for (int k = 0; k < ZG_N_SUBGROUPS; k++)
+    for (int k = ZG_N_SG_DEV; k < ZG_N_SUBGROUPS; k++)     /* the device's run in the step list */
         if (!spec_done[k]) tr_die("internal: sub-group %d had no speculative update this step", k);
     memset(spec_done, 0, sizeof spec_done);
     float guessed = spec_grad_scale();
@@ -545,8 +557,22 @@ void tr_optim_step(void) { tr_optim_step_with(tr_step_op); }
 /* ---------------------------------------------------------------------- whole-shard access */
 float *tr_opt_state_at(int part, int64_t i)
 {
+    if (i < ZG_OPT_DEV_NUMEL) return (part == 0 ? T.master_dev : part == 1 ? T.adam_m_dev : T.adam_v_dev) + i;
     if (part == 0) return master_at(i);
-    return (part == 1 ? T.adam_m : T.adam_v) + i;
+    return host_base(part == 1 ? T.adam_m : T.adam_v) + i;
+}
+
+void tr_opt_state_copy(int part, int64_t lo, int64_t n, float *buf, int into_state)
+{
+    while (n > 0) {         /* a range across ZG_OPT_DEV_NUMEL is two runs */
+        int64_t run = lo < ZG_OPT_DEV_NUMEL && lo + n > ZG_OPT_DEV_NUMEL ? ZG_OPT_DEV_NUMEL - lo : n;
+        float *at = tr_opt_state_at(part, lo);
+        if (into_state) memcpy(at, buf, (size_t)run * 4);
+        else memcpy(buf, at, (size_t)run * 4);
+        lo += run;
+        buf += run;
+        n -= run;
+    }
 }
 
 void tr_opt_shard_grads(float *dst)

@@ -36,7 +36,7 @@ void tr_state_load(TrFill *fill, void *ctx)
         for (int64_t lo = 0; lo < T.opt_numel; lo += chunk) {
             int64_t n = T.opt_numel - lo < chunk ? T.opt_numel - lo : chunk;
             fill(part, lo, n, buf, ctx);
-            if (mem) memcpy(mem + lo, buf, (size_t)n * 4);
+            if (mem) tr_opt_state_copy(part, lo, n, buf, 1);
             else if (nv >= 0) tr_nvme_rw(1, buf, n * 4, nv + lo * 4);
             if (part != 0) continue;
             /* the working copy: rounded (or copied) from the master */
@@ -63,7 +63,7 @@ void tr_state_store(TrSink *sink, void *ctx)
         for (int64_t lo = 0; lo < T.opt_numel; lo += chunk) {
             int64_t n = T.opt_numel - lo < chunk ? T.opt_numel - lo : chunk;
             if (nv >= 0) tr_nvme_rw(0, buf, n * 4, nv + lo * 4);
-            else memcpy(buf, tr_opt_state_at(part, lo), (size_t)n * 4);
+            else tr_opt_state_copy(part, lo, n, buf, 0);
             sink(part, lo, n, buf, ctx);
         }
     }

@@ -191,8 +191,13 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
                       shipped[a] == 0, "%s op %d: GRAD_SHIP of bucket %d out of place", what, i, a);
             shipped[a]++;
             break;
+        case ZG_OP_GRAD_KEEP:      /* part of the optimizer on the device: last list, right after WAIT_REDUCE */
+            ZT_CHECKM(p->grad_keep && ops == p->sched.last && i > 0 && ops[i - 1].kind == ZG_OP_WAIT_REDUCE &&
+                      ops[i - 1].arg == a, "%s op %d: GRAD_KEEP of bucket %d out of place", what, i, a);
+            break;
         case ZG_OP_OPTIMIZER: {    /* the speculative step: last list only, gradients final on every rank */
             ZT_CHECKM(p->speculative && ops == p->sched.last, "%s op %d: OPTIMIZER in a micro-step", what, i);
+            ZT_CHECKM(!zg_plan_sg_on_device(p, a), "%s op %d: the device's sub-group %d speculated", what, i, a);
             const ZgSubGroup *sg = &p->subgroups[a];
             for (int k = 0; k < K; k++)
                 for (int r = 0; r < p->model->world_size; r++) {
@@ -210,7 +215,7 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
             ZT_CHECKM(0, "%s op %d: %s in a micro-step", what, i, zg_op_name(o->kind));
         }
     }
-    ZT_CHECKM(s.spec_opt == (p->speculative && ops == p->sched.last ? p->n_subgroups : 0),
+    ZT_CHECKM(s.spec_opt == (p->speculative && ops == p->sched.last ? p->n_subgroups - p->n_sg_dev : 0),
               "%s: %d speculative OPTIMIZER ops", what, s.spec_opt);
     ZT_CHECKM(s.fwd_next == M && s.bwd_next == -1, "%s: not every module ran", what);
     /* every block but the last is recomputed once with checkpointing, none without */
@@ -599,6 +604,113 @@ static int region_index(const ZgPlan *p, const char *name)
 ** plan's D2H is one fp32 copy of the owned part where it was one 16-bit copy per micro-step;
 ** train.device_grad_accum false turns it off, a declared device memory it would overflow drops it
 ** (the plan then fits), and asked for (true) there it makes the plan refuse. */
+/* Part of a CPU optimizer on the device (train.device_optimizer): the leading sub-groups' state in
+** device regions, the rest in the host's, their Adam in the step list reading the gradients the
+** device kept (GRAD_KEEP after each WAIT_REDUCE that holds some) or accumulated; auto takes what
+** fits hardware.device_memory. */
+static void t_device_optimizer(void)
+{
+    ZgModel m;
+    ZgZero z;
+    int ws = 2;
+    shape(&m, 97, 16, 24, 3, 2, ws);
+    config(&z, 2, ws);
+    z.dtype = ZG_DTYPE_BF16;
+    z.sub_group_size = 700;
+    z.offload_optimizer.device = ZG_OFFLOAD_CPU;
+    ZgPlan *h = plan(&m, &z);             /* all of it on the host */
+    m.device_optimizer = 0.5;
+    ZgPlan *p = plan(&m, &z);
+    ZT_CHECK(h && p && h->n_sg_dev == 0 && p->n_subgroups > 2);
+    if (!h || !p) return;
+    /* the share rounded down to whole leading sub-groups */
+    int64_t O = p->shard.opt_numel, D = p->opt_dev_numel, sum = 0;
+    for (int k = 0; k < p->n_sg_dev; k++) sum += p->subgroups[k].numel;
+    ZT_CHECK(p->n_sg_dev > 0 && p->n_sg_dev < p->n_subgroups && sum == D && 2 * D <= O &&
+             2 * (D + p->subgroups[p->n_sg_dev].numel) > O && p->grad_keep);
+    const char *dev[] = {"master_dev", "adam_m_dev", "adam_v_dev"}, *host[] = {"master", "adam_m", "adam_v",
+                                                                            "master_next", "adam_m_next", "adam_v_next"};
+    for (int i = 0; i < 3; i++) {
+        int r = region_index(p, dev[i]);
+        ZT_CHECK(r >= 0 && p->mem.regions[r].tier == ZG_TIER_DEVICE && p->mem.regions[r].bytes == D * 4);
+    }
+    for (int i = 0; i < 6; i++) {
+        int r = region_index(p, host[i]);
+        ZT_CHECK(r >= 0 && p->mem.regions[r].tier == ZG_TIER_PINNED && p->mem.regions[r].bytes == (O - D) * 4);
+    }
+    int keep = region_index(p, "grad_keep"), m0 = region_index(p, "master");
+    ZT_CHECK(keep >= 0 && p->mem.regions[keep].tier == ZG_TIER_DEVICE && p->mem.regions[keep].bytes == D * 2);
+    zg_lower_build(p);
+    int dev_opt = 0, host_opt = 0, keeps = 0;
+    for (int i = 0; i < p->sched.n_step; i++) {
+        const ZgOp *o = &p->sched.step[i];
+        if (o->kind != ZG_OP_OPTIMIZER) continue;
+        dev_opt++;
+        ZT_CHECK(zg_plan_sg_on_device(p, o->arg) && o->stream == ZG_STREAM_COMPUTE && o->src == keep &&
+                 o->dst == region_index(p, "master_dev") && o->src_off == p->subgroups[o->arg].shard_offset);
+    }
+    for (int i = 0; i < p->sched.n_last; i++) {
+        const ZgOp *o = &p->sched.last[i];
+        if (o->kind == ZG_OP_OPTIMIZER) {
+            host_opt++;
+            ZT_CHECK(o->stream == ZG_STREAM_HOST && o->dst == m0 &&
+                     o->dst_off == p->subgroups[o->arg].shard_offset - D);   /* "master" starts at D */
+        }
+        if (o->kind != ZG_OP_GRAD_KEEP) continue;
+        keeps++;
+        const ZgBucket *b = &p->buckets[o->arg];
+        ZT_CHECK(o->dst == keep && o->flat == b->flat_offset && o->count == b->numel);
+        /* only where some rank's device range meets the bucket */
+        bool meets = false;
+        for (int r = 0; r < ws; r++)
+            meets |= r * p->shard.opt_flat_stride < b->flat_offset + b->numel &&
+                     b->flat_offset < r * p->shard.opt_flat_stride + D;
+        ZT_CHECK(meets);
+    }
+    ZT_EQ_INT(dev_opt, p->n_sg_dev);
+    ZT_EQ_INT(host_opt, p->n_subgroups - p->n_sg_dev);
+    ZT_CHECK(keeps > 0);
+    /* the device's updates do not cross PCIe */
+    ZT_EQ_INT(h->cost.h2d_bytes - p->cost.h2d_bytes, D * 2);
+
+    /* auto: exactly what fits; one byte less, one sub-group fewer; nothing left, none */
+    m.device_optimizer = -1;
+    int64_t want = 2;
+    m.device_memory = zg_mem_device_need(h) + (p->subgroups[0].numel + p->subgroups[1].numel) * (12 + 2) + 4096;
+    ZgPlan *a = plan(&m, &z);
+    ZT_CHECK(a && a->n_sg_dev <= want && a->n_sg_dev >= 1 && zg_mem_device_need(a) <= m.device_memory);
+    m.device_memory = zg_mem_device_need(h);
+    ZgPlan *a0 = plan(&m, &z);
+    ZT_CHECK(a0 && a0->n_sg_dev == 0 && a0->opt_dev_why && strstr(a0->opt_dev_why, "device_memory"));
+
+    /* several micro-steps: Adam reads the device accumulator; without it, none */
+    m.device_memory = 0;
+    m.device_optimizer = 0.5;
+    z.grad_accum = 2;
+    z.train_batch_size = 2 * ws;
+    ZgPlan *g = plan(&m, &z);
+    ZT_CHECK(g && g->grad_acc_dev && g->n_sg_dev > 0 && !g->grad_keep && region_index(g, "grad_keep") < 0);
+    if (g) {
+        zg_lower_build(g);
+        for (int i = 0; i < g->sched.n_step; i++)
+            if (g->sched.step[i].kind == ZG_OP_OPTIMIZER)
+                ZT_CHECK(g->sched.step[i].src == region_index(g, "grad_acc") &&
+                         g->sched.step[i].src_dt == ZG_DTYPE_FP32);
+    }
+    m.device_grad_accum = 0;
+    ZgPlan *g0 = plan(&m, &z);
+    ZT_CHECK(g0 && g0->n_sg_dev == 0 && g0->opt_dev_why && strstr(g0->opt_dev_why, "on the host"));
+    m.device_grad_accum = -1;
+    /* a share below the first sub-group, and stage 3: none, and plan.txt's reason */
+    m.device_optimizer = 1e-6;
+    ZgPlan *t = plan(&m, &z);
+    ZT_CHECK(t && t->n_sg_dev == 0 && t->opt_dev_why && strstr(t->opt_dev_why, "first sub-group"));
+    m.device_optimizer = 0.5;
+    z.stage = 3;
+    ZgPlan *s3 = plan(&m, &z);
+    ZT_CHECK(s3 && s3->n_sg_dev == 0 && region_index(s3, "master_dev") < 0);
+}
+
 static void t_device_grad_accum(void)
 {
     ZgModel m;
@@ -1066,6 +1178,7 @@ int main(void)
     ZT_RUN(t_regions_by_config);
     ZT_RUN(t_bucket_recv);
     ZT_RUN(t_device_grad_accum);
+    ZT_RUN(t_device_optimizer);
     ZT_RUN(t_act_ckpt);
     ZT_RUN(t_fit_refusal);
     ZT_RUN(t_host_refusal);

@@ -151,6 +151,7 @@ static void t_shapes(void)
     ZT_EQ_INT(z.dtype, ZG_DTYPE_FP16);
     ZT_EQ_INT(m.device_memory, 80LL << 30);
     ZT_EQ_INT(z.grad_accum, 10);                     /* global batch 10 = 1 x 10 x 1 */
+    ZT_CHECK(m.device_optimizer == -1);              /* train.device_optimizer: auto */
 
     run("specs/gpt3-175b.yaml", NULL, &m, &z);
     ZT_CHECK(m.d_model == 12288 && m.n_layers == 96 && m.n_heads == 96 && m.context == 2048);

@@ -31,7 +31,7 @@ run() {
   cat >"$d/spec.yaml" <<EOF
 name: sp
 model: {arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 2, n_heads: 2, d_ff: 80}
-train: {seq_len: 16, world_size: $ws, seed: 7, speculative_step: $spec}
+train: {seq_len: 16, world_size: $ws, seed: 7, speculative_step: $spec, device_optimizer: ${DEVOPT:-false}}
 deepspeed: ds.json
 EOF
   cat >"$d/ds.json" <<EOF
@@ -106,6 +106,72 @@ pair16() {
 }
 pair16 "one micro-step, bf16, grad16"
 CUDA=1 pair16 "train-cuda-emu: one micro-step, bf16, grad16"
+
+# Part of the CPU optimizer on the device (train.device_optimizer, gen/plan.c): the leading
+# sub-groups' state in device regions, their Adam in the step list after the norm (never
+# speculated), their gradients kept on the device (GRAD_KEEP, one micro-step) or read from the
+# device accumulator (several). Against the whole state on the host: the same losses, norms and
+# weights, through kept, redone and undone steps, on both trainers.
+pairdev() {
+  local name=$1 stage=$2 ws=$3 prec=$4 clip=$5 spec=$6
+  if ! DEVOPT=0.5 run "$name-dev" "$stage" "$ws" "$prec" "$clip" "$spec" ||
+     ! run "$name-host" "$stage" "$ws" "$prec" "$clip" "$spec"; then
+    fail "$name" "a run failed"; return
+  fi
+  if ! grep -q '^part of the optimizer on the device: sub-groups 0\.\.' "$tmp/$name-dev/out/plan.txt"; then
+    fail "$name" "the plan keeps nothing of the optimizer on the device"; return
+  fi
+  if ! cmp -s <(numbers "$name-dev") <(numbers "$name-host"); then fail "$name" "losses or norms differ"; return; fi
+  if ! cmp -s "$tmp/$name-dev/w.safetensors" "$tmp/$name-host/w.safetensors"; then fail "$name" "weights differ"; return; fi
+  ok "$name: part of the optimizer on the device ($(outcomes "$name-dev")) = all on the host, bit for bit"
+}
+GAS=1 pairdev "device optimizer: 1 rank, bf16, one micro-step, clips" 2 1 bf16 1e-3 true
+pairdev "device optimizer: 2 ranks, fp16, accumulated, overflows" 2 2 fp16 1e6 true
+pairdev "device optimizer: 1 rank, fp32, no speculation" 2 1 fp32 1.0 false
+CUDA=1 GAS=1 pairdev "train-cuda-emu: device optimizer, 2 ranks, bf16, one micro-step" 2 2 bf16 1.0 true
+CUDA=1 pairdev "train-cuda-emu: device optimizer, 1 rank, fp16, accumulated, overflows" 2 1 fp16 1e6 true
+
+# its state goes through the checkpoint: saved at step 3 by the split plan (train-cuda-emu: pulled
+# from the device), resumed to step 6 by the plan with all of it on the host: the uninterrupted
+# split run's weights
+d="$tmp/devck"
+emu() { mpirun -np 1 "$1/out/train-cuda-emu" --data "$tmp/corpus.bin" --threads 1 --quiet "${@:2}"; }
+if CUDA=1 GAS=1 DEVOPT=0.5 run devck 2 1 bf16 1.0 true && CUDA=1 GAS=1 run devck-host 2 1 bf16 1.0 true &&
+   emu "$d" --steps 3 --save "$d/ck" >"$d/save.log" 2>&1 &&
+   emu "$tmp/devck-host" --steps 6 --resume "$d/ck" --export "$d/resumed.safetensors" >"$d/resume.log" 2>&1 &&
+   cmp -s "$d/resumed.safetensors" "$d/w.safetensors"; then
+  ok "device optimizer state through a checkpoint: saved split, resumed all on the host, the same weights"
+else
+  fail "device optimizer checkpoint" "$(tail -3 "$d/save.log" "$d/resume.log" 2>/dev/null)"
+fi
+dd="$tmp/device optimizer: 1 rank, bf16, one micro-step, clips-dev"
+check "GRAD_KEEP after WAIT_REDUCE, the device's OPTIMIZER in the step list, the host's in the last micro-step" \
+  "$PY" -c '
+import json, sys
+s = json.load(open(sys.argv[1] + "/out/plan.json"))["schedule"]
+n = json.load(open(sys.argv[1] + "/out/plan.json"))["partition"]["placement"]["device_optimizer_subgroups"]
+step = [o[1] for o in s["step"] if o[0] == "OPTIMIZER"]
+last = [o[1] for o in s["last"] if o[0] == "OPTIMIZER"]
+keep = [i for i, o in enumerate(s["last"]) if o[0] == "GRAD_KEEP"]
+ok = n > 0 and sorted(step) == list(range(n)) and last and min(last) == n and keep and \
+     all(s["last"][i - 1][0] == "WAIT_REDUCE" and s["last"][i - 1][1] == s["last"][i][1] for i in keep)
+sys.exit(0 if ok else 1)' "$dd"
+cat >"$tmp/dev_bad.yaml" <<EOF
+name: sp
+model: {arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 2, n_heads: 2, d_ff: 80}
+train:
+  seq_len: 16
+  device_optimizer: 1.5
+deepspeed: $tmp/devck/ds.json
+EOF
+w=$(bin/zgen "$tmp/dev_bad.yaml" -o "$tmp/devbad" 2>&1)
+check "device_optimizer 1.5: an error at its line" grep -q "dev_bad.yaml:5:21: error: train.device_optimizer must be" <<<"$w"
+sed -i 's/device_optimizer: 1.5/device_optimizer: auto/; s/seq_len: 16/seq_len: 16\n  world_size: 1/' "$tmp/dev_bad.yaml"
+sed 's/"stage": 2/"stage": 3/' "$tmp/devck/ds.json" >"$tmp/ds3.json"
+sed -i "s#deepspeed: .*#deepspeed: $tmp/ds3.json#" "$tmp/dev_bad.yaml"
+w=$(bin/zgen "$tmp/dev_bad.yaml" -o "$tmp/devbad" 2>&1)
+check "device_optimizer at stage 3: a warning at its line" \
+  grep -q "dev_bad.yaml:6:21: warning: train.device_optimizer has no effect in this plan" <<<"$w"
 
 # the plan says it, and the list shows it
 d="$tmp/stage 2, 1 rank, bf16, never clips"
