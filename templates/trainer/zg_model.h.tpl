@@ -162,7 +162,7 @@
 #define ZG_NORM_FUSED                   ${cfmt.bool(plan.norm_fused)}  /* the norm summed per bucket in the last hand-over (gen/plan.c) */
 #define ZG_GRAD_ACC_DEV                 ${cfmt.bool(plan.grad_acc_dev)}  /* WAIT_REDUCE adds into the device grad_acc; the last micro-step's GRAD_SHIP brings the sums to grad32 and sums the norm (gen/plan.c) */
 #define ZG_N_SG_DEV                     ${cfmt.int(plan.n_sg_dev)}  /* the leading sub-groups whose master, m, v live on the device and whose Adam runs there (gen/plan.c) */
-#define ZG_OPT_DEV_NUMEL                ${cfmt.int(plan.opt_dev_numel)}  /* their elements: the shard's [0, ZG_OPT_DEV_NUMEL); the host regions hold the rest */
+#define ZG_OPT_DEV_NUMEL                ${cfmt.i64(plan.opt_dev_numel)}  /* their elements: the shard's [0, ZG_OPT_DEV_NUMEL); the host regions hold the rest */
 #define ZG_GRAD_KEEP                    ${cfmt.bool(plan.grad_keep)}  /* GRAD_KEEP copies their reduced gradients into the device grad_keep */
 #define ZG_GRAD_NVME                    ${cfmt.bool(plan.grad_nvme)}  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
 #define ZG_SG_ALIGN                     ${cfmt.i64(plan.sg_align)}

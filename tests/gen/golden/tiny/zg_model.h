@@ -146,7 +146,7 @@
 #define ZG_NORM_FUSED                   0  /* the norm summed per bucket in the last hand-over (gen/plan.c) */
 #define ZG_GRAD_ACC_DEV                 0  /* WAIT_REDUCE adds into the device grad_acc; the last micro-step's GRAD_SHIP brings the sums to grad32 and sums the norm (gen/plan.c) */
 #define ZG_N_SG_DEV                     0  /* the leading sub-groups whose master, m, v live on the device and whose Adam runs there (gen/plan.c) */
-#define ZG_OPT_DEV_NUMEL                0  /* their elements: the shard's [0, ZG_OPT_DEV_NUMEL); the host regions hold the rest */
+#define ZG_OPT_DEV_NUMEL                INT64_C(0)  /* their elements: the shard's [0, ZG_OPT_DEV_NUMEL); the host regions hold the rest */
 #define ZG_GRAD_KEEP                    0  /* GRAD_KEEP copies their reduced gradients into the device grad_keep */
 #define ZG_GRAD_NVME                    1  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
 #define ZG_SG_ALIGN                     INT64_C(524288)
