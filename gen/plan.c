@@ -283,6 +283,15 @@ static void decide_speculative(ZgPlan *p)
                 : "train.speculative_step is false";
 }
 
+/* The plan's device optimizer part: its first k sub-groups, and what follows from that. */
+static void set_dev_opt(ZgPlan *p, int k)
+{
+    p->n_sg_dev = k;
+    p->opt_dev_numel = 0;
+    for (int i = 0; i < k; i++) p->opt_dev_numel += p->subgroups[i].numel;
+    p->grad_keep = k > 0 && p->zero->grad_accum <= 1;
+}
+
 static void make_subgroups(ZgPlan *p)
 {
     const ZgZero *z = p->zero;
@@ -305,9 +314,7 @@ static void make_subgroups(ZgPlan *p)
     p->adam_device = z->offload_optimizer.device == ZG_OFFLOAD_NONE &&
                      (z->stage < 3 || z->offload_param.device == ZG_OFFLOAD_NONE);
     decide_speculative(p);
-    p->n_sg_dev = 0;                  /* place_dev_opt decides, once the rest of the plan is built */
-    p->opt_dev_numel = 0;
-    p->grad_keep = false;
+    set_dev_opt(p, 0);                /* place_dev_opt decides, once the rest of the plan is built */
     p->sg_swap = opt_nvme ? ZG_SWAP_OPTIMIZER
                : z->stage == 3 && par_nvme && z->dtype == ZG_DTYPE_FP32 &&
                  z->offload_optimizer.device == ZG_OFFLOAD_NONE ? ZG_SWAP_PARAMS : ZG_SWAP_NONE;
@@ -435,14 +442,6 @@ static bool fit_grad_acc(ZgPlan *p)
 ** share of the shard's elements rounded down to whole sub-groups, or (auto) as many as fit
 ** hardware.device_memory beside the rest of the plan. At least one sub-group stays on the host (all
 ** of it on the device is offload_optimizer none). true when it placed some (replan). */
-static void set_dev_opt(ZgPlan *p, int k)
-{
-    p->n_sg_dev = k;
-    p->opt_dev_numel = 0;
-    for (int i = 0; i < k; i++) p->opt_dev_numel += p->subgroups[i].numel;
-    p->grad_keep = k > 0 && p->zero->grad_accum <= 1;
-}
-
 static bool place_dev_opt(ZgPlan *p)
 {
     const ZgModel *m = p->model;

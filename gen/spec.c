@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAX_PARAMS 1e14         /* 100T parameters: x 18 bytes x 1024 ranks still fits int64 */
 #define MAX_VOCAB (1 << 24)     /* token ids are int32 in the 32-bit token files; fp32-exact */
@@ -246,9 +247,10 @@ static void device_optimizer(const ZgNode *v, ZgModel *m)
     const char *what = "train.device_optimizer";
     if (v->kind == ZG_NSCALAR && zg_node_is_auto(v)) { m->device_optimizer = -1; return; }
     bool b;
-    if (v->kind == ZG_NSCALAR && (!strcmp(v->scalar, "false") || !strcmp(v->scalar, "true"))) {
-        if (zg_node_bool(v, what, &b) && !b) { m->device_optimizer = 0; return; }
-        zg_error(v->loc, "%s must be auto, false or a fraction in (0, 1), not 'true'", what);
+    if (v->kind == ZG_NSCALAR && (!strcasecmp(v->scalar, "false") || !strcasecmp(v->scalar, "true"))) {
+        if (!zg_node_bool(v, what, &b)) return;
+        if (!b) { m->device_optimizer = 0; return; }
+        zg_error(v->loc, "%s must be auto, false or a fraction in (0, 1), not '%s'", what, v->scalar);
         zg_note(v->loc, "auto keeps on the device the leading optimizer sub-groups that fit "
                 "hardware.device_memory; 0.4 keeps about 40 %% of the state there");
         return;

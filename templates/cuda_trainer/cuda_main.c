@@ -97,18 +97,20 @@ static char *dev_home(void) { return cz_dev(tr_opt_home()); }
 ** tensors of 2+ dimensions) with zd_adamw, then the working copy rounded with convert.cu. With Adam
 ** on the device its state is "master", "adam_m", "adam_v" and the gradients grad32 or "grads"; with
 ** part of a CPU optimizer on the device (k < ZG_N_SG_DEV) the state is the *_dev regions (shard
-** element i at i) and the gradients are where gen put that part's copy: grad_keep (16-bit, one
-** micro-step) or the device accumulator grad_acc. */
-static void dev_optimizer(int k, float lr)
+** element i at i) and the gradients are the row's source: grad_keep (16-bit, one micro-step) or the
+** device accumulator grad_acc (fp32). */
+static void dev_optimizer(const ZrOpRow *op, float lr)
 {
+    int k = op->arg;
     const ZrSubGroupRow *sg = &zg_subgroups[k];
     int64_t s0 = sg->shard_offset, s1 = sg->shard_offset + sg->numel;
     char *home = dev_home();
     int part = k < ZG_N_SG_DEV;
     float *p = part ? (float *)cz_dev(T.master_dev) : T.master ? (float *)cz_dev(T.master) : (float *)home;
     float *m = cz_dev(part ? T.adam_m_dev : T.adam_m), *v = cz_dev(part ? T.adam_v_dev : T.adam_v);
-    float *g32 = part ? (ZG_GRAD_KEEP ? NULL : T.grad_acc) : T.grad32;
-    void *g16 = part && ZG_GRAD_KEEP ? T.grad_keep : T.grads ? tr_w_at(T.grads, T.opt_flat0) : NULL;
+    void *src = part ? tr_region_at(op->src, 0, op->src_dt) : NULL;
+    float *g32 = part ? (op->src_dt == ZR_DT_FP32 ? src : NULL) : T.grad32;
+    void *g16 = part ? src : T.grads ? tr_w_at(T.grads, T.opt_flat0) : NULL;
     for (int t = 0; t < ZG_N_TENSORS; t++) {
         int64_t lo = T.t[t].opt_lo > s0 ? T.t[t].opt_lo : s0;
         int64_t hi = T.t[t].opt_hi < s1 ? T.t[t].opt_hi : s1;
@@ -269,7 +271,7 @@ static double dev_owned_sumsq(void)
 ** when nothing of its state is on NVMe). */
 static void dev_step_op(const ZrOpRow *op, double lr)
 {
-    if (op->kind == ZR_OP_OPTIMIZER) dev_optimizer(op->arg, (float)lr);
+    if (op->kind == ZR_OP_OPTIMIZER) dev_optimizer(op, (float)lr);
     else if (op->kind == ZR_OP_ALLGATHER_PARAMS) dev_allgather(op);
     else if (op->kind != ZR_OP_SWAP_IN && op->kind != ZR_OP_SWAP_OUT)
         tr_die("op kind %d in the optimizer step list", op->kind);
@@ -467,7 +469,7 @@ void cz_host_step_op(const ZrOpRow *op, double lr)
                                                                   ** the device: its Adam too */
         CZ_CHECK(zr_gpu_record(CZ.ev_opt, CZ.d2h));   /* the kept gradients (d2h stream) are there */
         CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_opt));
-        dev_optimizer(op->arg, (float)lr);
+        dev_optimizer(op, (float)lr);
         return;
     }
     if (op->kind == ZR_OP_ALLGATHER_PARAMS && cz_dev_region(op->dst)) {

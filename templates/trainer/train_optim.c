@@ -227,8 +227,9 @@ static void adam_piece(const ZrAdamCfg *c, float *p, float *m, float *v, float *
     }
 }
 
-static void optimizer(int k, double lr)
+static void optimizer(const ZrOpRow *op, double lr)
 {
+    int k = op->arg;
     const ZrSubGroupRow *sg = &zg_subgroups[k];
     int64_t s0 = sg->shard_offset, s1 = sg->shard_offset + sg->numel;
     float *p, *m, *v, *gnv = NULL;
@@ -279,12 +280,9 @@ static void optimizer(int k, double lr)
             else memcpy(home + lo * 4, p + lo, (size_t)(hi - lo) * 4);
             continue;
         }
-        ZrDtype gdt = ZR_DT_FP32;
-        const void *g = gnv ? gnv + lo : grad_at(lo, &gdt);
-        if (k < ZG_N_SG_DEV) {                /* the device's copy of its gradients */
-            gdt = ZG_GRAD_KEEP ? (ZrDtype)ZG_DTYPE : ZR_DT_FP32;
-            g = ZG_GRAD_KEEP ? tr_w_at(T.grad_keep, lo) : (const void *)(T.grad_acc + lo);
-        }
+        /* the device's part reads the row's source (grad_keep or grad_acc, by shard element) */
+        ZrDtype gdt = k < ZG_N_SG_DEV ? (ZrDtype)op->src_dt : ZR_DT_FP32;
+        const void *g = gnv ? gnv + lo : k < ZG_N_SG_DEV ? tr_region_at(op->src, lo, op->src_dt) : grad_at(lo, &gdt);
         c.weight_decay = zg_tensors[t].decay ? (float)ZG_WEIGHT_DECAY : 0.0f;
         char *p16 = ZG_MIXED && home ? home + lo * ZG_DTYPE_SIZE : NULL;
         adam_piece(&c, p + lo, m + lo, v + lo, out[0] + lo, out[1] + lo, out[2] + lo, g, gdt, p16, hi - lo);
@@ -419,7 +417,7 @@ void tr_step_op(const ZrOpRow *op, double lr)
 {
     switch (op->kind) {
     case ZR_OP_SWAP_IN: swap_in(op->arg); break;
-    case ZR_OP_OPTIMIZER: optimizer(op->arg, lr); break;
+    case ZR_OP_OPTIMIZER: optimizer(op, lr); break;
     case ZR_OP_SWAP_OUT: swap_out(op->arg); break;
     case ZR_OP_ALLGATHER_PARAMS: allgather_params(op); break;
     default: tr_die("op kind %d in the optimizer step list", op->kind);
