@@ -213,6 +213,7 @@ static void push_mem(lua_State *L, const ZgMemPlan *m)
     SETI("host_acts_bytes", m->host_acts_bytes); SETI("host_scratch_bytes", m->host_scratch_bytes);
     SETI("host_stage_bytes", m->host_stage_bytes);
     SETI("grad_land_slots", m->grad_land_slots); SETI("grad_land_numel", m->grad_land_numel);
+    SETB("grad_land_direct", m->grad_land_direct);
     SETI("param_land_numel", m->param_land_numel);
 }
 

@@ -219,7 +219,8 @@ static void layout(ZgPlan *p)
     ** the previous one), and each sub-group's update goes up from "param_land" (two: Adam on the
     ** next sub-group writes one while the other crosses). The host backend, whose device tier is
     ** host memory, reads the buckets and writes the working copy where they are. With device
-    ** accumulation nothing lands there: GRAD_SHIP copies the sums into grad32 itself. */
+    ** accumulation nothing lands there: GRAD_SHIP copies the sums into grad32 itself; nor with a
+    ** pinned grad16 (grad_land_direct). */
     if (!p->adam_device) {
         int64_t land = 0;
         for (int k = 0; k < p->n_buckets; k++) {
@@ -227,8 +228,12 @@ static void layout(ZgPlan *p)
                                       : p->buckets[k].numel < O ? p->buckets[k].numel : O;
             if (n > land) land = n;
         }
-        mp->grad_land_slots = p->grad_acc_dev ? 0 : p->n_bucket_buffers > 2 ? p->n_bucket_buffers : 2;
-        mp->grad_land_numel = p->grad_acc_dev ? 0 : land;
+        /* one micro-step into a pinned grad16: the hand-over is a copy, so its D2H can be the copy
+        ** (the host's part is the norm's sum, read in place) and no slot is refilled mid-step */
+        mp->grad_land_direct = p->grad16 && opt_host == ZG_TIER_PINNED;
+        bool slots = !p->grad_acc_dev && !mp->grad_land_direct;
+        mp->grad_land_slots = !slots ? 0 : p->n_bucket_buffers > 2 ? p->n_bucket_buffers : 2;
+        mp->grad_land_numel = !slots ? 0 : land;
         region(&lo, "grad_land", ZG_MEM_STAGING, ZG_TIER_PINNED, mp->grad_land_slots * mp->grad_land_numel * n16,
                false);
         mp->param_land_numel = zg_plan_param_land(p) ? sg_max : 0;

@@ -438,10 +438,23 @@ static bool fit_grad_acc(ZgPlan *p)
     return true;
 }
 
+/* Sub-group k as two: its first `part` elements, and the rest (aligned as make_subgroups aligns). */
+static void split_subgroup(ZgPlan *p, int k, int64_t part)
+{
+    p->subgroups = zg_xrealloc(p->subgroups, (size_t)(p->n_subgroups + 1) * sizeof *p->subgroups);
+    memmove(&p->subgroups[k + 1], &p->subgroups[k], (size_t)(p->n_subgroups - k) * sizeof *p->subgroups);
+    p->n_subgroups++;
+    p->subgroups[k].numel = part;
+    p->subgroups[k + 1].shard_offset += part;
+    p->subgroups[k + 1].numel -= part;
+}
+
 /* The leading sub-groups on the device (zg_plan_dev_opt_applies), from train.device_optimizer: a
 ** share of the shard's elements rounded down to whole sub-groups, or (auto) as many as fit
-** hardware.device_memory beside the rest of the plan. At least one sub-group stays on the host (all
-** of it on the device is offload_optimizer none). true when it placed some (replan). */
+** hardware.device_memory beside the rest of the plan, the first one that does not fit split at what
+** does (when that is at least an eighth of it: Adam's rate does not depend on where a sub-group
+** ends, and the bits do not either). At least one sub-group stays on the host (all of it on the
+** device is offload_optimizer none). true when it placed some (replan). */
 static bool place_dev_opt(ZgPlan *p)
 {
     const ZgModel *m = p->model;
@@ -472,6 +485,12 @@ static bool place_dev_opt(ZgPlan *p)
         /* auto: what the device has left, at 12 B of state and the kept gradient per element */
         int64_t left = m->device_memory > 0 ? m->device_memory - zg_mem_device_need(p) : 0;
         while (k < n && (numel + p->subgroups[k].numel) * (12 + keep) <= left) numel += p->subgroups[k++].numel;
+        int64_t part = left > 0 ? (left / (12 + keep) - numel) / p->sg_align * p->sg_align : 0;
+        if (k < n && part >= p->subgroups[k].numel / 8 && part < p->subgroups[k].numel &&
+            p->n_subgroups < ZG_MAX_TABLE_ROWS && p->sg_swap == ZG_SWAP_NONE) {
+            split_subgroup(p, (int)k, part);
+            numel += p->subgroups[k++].numel;
+        }
         if (k == 0) p->opt_dev_why = m->device_memory > 0 ? "the first sub-group's state does not fit hardware.device_memory"
                                                           : "auto needs hardware.device_memory";
     }

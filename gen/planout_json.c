@@ -361,6 +361,7 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jint(j, "host_stage_bytes", p->mem.host_stage_bytes);
     jint(j, "grad_land_slots", p->mem.grad_land_slots);
     jint(j, "grad_land_numel", p->mem.grad_land_numel);
+    jbool(j, "grad_land_direct", p->mem.grad_land_direct);
     jint(j, "param_land_numel", p->mem.param_land_numel);
     jint(j, "host_bytes_per_node", zg_mem_host_per_node(p));
     /* device memory a CUDA rank needs beside the arena (memplan.c); the parts are zgen's estimate,

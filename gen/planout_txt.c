@@ -339,6 +339,9 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
         fprintf(f, "no speculative step: %s\n", p->spec_why ? p->spec_why : "?");
     if (p->norm_fused)
         fprintf(f, "gradient norm summed per bucket while the last micro-step hands the gradients over\n");
+    if (p->mem.grad_land_direct)
+        fprintf(f, "gradients land in place: each bucket's D2H copies into the pinned grad16 itself (one "
+                "micro-step: the hand-over is a copy), and the host only sums the norm's part there\n");
     if (p->grad_acc_dev)
         fprintf(f, "gradient accumulation on the device: every micro-step adds this rank's reduced part into "
                 "the device's fp32 grad_acc (the host's adds, element by element: same bits); only the last "

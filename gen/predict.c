@@ -223,8 +223,9 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
             e = s->reduce_done[a];
             if (host_adam && !p->grad_acc_dev) {  /* D2H into pinned memory, the host adds it into grad32 */
                 e = run1(s, ZG_RES_D2H, ZG_NOPS + ZG_PX_D2H, a, (double)zg_op_bytes(p, o).d2h / hw->d2h_bw, e);
-                /* into grad32: read the part, read and write fp32; into grad16: a 16-bit copy */
-                double per = p->grad16 ? 2.0 * n16 : n16 + 8.0;
+                /* into grad32: read the part, read and write fp32; into grad16: a 16-bit copy, or
+                ** where the D2H landed in grad16 itself (a GPU rank) the norm's read of it */
+                double per = !p->grad16 ? n16 + 8.0 : p->mem.grad_land_direct && !hw->host ? n16 : 2.0 * n16;
                 s->grad_done[a] = run1(s, ZG_RES_CPU, ZG_NOPS + ZG_PX_ACCUM, a, part * per / hw->host_mem_bw, e);
                 s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a, 0, e);
                 s->last_grad = s->grad_done[a];

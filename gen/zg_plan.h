@@ -327,9 +327,12 @@ typedef struct ZgMemPlan {
     /* The pinned landings of a GPU rank's per-step DMAs with Adam on the host (docs/PLAN.md
     ** "Landings"): "grad_land" holds grad_land_slots slots of grad_land_numel gradient elements
     ** (the reduced part a WAIT_REDUCE hands over, D2H, before the host adds it into grad32);
-    ** "param_land" two sub-groups of the updated working copy on their way H2D. 0: none. */
+    ** "param_land" two sub-groups of the updated working copy on their way H2D. 0: none.
+    ** grad_land_direct: the hand-over is a copy into a pinned grad16 (one micro-step), so the D2H
+    ** lands there itself and the host only sums the norm's part in place: no grad_land. */
     int grad_land_slots;
     int64_t grad_land_numel, param_land_numel;
+    bool grad_land_direct;
     /* Activations (docs/PLAN.md "Activations"): the device regions "acts" and "scratch" hold the
     ** GPU trainer's layout (gen/cuda_dec.c zg_cuda_acts_bytes) where the arch has one, else the
     ** host kernels' formula; host_acts/host_scratch are the host backend's own layout (the host

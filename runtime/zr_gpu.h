@@ -74,6 +74,7 @@ void zr_gpu_event_destroy(ZrGpuEvent *e);
 int zr_gpu_record(ZrGpuEvent *e, ZrGpuStream *s);         /* e completes when s reaches here */
 int zr_gpu_wait(ZrGpuStream *s, ZrGpuEvent *e);           /* s waits e's last record */
 int zr_gpu_event_sync(ZrGpuEvent *e);                     /* host waits e's last record */
+int zr_gpu_event_query(ZrGpuEvent *e);    /* 1: e's last record is done, 0: not yet (no wait), < 0 error */
 int zr_gpu_stream_sync(ZrGpuStream *s);
 
 /* Copies and fills on a stream. */

@@ -505,6 +505,17 @@ int zr_gpu_event_sync(ZrGpuEvent *e)
     return poll_wait(e->g, q_event, (void *)e->e, what, NULL);
 }
 
+/* A host poll, not a wait: no hook, no timeout (the caller polls again or waits). */
+int zr_gpu_event_query(ZrGpuEvent *e)
+{
+    if (group_open(e->g)) return -EINVAL;
+    if (e->g->n_capturing) return zr_gpu_capture_refuse(e->g, NULL, "zr_gpu_event_query (a host poll)");
+    CUresult r = q_event((void *)e->e);
+    if (r == CUDA_SUCCESS) return 1;
+    if (r == CUDA_ERROR_NOT_READY) return 0;
+    return cu_fail(e->g, r, "querying an event");
+}
+
 int zr_gpu_stream_sync(ZrGpuStream *s)
 {
     if (group_open(s->g)) return -EINVAL;

@@ -39,6 +39,7 @@
 ** no parameter is widened before a module runs.
 */
 #include <pthread.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,24 @@ void cz_convert(ZrGpuStream *s, const char *kernel, void *dst, const void *src, 
     CZ_CHECK(zr_gpu_footprint(s, src, (size_t)n * sb, 0));
     CZ_CHECK(zr_gpu_footprint(s, dst, (size_t)n * db, 1));
     CZ_CHECK(zr_gpu_launch(s, kernel, grid, block, 0, args));
+}
+
+/* ---------------------------------------------------------------------- host waits */
+/* A host wait for e inside the executor, unless a poll finds it done. ZR_CUDA_WAIT_LOG=1 names each
+** one that waits on stderr, with the micro-step and whether the driver was issuing its ops, flushing
+** it (cz_flush) or in the optimizer step (CZ.phase): where the driver blocks, read from a run
+** (docs/CUDA_TRAINER.md). */
+void cz_host_wait(ZrGpuEvent *e, const char *what, int arg)
+{
+    static int log = -1;
+    int q = zr_gpu_event_query(e);
+    CZ_CHECK(q);
+    if (q) return;
+    if (log < 0) log = getenv("ZR_CUDA_WAIT_LOG") && strcmp(getenv("ZR_CUDA_WAIT_LOG"), "1") == 0;
+    if (log)
+        fprintf(stderr, "train-cuda wait: rank %d step %lld micro-step %d %s: %s %d\n", T.rank, (long long)T.step,
+                T.micro, CZ.phase == CZ_FLUSHING ? "flushing" : CZ.phase == CZ_STEP ? "in the step" : "issuing", what, arg);
+    CZ_CHECK(zr_gpu_event_sync(e));
 }
 
 /* ---------------------------------------------------------------------- shadow -> device */
@@ -131,7 +150,7 @@ static void param_swap_in(const ZrOpRow *op)
     if (!T.param_buf[s]) tr_die("plan lacks param_buf_%d for PARAM_SWAP_IN", s);
     if (!cz_is_dev(T.param_buf[s])) {
         if (T.params_shard) tr_die("plan puts param_buf_%d in host memory with the shard in memory", s);
-        CZ_CHECK(zr_gpu_event_sync(CZ.ev_pswap[s]));   /* its last H2D out of the staging is done */
+        cz_host_wait(CZ.ev_pswap[s], "H2D out of param_buf", s);   /* its last H2D out of the staging */
         ZR_CHECK(zr_nvme_read_async(T.nvme_param, T.param_buf[s], n * ZG_DTYPE_SIZE,
                                     T.params_shard_nvme + off * ZG_DTYPE_SIZE, &T.pswap_req[s]));
         return;
@@ -316,7 +335,7 @@ static void finish_bucket(int k)
 {
     if (!pend[k]) return;
     pend[k] = 0;
-    CZ_CHECK(zr_gpu_event_sync(CZ.ev_d2h[k]));
+    cz_host_wait(CZ.ev_d2h[k], "D2H of bucket", k);
     if (take[k].kind == ZR_OP_GRAD_SHIP) tr_grad_ship(&take[k], 0);
     else if (take[k].xfer != ZR_XFER_NONE) tr_hand_over(&take[k]);
 }
@@ -354,7 +373,11 @@ static char *host_range(const ZrOpRow *h, size_t *bytes)
 ** Adam on the device) into the shadow at the same offsets. The host's hand-over runs later
 ** (finish_bucket: before its slot or shadow range is refilled, or in cz_flush), so the host never
 ** waits for the device inside a micro-step. */
-static void spec_join(void);
+static int spec_pump(void);
+static void spec_drain(void);
+/* Each bucket's place in the order the driver issued the host's copies (WAIT_REDUCE, GRAD_SHIP):
+** a queued Adam needs the buckets issued before it. */
+static int64_t n_issued, issue_mark[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 static char *pend_at[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 static size_t pend_bytes[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 static int land_region = -2, land_next, land_bucket[ZG_GRAD_LAND_SLOTS > 0 ? ZG_GRAD_LAND_SLOTS : 1];
@@ -384,6 +407,22 @@ static int land_take(int k, ZrOpRow *h, int64_t n)
     return j;
 }
 
+/* ZG_GRAD_LAND_DIRECT (gen/memplan.c: one micro-step into a pinned grad16): the D2H lands in the
+** hand-over's destination itself, and the row becomes a hand-over of that range onto itself, which
+** only maps -0 to +0 and sums the norm's part (tr_copy_w_sumsq in place: the bits of the copy). */
+static char *land_direct(ZrOpRow *h, int64_t n)
+{
+    int64_t skip, dst;
+    tr_hand_over_range(h, &skip, &dst);
+    h->src = h->dst;
+    h->src_off = dst;
+    h->src_dt = h->dst_dt;
+    h->dst_off = dst;
+    h->flat = -1;
+    h->count = n;
+    return tr_region_at(h->dst, dst, h->dst_dt);
+}
+
 /* Where WAIT_REDUCE k found this rank's reduced sums (the hand-over row before its landing), for
 ** GRAD_KEEP k, which follows it. */
 static ZrOpRow sums_at[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
@@ -403,8 +442,10 @@ static void wait_reduce(const ZrOpRow *op)
     CZ_CHECK(zr_gpu_wait(CZ.d2h, CZ.ev_reduced[k]));
     dev_take(&take[k]);
     sums_at[k] = take[k];
-    if (host_copy && bytes && take[k].xfer != ZR_XFER_NONE &&
-        land_take(k, &take[k], (int64_t)(bytes / dt_bytes(take[k].src_dt))) >= 0) {
+    if (ZG_GRAD_LAND_DIRECT && host_copy && bytes && take[k].xfer != ZR_XFER_NONE) {
+        host = land_direct(&take[k], (int64_t)(bytes / dt_bytes(take[k].src_dt)));
+    } else if (host_copy && bytes && take[k].xfer != ZR_XFER_NONE &&
+               land_take(k, &take[k], (int64_t)(bytes / dt_bytes(take[k].src_dt))) >= 0) {
         host = tr_region_at(take[k].src, take[k].src_off, take[k].src_dt);
     } else {
         for (int j = 0; host_copy && bytes && j < ZG_N_BUCKETS; j++)   /* a shadow range about to be refilled */
@@ -416,6 +457,8 @@ static void wait_reduce(const ZrOpRow *op)
     pend[k] = host_copy;
     pend_at[k] = host;
     pend_bytes[k] = bytes;
+    issue_mark[k] = ++n_issued;
+    if (ZG_SPECULATIVE && T.micro == ZG_GRAD_ACCUM - 1) spec_pump();
 }
 
 /* GRAD_SHIP k: this rank's part of bucket k's sums, device grad_acc -> pinned grad32, on the d2h
@@ -433,6 +476,7 @@ static void grad_ship(const ZrOpRow *op)
     pend[k] = 1;
     pend_at[k] = NULL;          /* into grad32, no shadow range that a later D2H could refill */
     pend_bytes[k] = 0;
+    issue_mark[k] = ++n_issued;
 }
 
 /* GRAD_KEEP k (part of the optimizer on the device, one micro-step): the part of bucket k's sums
@@ -459,8 +503,8 @@ static void grad_keep(const ZrOpRow *op)
 ** wait for the device first (the stand-in runs queued work only while its host waits). */
 void cz_flush(void)
 {
-    spec_join();
-    for (int k = 0; k < ZG_N_BUCKETS; k++) finish_bucket(k);
+    CZ.phase = CZ_FLUSHING;
+    spec_drain();
     CZ_CHECK(zr_gpu_stream_sync(CZ.d2h));
     for (int m = 0; m < ZG_GRAD_ACCUM; m++) {
         if (!CZ.loss_pending[m]) continue;
@@ -475,6 +519,7 @@ void cz_flush(void)
     }
     CZ_CHECK(zr_gpu_stream_sync(CZ.h2d));
     CZ_CHECK(zr_gpu_stream_sync(CZ.compute));
+    CZ.phase = CZ_ISSUING;
 }
 
 /* The device-tier regions that host code writes (init, checkpoint, the host optimizer) or reads
@@ -540,19 +585,27 @@ static void grads_zero(void)
     if (T.grad_acc) CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grad_acc), 0, (size_t)T.opt_numel * 4));
 }
 
-/* OPTIMIZER in the last micro-step (ZG_SPECULATIVE). The host's hand-overs of the buckets brought
-** down so far are finished first (the sub-group's gradients are among them); then the sub-group's
-** Adam runs on a host thread beside the driver, into its slot of "param_land", while the driver goes
-** on issuing the backward. One sub-group at a time: the next OPTIMIZER, or the end of the micro-step
-** (cz_flush), joins it and sends its slot H2D, so every GPU call stays on the driver's thread. The
-** driver touches nothing the Adam reads or writes meanwhile: later hand-overs write other ranges
-** of grad32, and the step's own uses of the state come after the join. */
+/* OPTIMIZER in the last micro-step (ZG_SPECULATIVE), off the driver's path. Sub-group k's Adam is
+** queued with the buckets whose D2H the driver had issued by then (its gradients are among them: the
+** op follows their WAIT_REDUCE), and the driver goes on issuing the backward: it never waits for an
+** Adam, nor for a D2H it does not reuse the landing of, inside the micro-step. One host thread runs
+** the queue's Adams in order, each into a slot of "param_land" (two, alternating). The driver
+** advances the queue by polling (spec_pump, at each WAIT_REDUCE and OPTIMIZER): a bucket whose D2H
+** is done is handed over (finish_bucket: the copy into grad16 or grad32 and the norm's part), a
+** finished Adam's slot is sent H2D, and the head is posted once the thread is idle, the buckets it
+** needs are handed over and its slot's last H2D is done. cz_flush pumps to the end, waiting. Every
+** GPU call stays on the driver's thread (the stand-in's device is single-threaded). The Adam thread
+** touches nothing the driver writes meanwhile: later hand-overs write other ranges of the gradient
+** shard and other norm parts, T.param_out changes only while the thread is idle, and the step's own
+** uses of the state come after the flush. */
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int started, busy;
-    const ZrOpRow *op;          /* the posted (busy) or finished (not yet sent) sub-group's op */
-} spec = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
+    int started, busy;          /* the thread is running the last posted job */
+    const ZrOpRow *op[ZG_N_SUBGROUPS > 0 ? ZG_N_SUBGROUPS : 1];
+    int64_t need[ZG_N_SUBGROUPS > 0 ? ZG_N_SUBGROUPS : 1];  /* buckets issued up to this mark */
+    int n_jobs, posted, sent;   /* queued; posted to the thread; their slots sent H2D */
+} spec = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, {0}, {0}, 0, 0, 0};
 
 static void *spec_thread(void *arg)
 {
@@ -560,7 +613,7 @@ static void *spec_thread(void *arg)
     pthread_mutex_lock(&spec.mu);
     for (;;) {
         while (!spec.busy) pthread_cond_wait(&spec.cv, &spec.mu);
-        const ZrOpRow *op = spec.op;
+        const ZrOpRow *op = spec.op[spec.posted - 1];
         pthread_mutex_unlock(&spec.mu);
         tr_spec_optimizer(op, tr_step_op);
         pthread_mutex_lock(&spec.mu);
@@ -570,29 +623,27 @@ static void *spec_thread(void *arg)
     return NULL;
 }
 
-/* The posted sub-group's Adam done, and its slot on its way up. */
-static void spec_join(void)
+static int spec_busy(void)
 {
     pthread_mutex_lock(&spec.mu);
-    while (spec.busy) pthread_cond_wait(&spec.cv, &spec.mu);
-    const ZrOpRow *op = spec.op;
-    spec.op = NULL;
+    int b = spec.busy;
     pthread_mutex_unlock(&spec.mu);
-    if (op) {
-        double t0 = tr_now();
-        cz_land_end(op);
-        tr_span(ZR_TRACK_COMM, "speculative update H2D", t0);
-    }
+    return b;
 }
 
-static void spec_optimizer(const ZrOpRow *op)
+/* Job j can start: every bucket it needs is handed over, and its slot's last H2D is done. */
+static int spec_ready(int j)
 {
-    for (int k = 0; k < ZG_N_BUCKETS; k++) finish_bucket(k);
-    spec_join();
-    if (!cz_land_begin(op)) {                 /* no device home: Adam writes it where it is */
-        tr_spec_optimizer(op, tr_step_op);
-        return;
-    }
+    for (int k = 0; k < ZG_N_BUCKETS; k++)
+        if (pend[k] && issue_mark[k] <= spec.need[j]) return 0;
+    int q = zr_gpu_event_query(CZ.ev_land[spec.op[j]->arg % 2]);
+    CZ_CHECK(q);
+    return q;
+}
+
+static void spec_post(int j)
+{
+    if (!cz_land_begin(spec.op[j])) tr_die("internal: a queued OPTIMIZER without a device home");
     if (!spec.started) {
         pthread_t th;
         if (pthread_create(&th, NULL, spec_thread, NULL) != 0) tr_die("cannot start the speculative step's host thread");
@@ -600,10 +651,64 @@ static void spec_optimizer(const ZrOpRow *op)
         spec.started = 1;
     }
     pthread_mutex_lock(&spec.mu);
-    spec.op = op;
+    spec.posted = j + 1;
     spec.busy = 1;
     pthread_cond_broadcast(&spec.cv);
     pthread_mutex_unlock(&spec.mu);
+}
+
+/* One pass over the queue without waiting; returns whether anything advanced. */
+static int spec_pump(void)
+{
+    int moved = 0;
+    for (int k = 0; k < ZG_N_BUCKETS; k++) {
+        if (!pend[k]) continue;
+        int q = zr_gpu_event_query(CZ.ev_d2h[k]);
+        CZ_CHECK(q);
+        if (q) { finish_bucket(k); moved = 1; }
+    }
+    if (spec.sent == spec.posted && spec.posted == spec.n_jobs) return moved;
+    if (spec_busy()) return moved;
+    if (spec.sent < spec.posted) {              /* the thread finished the posted job */
+        double t0 = tr_now();
+        cz_land_end(spec.op[spec.sent++]);
+        tr_span(ZR_TRACK_COMM, "speculative update H2D", t0);
+        moved = 1;
+    }
+    if (spec.posted < spec.n_jobs && spec_ready(spec.posted)) {
+        spec_post(spec.posted);
+        moved = 1;
+    }
+    return moved;
+}
+
+/* Every queued Adam done and sent, every bucket handed over: polling, with short sleeps while only
+** the Adam thread or the device has something left. */
+static void spec_drain(void)
+{
+    for (;;) {
+        int left = spec.sent < spec.n_jobs;
+        for (int k = 0; !left && k < ZG_N_BUCKETS; k++) left = pend[k];
+        if (!left) break;
+        if (!spec_pump()) {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    spec.n_jobs = spec.posted = spec.sent = 0;
+}
+
+static void spec_optimizer(const ZrOpRow *op)
+{
+    if (!tr_opt_home() || !cz_is_dev(tr_opt_home())) {   /* no device home: Adam writes it where it is, here */
+        spec_drain();
+        tr_spec_optimizer(op, tr_step_op);
+        return;
+    }
+    if (spec.n_jobs == ZG_N_SUBGROUPS) tr_die("internal: more OPTIMIZER ops than sub-groups in a micro-step");
+    spec.op[spec.n_jobs] = op;
+    spec.need[spec.n_jobs++] = n_issued;
+    spec_pump();
 }
 
 const TrOps cz_ops = {

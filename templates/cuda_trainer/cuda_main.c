@@ -448,7 +448,7 @@ int cz_land_begin(const ZrOpRow *op)
     if (op->kind != ZR_OP_OPTIMIZER || !dev(tr_opt_home())) return 0;
     char *slot = land_slot(op->arg);
     if (slot) {
-        CZ_CHECK(zr_gpu_event_sync(CZ.ev_land[op->arg % 2]));     /* its last H2D is done */
+        cz_host_wait(CZ.ev_land[op->arg % 2], "H2D out of param_land for sub-group", op->arg);   /* its last H2D */
         T.param_out = slot - zg_subgroups[op->arg].shard_offset * ZG_DTYPE_SIZE;
     }
     return 1;
@@ -488,7 +488,9 @@ static void host_optim_step(void)
     CZ_CHECK(zr_gpu_event_sync(CZ.ev_h2d));    /* the last push out of the shadow is done */
     CZ_CHECK(zr_gpu_record(CZ.ev_compute, CZ.compute));
     CZ_CHECK(zr_gpu_wait(CZ.h2d, CZ.ev_compute));   /* the device has stopped reading the working copy */
+    CZ.phase = CZ_STEP;
     tr_optim_step_with(cz_host_step_op);
+    CZ.phase = CZ_ISSUING;
     /* the next step's work waits for the updates (compute, and nccl for the gathers) */
     CZ_CHECK(zr_gpu_record(CZ.ev_h2d, CZ.h2d));
     CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_h2d));

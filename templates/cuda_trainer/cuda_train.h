@@ -66,6 +66,7 @@ typedef struct Cz {
     int loss_pending[ZG_GRAD_ACCUM];
     int check;                  /* --check */
     int sync_debug;             /* --sync-debug */
+    enum { CZ_ISSUING, CZ_FLUSHING, CZ_STEP } phase;   /* where the driver is (cz_host_wait's log) */
     int dev_opt;                /* Adam runs on the device: gen's placement (ZG_ADAM_DEVICE); the test
                                 ** switch ZR_CUDA_HOST_ADAM=1 runs the host's Adam instead */
 } Cz;
@@ -82,6 +83,7 @@ int cz_dev_region(int r);                   /* plan region r lives in the device
 void cz_regions_init(void);                 /* the shadow -> device map */
 extern const TrOps cz_ops;                  /* the executor's op table on the device */
 void cz_flush(void);                        /* host waits the step's copies, finishes its adds */
+void cz_host_wait(ZrGpuEvent *e, const char *what, int arg);   /* a host wait, named (ZR_CUDA_WAIT_LOG=1) */
 void cz_host_step_op(const ZrOpRow *op, double lr);   /* a step op with Adam on the host (cuda_main.c) */
 int cz_land_begin(const ZrOpRow *op);       /* OPTIMIZER's landing slot ready, T.param_out on it */
 void cz_land_end(const ZrOpRow *op);        /* ... and sent H2D */

@@ -246,6 +246,27 @@ static bool runnable(const ZrGpuStream *s)
     return !o.wait_ev || o.wait_ev->done >= o.wait_seq;
 }
 
+/* One move of the device: a stream picked among the runnable ones runs a few operations in a row
+** (like a GPU, one may run far ahead of another). Returns 0, the first operation's error, or 1
+** when no stream can move. Memory is unguarded around it by the caller. */
+static int step(ZrGpu *g)
+{
+    int rc = 0;
+    std::vector<ZrGpuStream *> ready;
+    for (auto *s : g->streams) if (runnable(s)) ready.push_back(s);
+    if (ready.empty()) return 1;
+    g->rng = g->rng * 6364136223846793005ull + 1442695040888963407ull;
+    ZrGpuStream *s = ready[(g->rng >> 33) % ready.size()];
+    int burst = 1 + (int)((g->rng >> 20) % 4);
+    while (burst-- > 0 && runnable(s)) {
+        Op o = std::move(s->q.front());
+        s->q.pop_front();
+        g->ops_run++;
+        if (o.fn && (rc = o.fn()) < 0) break;
+    }
+    return rc;
+}
+
 /* Runs queued operations until done() holds. Returns 0, the first operation's error, or
 ** -EDEADLK when no stream can move (an event waited that nobody will record). */
 static int drive(ZrGpu *g, const std::function<bool()> &done)
@@ -253,23 +274,10 @@ static int drive(ZrGpu *g, const std::function<bool()> &done)
     int rc = 0;
     guard(g, 1);
     while (!done()) {
-        std::vector<ZrGpuStream *> ready;
-        for (auto *s : g->streams) if (runnable(s)) ready.push_back(s);
-        if (ready.empty()) {
+        if ((rc = step(g)) == 1) {
             std::string m = "emulated GPU: deadlock; heads waiting:";
             for (auto *s : g->streams) if (!s->q.empty()) m += " " + s->name;
             rc = fail(g, -EDEADLK, m);
-            break;
-        }
-        g->rng = g->rng * 6364136223846793005ull + 1442695040888963407ull;
-        ZrGpuStream *s = ready[(g->rng >> 33) % ready.size()];
-        /* a stream runs a few operations in a row: like a GPU, one may run far ahead of another */
-        int burst = 1 + (int)((g->rng >> 20) % 4);
-        while (burst-- > 0 && runnable(s)) {
-            Op o = std::move(s->q.front());
-            s->q.pop_front();
-            g->ops_run++;
-            if (o.fn && (rc = o.fn()) < 0) break;
         }
         if (rc < 0) break;
     }
@@ -469,6 +477,25 @@ extern "C" int zr_gpu_event_sync(ZrGpuEvent *e)
     uint64_t n = e->recorded;
     join(e->g->host_vc, e->vc);
     return drive(e->g, [e, n]() { return e->done >= n; });
+}
+
+/* A host poll: the stand-in's device runs only while the host waits or polls, so a poll that finds
+** e not done moves the device once (step) and looks again. Done carries a sync's ordering: what the
+** host does after it is ordered after e on a GPU too. */
+extern "C" int zr_gpu_event_query(ZrGpuEvent *e)
+{
+    if (int rc = group_open(e->g)) return rc;
+    if (capturing(e->g)) return refuse_in_capture(e->g, nullptr, "zr_gpu_event_query (a host poll)");
+    uint64_t n = e->recorded;
+    if (e->done < n) {
+        guard(e->g, 1);
+        int rc = step(e->g);
+        guard(e->g, 0);
+        if (rc < 0) return rc;
+    }
+    if (e->done < n) return 0;
+    join(e->g->host_vc, e->vc);
+    return 1;
 }
 
 extern "C" int zr_gpu_stream_sync(ZrGpuStream *s)

@@ -262,7 +262,11 @@ double tr_copy_w_sumsq(void *dst, const void *src, int64_t n)
     float x[1024];
     for (int64_t a = 0; a < n; a += 1024) {
         int64_t m = n - a < 1024 ? n - a : 1024;
-        for (int64_t i = 0; i < m; i++) d[a + i] = h[a + i] == 0x8000 ? 0 : h[a + i];
+        if (d != h)
+            for (int64_t i = 0; i < m; i++) d[a + i] = h[a + i] == 0x8000 ? 0 : h[a + i];
+        else                /* in place (a GPU rank's D2H landed here): only -0 is written */
+            for (int64_t i = 0; i < m; i++)
+                if (d[a + i] == 0x8000) d[a + i] = 0;
         tr_w_to_f32(x, d + a, m);
         sumsq_lanes(s, x, m);
     }

@@ -192,6 +192,7 @@
 /* the pinned landings of a GPU's per-step DMAs with Adam on the host (gen/memplan.c); 0: none */
 #define ZG_GRAD_LAND_SLOTS              ${plan.mem.grad_land_slots}
 #define ZG_GRAD_LAND_NUMEL              ${cfmt.i64(plan.mem.grad_land_numel)}
+#define ZG_GRAD_LAND_DIRECT             ${cfmt.bool(plan.mem.grad_land_direct)}  /* a GPU rank's D2H lands in grad16 itself (gen/memplan.c) */
 #define ZG_PARAM_LAND_NUMEL             ${cfmt.i64(plan.mem.param_land_numel)}
 
 /* ---------------------------------------------------------------------- table sizes */

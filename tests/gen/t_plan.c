@@ -676,9 +676,28 @@ static void t_device_optimizer(void)
     /* auto: exactly what fits; one byte less, one sub-group fewer; nothing left, none */
     m.device_optimizer = -1;
     int64_t want = 2;
-    m.device_memory = zg_mem_device_need(h) + (p->subgroups[0].numel + p->subgroups[1].numel) * (12 + 2) + 4096;
+    /* (a little slack for the regions' alignment, less than an eighth of a sub-group: no split) */
+    m.device_memory = zg_mem_device_need(h) + (p->subgroups[0].numel + p->subgroups[1].numel) * (12 + 2) + 512;
     ZgPlan *a = plan(&m, &z);
     ZT_CHECK(a && a->n_sg_dev <= want && a->n_sg_dev >= 1 && zg_mem_device_need(a) <= m.device_memory);
+    /* room after whole sub-groups: the next one split there (an eighth of it at least), aligned,
+    ** the table still covering the shard in order */
+    m.device_memory = zg_mem_device_need(h) + (p->subgroups[0].numel + p->subgroups[1].numel / 2) * (12 + 2) + 4096;
+    ZgPlan *as = plan(&m, &z);
+    ZT_CHECK(as && as->n_subgroups == h->n_subgroups + 1 && as->n_sg_dev == 2 &&
+             zg_mem_device_need(as) <= m.device_memory);
+    if (as) {
+        int64_t at = 0;
+        bool covers = true;
+        for (int k = 0; k < as->n_subgroups; k++) {
+            covers &= as->subgroups[k].shard_offset == at && as->subgroups[k].numel > 0;
+            at += as->subgroups[k].numel;
+        }
+        int64_t s1 = as->subgroups[1].numel;
+        ZT_CHECK(covers && at == as->shard.opt_numel && s1 >= p->subgroups[1].numel / 8 &&
+                 s1 < p->subgroups[1].numel && s1 % as->sg_align == 0 &&
+                 as->opt_dev_numel == as->subgroups[0].numel + s1);
+    }
     m.device_memory = zg_mem_device_need(h);
     ZgPlan *a0 = plan(&m, &z);
     ZT_CHECK(a0 && a0->n_sg_dev == 0 && a0->opt_dev_why && strstr(a0->opt_dev_why, "device_memory"));

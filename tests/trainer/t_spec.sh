@@ -14,7 +14,7 @@
 # Also: plan.txt says whether the plan speculates, and speculative_step false leaves no
 # OPTIMIZER op in the micro-step lists.
 . "$(dirname "$0")/../lib.sh"
-export ZR_DEBUG_MEM=1
+export ZR_DEBUG_MEM=1 ZR_CUDA_WAIT_LOG=1
 zt_need_mpi "spec" numpy
 zt_build bin/zgen build/libzrt.a
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -130,6 +130,19 @@ pairdev "device optimizer: 2 ranks, fp16, accumulated, overflows" 2 2 fp16 1e6 t
 pairdev "device optimizer: 1 rank, fp32, no speculation" 2 1 fp32 1.0 false
 CUDA=1 GAS=1 pairdev "train-cuda-emu: device optimizer, 2 ranks, bf16, one micro-step" 2 2 bf16 1.0 true
 CUDA=1 pairdev "train-cuda-emu: device optimizer, 1 rank, fp16, accumulated, overflows" 2 1 fp16 1e6 true
+
+# The driver's path with the host's Adam (cuda_exec.c): a queued Adam, a D2H that has not landed
+# and a landing slot not yet free never make it wait while it issues the last micro-step, except to
+# reuse a grad_land slot (several micro-steps). One micro-step into a pinned grad16 lands in place
+# (no slot): ZR_CUDA_WAIT_LOG names no wait while issuing. At stage 1 the host's part lands in
+# grad_land slots, and the log names the waits to reuse one (so it would name others).
+d1="$tmp/train-cuda-emu: one micro-step, bf16, grad16-cpu" d2="$tmp/train-cuda-emu: stage 1, 1 rank, bf16, always clips-on"
+check "one micro-step into a pinned grad16: the D2H lands in place (plan.txt)" \
+  grep -q '^gradients land in place' "$d1/out/plan.txt"
+check "... and train-cuda-emu's driver waits for nothing while it issues the last micro-step" \
+  bash -c '[ -f "$1/run.log" ] && ! grep -q "issuing" "$1/run.log"' _ "$d1"
+check "stage 1 (grad_land slots): the log names the waits to reuse a slot while issuing" \
+  grep -q "micro-step 1 issuing: D2H of bucket" "$d2/run.log"
 
 # its state goes through the checkpoint: saved at step 3 by the split plan (train-cuda-emu: pulled
 # from the device), resumed to step 6 by the plan with all of it on the host: the uninterrupted

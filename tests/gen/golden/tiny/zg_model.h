@@ -177,6 +177,7 @@
 /* the pinned landings of a GPU's per-step DMAs with Adam on the host (gen/memplan.c); 0: none */
 #define ZG_GRAD_LAND_SLOTS              2
 #define ZG_GRAD_LAND_NUMEL              INT64_C(49280)
+#define ZG_GRAD_LAND_DIRECT             0  /* a GPU rank's D2H lands in grad16 itself (gen/memplan.c) */
 #define ZG_PARAM_LAND_NUMEL             INT64_C(0)
 
 /* ---------------------------------------------------------------------- table sizes */
