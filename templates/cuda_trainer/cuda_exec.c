@@ -38,8 +38,6 @@
 ** plan has 16-bit activations (ZK_IO 1 bf16, 2 fp16), so the model reads the working copy itself:
 ** no parameter is widened before a module runs.
 */
-#include <pthread.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -329,9 +327,11 @@ static int host_takes(void)
     return CZ.dev_opt ? CZ.check : !ZG_GRAD_ACC_DEV;
 }
 
+int cz_bucket_pending(int k) { return pend[k]; }
+
 /* Host side of a reduced bucket: its D2H copy into the shadow is done; the hand-over into grad32
 ** (or, after GRAD_SHIP's D2H into grad32, the norm's part). */
-static void finish_bucket(int k)
+void cz_finish_bucket(int k)
 {
     if (!pend[k]) return;
     pend[k] = 0;
@@ -371,13 +371,8 @@ static char *host_range(const ZrOpRow *h, size_t *bytes)
 ** and only where the host takes it (host_takes): with Adam on the host into a slot of the pinned
 ** "grad_land" (gen/memplan.c; the row's hand-over then reads the slot), else (--check's copy with
 ** Adam on the device) into the shadow at the same offsets. The host's hand-over runs later
-** (finish_bucket: before its slot or shadow range is refilled, or in cz_flush), so the host never
+** (cz_finish_bucket: before its slot or shadow range is refilled, or in cz_flush), so the host never
 ** waits for the device inside a micro-step. */
-static int spec_pump(void);
-static void spec_drain(void);
-/* Each bucket's place in the order the driver issued the host's copies (WAIT_REDUCE, GRAD_SHIP):
-** a queued Adam needs the buckets issued before it. */
-static int64_t n_issued, issue_mark[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 static char *pend_at[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 static size_t pend_bytes[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 static int land_region = -2, land_next, land_bucket[ZG_GRAD_LAND_SLOTS > 0 ? ZG_GRAD_LAND_SLOTS : 1];
@@ -395,7 +390,7 @@ static int land_take(int k, ZrOpRow *h, int64_t n)
                                        (long long)ZG_GRAD_LAND_NUMEL);
     int j = land_next;
     land_next = (land_next + 1) % (ZG_GRAD_LAND_SLOTS > 0 ? ZG_GRAD_LAND_SLOTS : 1);
-    if (land_bucket[j] >= 0) finish_bucket(land_bucket[j]);
+    if (land_bucket[j] >= 0) cz_finish_bucket(land_bucket[j]);
     land_bucket[j] = k;
     int64_t skip, dst;
     tr_hand_over_range(h, &skip, &dst);
@@ -442,14 +437,14 @@ static void wait_reduce(const ZrOpRow *op)
     CZ_CHECK(zr_gpu_wait(CZ.d2h, CZ.ev_reduced[k]));
     dev_take(&take[k]);
     sums_at[k] = take[k];
-    if (ZG_GRAD_LAND_DIRECT && host_copy && bytes && take[k].xfer != ZR_XFER_NONE) {
-        host = land_direct(&take[k], (int64_t)(bytes / dt_bytes(take[k].src_dt)));
-    } else if (host_copy && bytes && take[k].xfer != ZR_XFER_NONE &&
-               land_take(k, &take[k], (int64_t)(bytes / dt_bytes(take[k].src_dt))) >= 0) {
+    int64_t n = host_copy && bytes && take[k].xfer != ZR_XFER_NONE ? (int64_t)(bytes / dt_bytes(take[k].src_dt)) : 0;
+    if (n && ZG_GRAD_LAND_DIRECT) {
+        host = land_direct(&take[k], n);
+    } else if (n && land_take(k, &take[k], n) >= 0) {
         host = tr_region_at(take[k].src, take[k].src_off, take[k].src_dt);
     } else {
         for (int j = 0; host_copy && bytes && j < ZG_N_BUCKETS; j++)   /* a shadow range about to be refilled */
-            if (pend[j] && pend_at[j] < host + bytes && host < pend_at[j] + pend_bytes[j]) finish_bucket(j);
+            if (pend[j] && pend_at[j] < host + bytes && host < pend_at[j] + pend_bytes[j]) cz_finish_bucket(j);
     }
     if (host_copy && bytes) CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, host, cz_dev(from), bytes));
     if (host_copy) CZ_CHECK(zr_gpu_record(CZ.ev_d2h[k], CZ.d2h));
@@ -457,13 +452,13 @@ static void wait_reduce(const ZrOpRow *op)
     pend[k] = host_copy;
     pend_at[k] = host;
     pend_bytes[k] = bytes;
-    issue_mark[k] = ++n_issued;
-    if (ZG_SPECULATIVE && T.micro == ZG_GRAD_ACCUM - 1) spec_pump();
+    cz_spec_issued(k);
+    if (ZG_SPECULATIVE && T.micro == ZG_GRAD_ACCUM - 1) cz_spec_pump();
 }
 
 /* GRAD_SHIP k: this rank's part of bucket k's sums, device grad_acc -> pinned grad32, on the d2h
 ** stream after WAIT_REDUCE k's add there; the host sums the norm's part once it landed
-** (finish_bucket: before the sub-group's Adam reads it, or in cz_flush). */
+** (cz_finish_bucket: before the sub-group's Adam reads it, or in cz_flush). */
 static void grad_ship(const ZrOpRow *op)
 {
     int k = op->arg;
@@ -476,7 +471,7 @@ static void grad_ship(const ZrOpRow *op)
     pend[k] = 1;
     pend_at[k] = NULL;          /* into grad32, no shadow range that a later D2H could refill */
     pend_bytes[k] = 0;
-    issue_mark[k] = ++n_issued;
+    cz_spec_issued(k);
 }
 
 /* GRAD_KEEP k (part of the optimizer on the device, one micro-step): the part of bucket k's sums
@@ -504,7 +499,7 @@ static void grad_keep(const ZrOpRow *op)
 void cz_flush(void)
 {
     CZ.phase = CZ_FLUSHING;
-    spec_drain();
+    cz_spec_drain();
     CZ_CHECK(zr_gpu_stream_sync(CZ.d2h));
     for (int m = 0; m < ZG_GRAD_ACCUM; m++) {
         if (!CZ.loss_pending[m]) continue;
@@ -585,137 +580,11 @@ static void grads_zero(void)
     if (T.grad_acc) CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grad_acc), 0, (size_t)T.opt_numel * 4));
 }
 
-/* OPTIMIZER in the last micro-step (ZG_SPECULATIVE), off the driver's path. Sub-group k's Adam is
-** queued with the buckets whose D2H the driver had issued by then (its gradients are among them: the
-** op follows their WAIT_REDUCE), and the driver goes on issuing the backward: it never waits for an
-** Adam, nor for a D2H it does not reuse the landing of, inside the micro-step. One host thread runs
-** the queue's Adams in order, each into a slot of "param_land" (two, alternating). The driver
-** advances the queue by polling (spec_pump, at each WAIT_REDUCE and OPTIMIZER): a bucket whose D2H
-** is done is handed over (finish_bucket: the copy into grad16 or grad32 and the norm's part), a
-** finished Adam's slot is sent H2D, and the head is posted once the thread is idle, the buckets it
-** needs are handed over and its slot's last H2D is done. cz_flush pumps to the end, waiting. Every
-** GPU call stays on the driver's thread (the stand-in's device is single-threaded). The Adam thread
-** touches nothing the driver writes meanwhile: later hand-overs write other ranges of the gradient
-** shard and other norm parts, T.param_out changes only while the thread is idle, and the step's own
-** uses of the state come after the flush. */
-static struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int started, busy;          /* the thread is running the last posted job */
-    const ZrOpRow *op[ZG_N_SUBGROUPS > 0 ? ZG_N_SUBGROUPS : 1];
-    int64_t need[ZG_N_SUBGROUPS > 0 ? ZG_N_SUBGROUPS : 1];  /* buckets issued up to this mark */
-    int n_jobs, posted, sent;   /* queued; posted to the thread; their slots sent H2D */
-} spec = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, {0}, {0}, 0, 0, 0};
-
-static void *spec_thread(void *arg)
-{
-    (void)arg;
-    pthread_mutex_lock(&spec.mu);
-    for (;;) {
-        while (!spec.busy) pthread_cond_wait(&spec.cv, &spec.mu);
-        const ZrOpRow *op = spec.op[spec.posted - 1];
-        pthread_mutex_unlock(&spec.mu);
-        tr_spec_optimizer(op, tr_step_op);
-        pthread_mutex_lock(&spec.mu);
-        spec.busy = 0;
-        pthread_cond_broadcast(&spec.cv);
-    }
-    return NULL;
-}
-
-static int spec_busy(void)
-{
-    pthread_mutex_lock(&spec.mu);
-    int b = spec.busy;
-    pthread_mutex_unlock(&spec.mu);
-    return b;
-}
-
-/* Job j can start: every bucket it needs is handed over, and its slot's last H2D is done. */
-static int spec_ready(int j)
-{
-    for (int k = 0; k < ZG_N_BUCKETS; k++)
-        if (pend[k] && issue_mark[k] <= spec.need[j]) return 0;
-    int q = zr_gpu_event_query(CZ.ev_land[spec.op[j]->arg % 2]);
-    CZ_CHECK(q);
-    return q;
-}
-
-static void spec_post(int j)
-{
-    if (!cz_land_begin(spec.op[j])) tr_die("internal: a queued OPTIMIZER without a device home");
-    if (!spec.started) {
-        pthread_t th;
-        if (pthread_create(&th, NULL, spec_thread, NULL) != 0) tr_die("cannot start the speculative step's host thread");
-        pthread_detach(th);
-        spec.started = 1;
-    }
-    pthread_mutex_lock(&spec.mu);
-    spec.posted = j + 1;
-    spec.busy = 1;
-    pthread_cond_broadcast(&spec.cv);
-    pthread_mutex_unlock(&spec.mu);
-}
-
-/* One pass over the queue without waiting; returns whether anything advanced. */
-static int spec_pump(void)
-{
-    int moved = 0;
-    for (int k = 0; k < ZG_N_BUCKETS; k++) {
-        if (!pend[k]) continue;
-        int q = zr_gpu_event_query(CZ.ev_d2h[k]);
-        CZ_CHECK(q);
-        if (q) { finish_bucket(k); moved = 1; }
-    }
-    if (spec.sent == spec.posted && spec.posted == spec.n_jobs) return moved;
-    if (spec_busy()) return moved;
-    if (spec.sent < spec.posted) {              /* the thread finished the posted job */
-        double t0 = tr_now();
-        cz_land_end(spec.op[spec.sent++]);
-        tr_span(ZR_TRACK_COMM, "speculative update H2D", t0);
-        moved = 1;
-    }
-    if (spec.posted < spec.n_jobs && spec_ready(spec.posted)) {
-        spec_post(spec.posted);
-        moved = 1;
-    }
-    return moved;
-}
-
-/* Every queued Adam done and sent, every bucket handed over: polling, with short sleeps while only
-** the Adam thread or the device has something left. */
-static void spec_drain(void)
-{
-    for (;;) {
-        int left = spec.sent < spec.n_jobs;
-        for (int k = 0; !left && k < ZG_N_BUCKETS; k++) left = pend[k];
-        if (!left) break;
-        if (!spec_pump()) {
-            struct timespec ts = {0, 50000};
-            nanosleep(&ts, NULL);
-        }
-    }
-    spec.n_jobs = spec.posted = spec.sent = 0;
-}
-
-static void spec_optimizer(const ZrOpRow *op)
-{
-    if (!tr_opt_home() || !cz_is_dev(tr_opt_home())) {   /* no device home: Adam writes it where it is, here */
-        spec_drain();
-        tr_spec_optimizer(op, tr_step_op);
-        return;
-    }
-    if (spec.n_jobs == ZG_N_SUBGROUPS) tr_die("internal: more OPTIMIZER ops than sub-groups in a micro-step");
-    spec.op[spec.n_jobs] = op;
-    spec.need[spec.n_jobs++] = n_issued;
-    spec_pump();
-}
-
 const TrOps cz_ops = {
     .name = "cuda",
     .swap_in = param_swap_in, .gather = gather, .wait_gather = wait_gather, .release = release,
     .forward = forward, .backward = backward,
-    .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce, .optimizer = spec_optimizer,
+    .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce, .optimizer = cz_spec_optimizer,
     .grad_ship = grad_ship, .grad_keep = grad_keep,
     .batch = cz_upload_batch, .flush = cz_flush, .grads_zero = grads_zero,
 };

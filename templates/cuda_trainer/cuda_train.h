@@ -84,6 +84,13 @@ void cz_regions_init(void);                 /* the shadow -> device map */
 extern const TrOps cz_ops;                  /* the executor's op table on the device */
 void cz_flush(void);                        /* host waits the step's copies, finishes its adds */
 void cz_host_wait(ZrGpuEvent *e, const char *what, int arg);   /* a host wait, named (ZR_CUDA_WAIT_LOG=1) */
+int cz_bucket_pending(int k);               /* bucket k's host copy is not yet handed over */
+void cz_finish_bucket(int k);               /* ... its D2H waited for and its hand-over done */
+/* cuda_spec.c: the speculative step's host Adams (ZG_SPECULATIVE) */
+void cz_spec_optimizer(const ZrOpRow *op);  /* OPTIMIZER in the last micro-step: queued */
+void cz_spec_issued(int k);                 /* bucket k's host copy was issued (its place in order) */
+int cz_spec_pump(void);                     /* one poll of the queue; whether anything advanced */
+void cz_spec_drain(void);                   /* the queue and every pending bucket done */
 void cz_host_step_op(const ZrOpRow *op, double lr);   /* a step op with Adam on the host (cuda_main.c) */
 int cz_land_begin(const ZrOpRow *op);       /* OPTIMIZER's landing slot ready, T.param_out on it */
 void cz_land_end(const ZrOpRow *op);        /* ... and sent H2D */
