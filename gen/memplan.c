@@ -200,6 +200,12 @@ static void layout(ZgPlan *p)
         region(&lo, "adam_v_dev", ZG_MEM_ADAM_V, ZG_TIER_DEVICE, D * 4, false);
         if (p->grad_keep) region(&lo, "grad_keep", ZG_MEM_GRAD, ZG_TIER_DEVICE, D * n16, false);
     }
+    /* the device part's norm lanes (plan.c norm_dev_lanes): summed on the device, copied down
+    ** into the pinned landing beside them, 8 doubles per block */
+    if (p->norm_dev_lanes) {
+        region(&lo, "norm_lanes", ZG_MEM_STAGING, ZG_TIER_DEVICE, p->norm_lanes_sets * 64, false);
+        region(&lo, "norm_lanes_land", ZG_MEM_STAGING, ZG_TIER_PINNED, p->norm_lanes_sets * 64, false);
+    }
     if (p->sg_swap == ZG_SWAP_OPTIMIZER) {
         for (int b = 0; b < p->n_sg_buffers; b++)
             region(&lo, zg_fmt("opt_buf_%d", b), ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED,
@@ -308,6 +314,22 @@ static void add_times(int64_t *acc, int64_t x, int64_t times)
     if (__builtin_mul_overflow(x, times, &prod) || __builtin_add_overflow(*acc, prod, acc)) *acc = INT64_MAX;
 }
 
+/* Rank r's part of bucket a inside its device optimizer range (norm_dev_lanes: that part's
+** gradients stay on the device and its norm lanes cross instead): its elements, and the lane sets
+** (norm blocks, at multiples of norm_block in shard offsets) it meets into *sets. */
+int64_t zg_bucket_dev_part(const ZgPlan *p, int a, int r, int64_t *sets)
+{
+    const ZgBucket *b = &p->buckets[a];
+    int64_t s0 = (int64_t)r * p->shard.opt_flat_stride;
+    int64_t lo = b->flat_offset - s0, hi = b->flat_offset + b->numel - s0;
+    if (lo < 0) lo = 0;
+    if (hi > p->opt_dev_numel) hi = p->opt_dev_numel;
+    *sets = 0;
+    if (!p->norm_dev_lanes || hi <= lo) return 0;
+    *sets = (hi - 1) / p->norm_block - lo / p->norm_block + 1;
+    return hi - lo;
+}
+
 /* What one op moves per rank, per link (the cost's and the prediction's one source). */
 ZgOpBytes zg_op_bytes(const ZgPlan *p, const ZgOp *o)
 {
@@ -335,12 +357,19 @@ ZgOpBytes zg_op_bytes(const ZgPlan *p, const ZgOp *o)
         else b.net = 2 * (ws - 1) * p->buckets[a].numel * n16 / ws;
         break;
     case ZG_OP_WAIT_REDUCE:     /* Adam on the host: this rank's part comes down (unless it
-                                ** accumulates on the device: then GRAD_SHIP brings the sums) */
-        if (!p->adam_device && !p->grad_acc_dev) b.d2h = p->buckets[a].padded_numel / ws * n16;
+                                ** accumulates on the device: then GRAD_SHIP brings the sums), less
+                                ** the device optimizer's part, whose norm lanes come instead (rank
+                                ** 0's: every rank's device part has its size) */
+        if (!p->adam_device && !p->grad_acc_dev) {
+            int64_t sets, dev = zg_bucket_dev_part(p, a, 0, &sets);
+            b.d2h = (p->buckets[a].padded_numel / ws - dev) * n16 + sets * 64;
+        }
         break;
-    case ZG_OP_GRAD_SHIP:
-        b.d2h = p->buckets[a].padded_numel / ws * 4;
+    case ZG_OP_GRAD_SHIP: {
+        int64_t sets, dev = zg_bucket_dev_part(p, a, 0, &sets);
+        b.d2h = (p->buckets[a].padded_numel / ws - dev) * 4 + sets * 64;
         break;
+    }
     case ZG_OP_SWAP_IN:     /* master, m, v (+ gradients); or (ZG_SWAP_PARAMS) the fp32 params */
         b.nvme_read = (p->sg_swap == ZG_SWAP_PARAMS ? 1 : p->grad_nvme ? 4 : 3) * p->subgroups[a].numel * 4;
         break;

@@ -283,6 +283,28 @@ static void decide_speculative(ZgPlan *p)
                 : "train.speculative_step is false";
 }
 
+/* Elements per block of the fused norm's order (train.h TrSq): large enough that the blocks' lanes
+** crossing instead of the device part's gradients are 1/64 B per element, small enough that the
+** device's lanes kernel has a thread per lane of every block. */
+#define NORM_BLOCK 4096
+
+/* The norm's lane sets of the device part (norm_dev_lanes): the most that any rank's buckets need
+** (each rank lays its buckets' sets out in bucket order: train-cuda's lanes_at). */
+static void plan_norm_lanes(ZgPlan *p)
+{
+    p->norm_block = NORM_BLOCK;
+    p->norm_dev_lanes = p->norm_fused && p->opt_dev_numel > 0;
+    p->norm_lanes_sets = 0;
+    for (int r = 0; p->norm_dev_lanes && r < p->model->world_size; r++) {
+        int64_t n = 0, sets;
+        for (int k = 0; k < p->n_buckets; k++) {
+            zg_bucket_dev_part(p, k, r, &sets);
+            n += sets;
+        }
+        if (n > p->norm_lanes_sets) p->norm_lanes_sets = n;
+    }
+}
+
 /* The plan's device optimizer part: its first k sub-groups, and what follows from that. */
 static void set_dev_opt(ZgPlan *p, int k)
 {
@@ -290,6 +312,7 @@ static void set_dev_opt(ZgPlan *p, int k)
     p->opt_dev_numel = 0;
     for (int i = 0; i < k; i++) p->opt_dev_numel += p->subgroups[i].numel;
     p->grad_keep = k > 0 && p->zero->grad_accum <= 1;
+    plan_norm_lanes(p);
 }
 
 static void make_subgroups(ZgPlan *p)
@@ -482,10 +505,12 @@ static bool place_dev_opt(ZgPlan *p)
         while (k < n && (double)(numel + p->subgroups[k].numel) <= cap) numel += p->subgroups[k++].numel;
         if (k == 0) p->opt_dev_why = "train.device_optimizer's share is less than the first sub-group";
     } else {
-        /* auto: what the device has left, at 12 B of state and the kept gradient per element */
-        int64_t left = m->device_memory > 0 ? m->device_memory - zg_mem_device_need(p) : 0;
-        while (k < n && (numel + p->subgroups[k].numel) * (12 + keep) <= left) numel += p->subgroups[k++].numel;
-        int64_t part = left > 0 ? (left / (12 + keep) - numel) / p->sg_align * p->sg_align : 0;
+        /* auto: what the device has left, at 12 B of state and the kept gradient per element, and
+        ** the norm's lanes (64 B per NORM_BLOCK elements, and two sets per bucket at most) */
+        int64_t left = m->device_memory > 0 ? m->device_memory - zg_mem_device_need(p) - 128 * p->n_buckets : 0;
+        int64_t per64 = (12 + keep) * 64 + 64 * 64 / NORM_BLOCK;     /* per element, in 1/64 B */
+        while (k < n && (numel + p->subgroups[k].numel) * per64 <= left * 64) numel += p->subgroups[k++].numel;
+        int64_t part = left > 0 ? (left * 64 / per64 - numel) / p->sg_align * p->sg_align : 0;
         if (k < n && part >= p->subgroups[k].numel / 8 && part < p->subgroups[k].numel &&
             p->n_subgroups < ZG_MAX_TABLE_ROWS && p->sg_swap == ZG_SWAP_NONE) {
             split_subgroup(p, (int)k, part);

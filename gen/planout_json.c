@@ -225,6 +225,8 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jbool(j, "device_grad_accum", p->grad_acc_dev);
     jint(j, "device_optimizer_subgroups", p->n_sg_dev);
     jint(j, "device_optimizer_numel", p->opt_dev_numel);
+    jbool(j, "norm_device_lanes", p->norm_dev_lanes);
+    jint(j, "norm_block", p->norm_block);
     jclose(j, '}');
     jclose(j, '}');
 

@@ -338,7 +338,8 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
     else if (!p->adam_device)
         fprintf(f, "no speculative step: %s\n", p->spec_why ? p->spec_why : "?");
     if (p->norm_fused)
-        fprintf(f, "gradient norm summed per bucket while the last micro-step hands the gradients over\n");
+        fprintf(f, "gradient norm summed per bucket while the last micro-step hands the gradients over "
+                "(in blocks of %lld elements, 8 lanes each)\n", (long long)p->norm_block);
     if (p->mem.grad_land_direct)
         fprintf(f, "gradients land in place: each bucket's D2H copies into the pinned grad16 itself (one "
                 "micro-step: the hand-over is a copy), and the host only sums the norm's part there\n");
@@ -353,11 +354,15 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
                 "keep master, m and v in device memory and run Adam there after the norm (the host's "
                 "arithmetic: same bits); their gradients %s; the host runs Adam on the other %d\n",
                 p->n_sg_dev - 1, (long long)p->opt_dev_numel,
-                p->grad_keep ? "stay on the device in grad_keep (GRAD_KEEP) as well as crossing for the norm"
-                             : "are read from grad_acc (they still cross for the norm)",
+                p->grad_keep ? "stay on the device in grad_keep (GRAD_KEEP)" : "are read from grad_acc",
                 p->n_subgroups - p->n_sg_dev);
     else if (zg_plan_dev_opt_applies(z))
         fprintf(f, "no part of the optimizer on the device: %s\n", p->opt_dev_why ? p->opt_dev_why : "?");
+    if (p->norm_dev_lanes)
+        fprintf(f, "the device part's gradients do not cross: the device sums their norm lanes per block "
+                "(zd_sumsq_lanes) and only those come down (64 B per %lld elements, %lld lane sets in "
+                "norm_lanes), where the host's hand-over continues the bucket's sum\n",
+                (long long)p->norm_block, (long long)p->norm_lanes_sets);
     fprintf(f, "optimizer shard %lld elements in %d sub-group(s) (boundaries multiple of %lld)\n",
             (long long)s->opt_numel, p->n_subgroups, (long long)p->sg_align);
     owners_txt(p, f);

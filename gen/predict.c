@@ -226,7 +226,9 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
                 /* into grad32: read the part, read and write fp32; into grad16: a 16-bit copy, or
                 ** where the D2H landed in grad16 itself (a GPU rank) the norm's read of it */
                 double per = !p->grad16 ? n16 + 8.0 : p->mem.grad_land_direct && !hw->host ? n16 : 2.0 * n16;
-                s->grad_done[a] = run1(s, ZG_RES_CPU, ZG_NOPS + ZG_PX_ACCUM, a, part * per / hw->host_mem_bw, e);
+                /* a GPU rank's device optimizer part stays there (its norm lanes come instead) */
+                int64_t sets, dev = hw->host ? 0 : zg_bucket_dev_part(p, a, 0, &sets);
+                s->grad_done[a] = run1(s, ZG_RES_CPU, ZG_NOPS + ZG_PX_ACCUM, a, (part - (double)dev) * per / hw->host_mem_bw, e);
                 s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a, 0, e);
                 s->last_grad = s->grad_done[a];
             } else {                      /* the add on the device (grad32, or grad_acc) */
@@ -249,14 +251,20 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
             int64_t lo = b->flat_offset > 0 ? b->flat_offset : 0;
             int64_t hi = b->flat_offset + b->numel < p->opt_dev_numel ? b->flat_offset + b->numel : p->opt_dev_numel;
             double kept = hi > lo ? (double)(hi - lo) : 0;
-            s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a, kept * 2.0 * n16 / hw->mem_bw, s->reduce_done[a]);
+            /* the copy, and (norm_dev_lanes) the norm lanes' read of the same range */
+            double reads = p->norm_dev_lanes ? 3.0 : 2.0;
+            s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a, kept * reads * n16 / hw->mem_bw, s->reduce_done[a]);
             break;
         }
         case ZG_OP_GRAD_SHIP: {     /* the sums D2H into grad32, the host sums their squares */
             double part = (double)p->buckets[a].padded_numel / ws;
-            e = run1(s, ZG_RES_D2H, o->kind, a, (double)zg_op_bytes(p, o).d2h / hw->d2h_bw, s->grad_done[a]);
+            int64_t sets, dev = hw->host ? 0 : zg_bucket_dev_part(p, a, 0, &sets);
+            e = s->grad_done[a];
+            if (dev)                /* the device part's norm lanes, summed on the device first */
+                e = run1(s, ZG_RES_COMPUTE, ZG_NOPS + ZG_PX_NORM, a, (double)dev * 4.0 / hw->mem_bw, e);
+            e = run1(s, ZG_RES_D2H, o->kind, a, (double)zg_op_bytes(p, o).d2h / hw->d2h_bw, e);
             if (p->norm_fused)
-                e = run1(s, ZG_RES_CPU, ZG_NOPS + ZG_PX_NORM, a, part * 4.0 / hw->host_mem_bw, e);
+                e = run1(s, ZG_RES_CPU, ZG_NOPS + ZG_PX_NORM, a, (part - (double)dev) * 4.0 / hw->host_mem_bw, e);
             s->grad_done[a] = s->last_grad = e;
             break;
         }

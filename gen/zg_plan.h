@@ -462,6 +462,13 @@ typedef struct ZgPlan {
                                             ** ("master_dev", ...) and whose Adam runs there, in
                                             ** the step list after the norm (never speculated) */
     int64_t opt_dev_numel;                  /* their elements: the shard's [0, opt_dev_numel) */
+    bool norm_dev_lanes;                    /* norm_fused with a device part: the device sums the
+                                            ** norm's lanes of that part (sumsq.cu zd_sumsq_lanes)
+                                            ** and only those cross, not its gradients */
+    int64_t norm_block;                     /* norm_fused: elements per norm block (train.h TrSq) */
+    int64_t norm_lanes_sets;                /* norm_dev_lanes: lane sets (8 doubles) in "norm_lanes":
+                                            ** the most any rank's buckets need, one per norm block
+                                            ** each bucket's device part meets */
     bool grad_keep;                         /* one micro-step: their reduced gradients stay on the
                                             ** device in "grad_keep" (GRAD_KEEP); with device
                                             ** accumulation Adam reads grad_acc instead */
@@ -518,6 +525,9 @@ static inline bool zg_plan_sg_on_device(const ZgPlan *p, int k) { return k >= 0 
 ** prediction times them). */
 typedef struct ZgOpBytes { int64_t net, h2d, d2h, nvme_read, nvme_write; } ZgOpBytes;
 ZgOpBytes zg_op_bytes(const ZgPlan *p, const ZgOp *o);
+/* Rank r's part of bucket a in its device optimizer range, whose norm lanes cross instead of its
+** gradients (norm_dev_lanes; else 0), with the lane sets (norm blocks it meets) into *sets. */
+int64_t zg_bucket_dev_part(const ZgPlan *p, int a, int r, int64_t *sets);
 /* memplan.c: elements of stage 3's "persist" region (0 without persistent tensors). */
 int64_t zg_persist_region_numel(const ZgPlan *p);
 /* Device bytes per rank the plan needs: the device arena plus the device headroom. */

@@ -336,8 +336,10 @@ void cz_finish_bucket(int k)
     if (!pend[k]) return;
     pend[k] = 0;
     cz_host_wait(CZ.ev_d2h[k], "D2H of bucket", k);
-    if (take[k].kind == ZR_OP_GRAD_SHIP) tr_grad_ship(&take[k], 0);
-    else if (take[k].xfer != ZR_XFER_NONE) tr_hand_over(&take[k]);
+    TrSq pre;
+    int lanes = cz_norm_pre(k, &pre);
+    if (take[k].kind == ZR_OP_GRAD_SHIP) tr_grad_ship(&take[k], 0, lanes ? &pre : NULL);
+    else if (take[k].xfer != ZR_XFER_NONE) tr_hand_over_after(&take[k], lanes ? &pre : NULL);
 }
 
 /* The hand-overs the device does, with the host's arithmetic, on the d2h stream (after the bucket's
@@ -437,6 +439,10 @@ static void wait_reduce(const ZrOpRow *op)
     CZ_CHECK(zr_gpu_wait(CZ.d2h, CZ.ev_reduced[k]));
     dev_take(&take[k]);
     sums_at[k] = take[k];
+    /* the part in the device optimizer range stays (GRAD_KEEP copies it): its norm lanes cross */
+    if (host_copy && take[k].xfer != ZR_XFER_NONE && !ZG_GRAD_ACC_DEV && T.micro == ZG_GRAD_ACCUM - 1 &&
+        cz_norm_lanes(k, &take[k], cz_dev(from), CZ_FMT))
+        from = host = host_range(&take[k], &bytes);
     int64_t n = host_copy && bytes && take[k].xfer != ZR_XFER_NONE ? (int64_t)(bytes / dt_bytes(take[k].src_dt)) : 0;
     if (n && ZG_GRAD_LAND_DIRECT) {
         host = land_direct(&take[k], n);
@@ -462,12 +468,15 @@ static void wait_reduce(const ZrOpRow *op)
 static void grad_ship(const ZrOpRow *op)
 {
     int k = op->arg;
+    take[k] = *op;
     int64_t skip, at, n = tr_hand_over_range(op, &skip, &at);
+    /* the part in the device optimizer range stays in grad_acc: its norm lanes cross */
+    if (n > 0 && cz_norm_lanes(k, &take[k], cz_dev(tr_region_at(op->src, at, ZR_DT_FP32)), 0))
+        n = tr_hand_over_range(&take[k], &skip, &at);
     if (n > 0)
         CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, tr_region_at(op->dst, at, ZR_DT_FP32),
                              cz_dev(tr_region_at(op->src, at, ZR_DT_FP32)), (size_t)n * 4));
     CZ_CHECK(zr_gpu_record(CZ.ev_d2h[k], CZ.d2h));
-    take[k] = *op;
     pend[k] = 1;
     pend_at[k] = NULL;          /* into grad32, no shadow range that a later D2H could refill */
     pend_bytes[k] = 0;

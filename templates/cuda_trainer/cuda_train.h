@@ -86,6 +86,13 @@ void cz_flush(void);                        /* host waits the step's copies, fin
 void cz_host_wait(ZrGpuEvent *e, const char *what, int arg);   /* a host wait, named (ZR_CUDA_WAIT_LOG=1) */
 int cz_bucket_pending(int k);               /* bucket k's host copy is not yet handed over */
 void cz_finish_bucket(int k);               /* ... its D2H waited for and its hand-over done */
+/* cuda_norm.c: the device optimizer part's norm lanes (ZG_NORM_DEV_LANES). cz_norm_lanes, on the
+** hand-over row h of bucket k whose range starts at dev_src on the device (fmt: 0 fp32, else the
+** 16-bit format): sums the lanes of its device part on the d2h stream, copies them down, and
+** rewrites h to the rest; returns the elements left out. cz_norm_pre: after that copy, the lanes
+** as the start of the bucket's norm sum; 0 when bucket k has none pending. */
+int64_t cz_norm_lanes(int k, ZrOpRow *h, const char *dev_src, int fmt);
+int cz_norm_pre(int k, TrSq *pre);
 /* cuda_spec.c: the speculative step's host Adams (ZG_SPECULATIVE) */
 void cz_spec_optimizer(const ZrOpRow *op);  /* OPTIMIZER in the last micro-step: queued */
 void cz_spec_issued(int k);                 /* bucket k's host copy was issued (its place in order) */

@@ -114,7 +114,7 @@ static const std::map<std::string, KCapture> &kernels()
         ZE_K(zd_attention_forward), ZE_K(zd_attention_backward_dq), ZE_K(zd_attention_backward_dkv),
         ZE_K(zd_crossentropy_fused), ZE_K(zd_adamw), ZE_K(zd_f32_to_16), ZE_K(zd_16_to_f32), ZE_K(zd_add_16_to_f32),
         ZE_K(zd_add_f32_to_16), ZE_K(zd_add_f32),
-        ZE_K(zd_sumsq_partial), ZE_K(zd_sumsq_finish),
+        ZE_K(zd_sumsq_partial), ZE_K(zd_sumsq_finish), ZE_K(zd_sumsq_lanes),
 #if ZK_ATC_ON           /* the tensor-core attention exists for the head sizes it serves */
         ZE_K(zd_attention_tc_forward), ZE_K(zd_attention_tc_backward_dq), ZE_K(zd_attention_tc_backward_dkv),
 #endif

@@ -79,7 +79,7 @@ cuda cuda-emu train-cuda train-cuda-emu bundle:
 CUDA_HOME ?= /usr/local/cuda
 CXX       ?= g++
 CZ_HOST   = $(filter-out train_backend_host.c,$(SRCS))
-CZ_SRCS   = cuda/trainer/cuda_exec.c cuda/trainer/cuda_spec.c cuda/trainer/cuda_model.c cuda/trainer/${plan.model.cuda_adapter} \
+CZ_SRCS   = cuda/trainer/cuda_exec.c cuda/trainer/cuda_spec.c cuda/trainer/cuda_norm.c cuda/trainer/cuda_model.c cuda/trainer/${plan.model.cuda_adapter} \
             cuda/trainer/cuda_main.c \
             cuda/zg_kernels_bin.c
 CZ_HDRS   = $(HDRS) $(wildcard cuda/trainer/*.h cuda/*.h) cuda/kernels/zk_shapes.h

@@ -188,9 +188,21 @@ void *tr_region_named(const char *name);  /* its memory; NULL when it has none o
 /* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32
 ** (train_ops.c) */
 void tr_w_into_f32(float *d, const void *s, int64_t n, int add);
-/* The 16-bit hand-over (grad16): copies n W values, -0 as +0 (what adding into a zeroed fp32 sum
-** gives), and returns the sum of squares of their fp32 values with the fp32 hand-over's bits. */
-double tr_copy_w_sumsq(void *dst, const void *src, int64_t n);
+/* The fused norm's sum of squares of one bucket's hand-over range (ZG_NORM_FUSED), in one order
+** that every backend repeats: the shard is cut into blocks of ZG_NORM_BLOCK elements (at multiples
+** of it); within a block, element o's square goes into double lane o % 8 in ascending order; at
+** the block's end the lanes are added ((0+1)+(2+3))+((4+5)+(6+7)) into the running sum. A range fed
+** in any pieces sums the same; so does a block whose first part's lanes were summed on the device
+** (sumsq.cu zd_sumsq_lanes over the device optimizer range, ZG_NORM_DEV_LANES) and handed over. */
+typedef struct TrSq {
+    double sum;                 /* the closed blocks, ascending */
+    double lane[8];             /* the open block's lanes */
+} TrSq;
+void tr_sq_feed(TrSq *q, const float *x, int64_t off, int64_t n);   /* x[0] at shard offset off */
+/* One block's lanes summed elsewhere, over its part that ends at shard offset end (exclusive):
+** the block closes when end is its end, else the next elements continue its lanes. */
+void tr_sq_lanes(TrSq *q, const double lane[8], int64_t end);
+double tr_sq_total(const TrSq *q);
 void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off);   /* blocking swap-file I/O */
 void tr_nvme_rw_param(int write, void *buf, int64_t bytes, int64_t off);   /* same, params_shard's file */
 
@@ -254,10 +266,13 @@ int64_t tr_keep_range(const ZrOpRow *op, int64_t *skip, int64_t *dst);
 /* train_ops.c: the row's hand-over on the host: grad32 (+)= the W source (NVMe: through
 ** tr_grad_take's sub-group windows). */
 void tr_hand_over(const ZrOpRow *op);
+/* The same, its norm part continuing pre (the device's lanes of the range's front, which the row's
+** range then leaves out: ZG_NORM_DEV_LANES); pre NULL is tr_hand_over. */
+void tr_hand_over_after(const ZrOpRow *op, const TrSq *pre);
 /* train_ops.c: GRAD_SHIP's host side: copy (copy 1: the host backend; 0: the D2H already landed
 ** them) this rank's part of the bucket's sums from grad_acc into grad32, and with ZG_NORM_FUSED
-** sum their squares as the last hand-over would have. */
-void tr_grad_ship(const ZrOpRow *op, int copy);
+** sum their squares as the last hand-over would have (continuing pre, as tr_hand_over_after). */
+void tr_grad_ship(const ZrOpRow *op, int copy, const TrSq *pre);
 
 /* train_optim.c */
 void tr_optim_step(void);               /* after the last micro-step: norm, scaler, Adam, gathers */

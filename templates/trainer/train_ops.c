@@ -237,25 +237,57 @@ static void reduce(const ZrOpRow *op)
         tr_die("REDUCE of bucket %d lowered to %s", op->arg, zr_xfer_names[op->xfer]);
 }
 
-/* The norm's sum of squares (ZG_NORM_FUSED), in a fixed order every backend repeats: element i of a
-** hand-over's range into double lane i % 8, the lanes added ((0+1)+(2+3))+((4+5)+(6+7)). A range fed
-** in pieces of multiples of 8 sums the same. */
-static void sumsq_lanes(double s[8], const float *x, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) s[j] += (double)x[i + j] * x[i + j];
-    for (int j = 0; i < n; i++, j++) s[j] += (double)x[i] * x[i];
-}
-
+/* The norm's sum of squares (ZG_NORM_FUSED) in the order every backend repeats (train.h TrSq): a
+** block's element at shard offset o into double lane o % 8, ascending; at the block's end its lanes
+** are added ((0+1)+(2+3))+((4+5)+(6+7)) into the running sum. Adding a block with no element adds
+** +0, which changes no sum of squares, so the state needs no "open block" flag. */
 static double lanes_sum(const double s[8])
 {
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-double tr_copy_w_sumsq(void *dst, const void *src, int64_t n)
+static void sq_close(TrSq *q)
 {
-    double s[8] = {0};
+    q->sum += lanes_sum(q->lane);
+    for (int j = 0; j < 8; j++) q->lane[j] = 0;
+}
+
+void tr_sq_feed(TrSq *q, const float *x, int64_t off, int64_t n)
+{
+    const int64_t B = ZG_NORM_BLOCK;
+    double l[8];
+    for (int j = 0; j < 8; j++) l[j] = q->lane[j];
+    for (int64_t i = 0; i < n;) {
+        int64_t o = off + i, m = B - o % B < n - i ? B - o % B : n - i, t = 0;
+        const float *p = x + i;
+        for (int j = (int)(o % 8); t < m && j != 0; t++, j = (j + 1) & 7) l[j] += (double)p[t] * p[t];
+        for (; t + 8 <= m; t += 8)
+            for (int j = 0; j < 8; j++) l[j] += (double)p[t + j] * p[t + j];
+        for (int j = 0; t < m; t++, j++) l[j] += (double)p[t] * p[t];
+        i += m;
+        if ((off + i) % B == 0) {
+            for (int j = 0; j < 8; j++) q->lane[j] = l[j];
+            sq_close(q);
+            for (int j = 0; j < 8; j++) l[j] = 0;
+        }
+    }
+    for (int j = 0; j < 8; j++) q->lane[j] = l[j];
+}
+
+void tr_sq_lanes(TrSq *q, const double lane[8], int64_t end)
+{
+    for (int j = 0; j < 8; j++) q->lane[j] += lane[j];
+    if (end % ZG_NORM_BLOCK == 0) sq_close(q);
+}
+
+double tr_sq_total(const TrSq *q)
+{
+    return q->sum + lanes_sum(q->lane);
+}
+
+/* The 16-bit hand-over of n elements at shard offset off, their squares fed to q. */
+static void copy_w_sumsq(void *dst, const void *src, int64_t n, int64_t off, TrSq *q)
+{
 #if ZG_DTYPE_SIZE == 2
     const uint16_t *h = src;
     uint16_t *d = dst;
@@ -268,18 +300,17 @@ double tr_copy_w_sumsq(void *dst, const void *src, int64_t n)
             for (int64_t i = 0; i < m; i++)
                 if (d[a + i] == 0x8000) d[a + i] = 0;
         tr_w_to_f32(x, d + a, m);
-        sumsq_lanes(s, x, m);
+        tr_sq_feed(q, x, off + a, m);
     }
 #else
-    (void)dst; (void)src; (void)n;
+    (void)dst; (void)src; (void)n; (void)off; (void)q;
     tr_die("internal: a 16-bit gradient hand-over in an fp32 plan");
 #endif
-    return lanes_sum(s);
 }
 
-/* tr_w_into_f32, and with lanes (ZG_NORM_FUSED's last hand-over) the squares of the results summed
-** block by block while the block is in cache: the lanes of one pass over the range. */
-static void into_f32(float *d, const void *s, int64_t n, int add, double *lanes)
+/* tr_w_into_f32, and with q (ZG_NORM_FUSED's last hand-over; off the shard offset of d[0]) the
+** squares of the results fed block by block while the block is in cache: one pass over the range. */
+static void into_f32(float *d, const void *s, int64_t n, int add, int64_t off, TrSq *q)
 {
     for (int64_t a = 0; a < n; a += 1024) {
         int64_t m = n - a < 1024 ? n - a : 1024;
@@ -292,52 +323,57 @@ static void into_f32(float *d, const void *s, int64_t n, int add, double *lanes)
 #endif
         if (!add) memcpy(d + a, x, (size_t)m * 4);
         else for (int64_t i = 0; i < m; i++) d[a + i] += x[i];
-        if (lanes) sumsq_lanes(lanes, d + a, m);
+        if (q) tr_sq_feed(q, d + a, off + a, m);
     }
 }
 
-void tr_w_into_f32(float *d, const void *s, int64_t n, int add) { into_f32(d, s, n, add, NULL); }
+void tr_w_into_f32(float *d, const void *s, int64_t n, int add) { into_f32(d, s, n, add, 0, NULL); }
 
 /* The hand-over of reduced gradients into grad32, as lowered: a flat range of which this rank's
 ** shard part is taken (stages 0-2), or this rank's reduce-scattered chunk (stage 3; with grad32 on
 ** NVMe an nvme_write: through the sub-group windows of tr_grad_take). */
-void tr_hand_over(const ZrOpRow *op)
+void tr_hand_over(const ZrOpRow *op) { tr_hand_over_after(op, NULL); }
+
+void tr_hand_over_after(const ZrOpRow *op, const TrSq *pre)
 {
     int64_t skip, dst, n = tr_hand_over_range(op, &skip, &dst);
-    if (n <= 0) return;
-    const char *src = (const char *)tr_region_at(op->src, op->src_off, op->src_dt) + skip * ZG_DTYPE_SIZE;
-    if (op->xfer == ZR_XFER_NVME_WRITE) {
-        tr_grad_take(dst, src, n, op->accumulate);
-        return;
-    }
-    if (op->dst_dt != ZR_DT_FP32) {           /* grad16: one micro-step, a copy */
-        T.norm_part[op->arg] = tr_copy_w_sumsq(tr_region_at(op->dst, dst, op->dst_dt), src, n);
-        return;
-    }
-    double lanes[8] = {0};
     int norm = ZG_NORM_FUSED && !ZG_GRAD_ACC_DEV && T.micro == ZG_GRAD_ACCUM - 1;   /* else GRAD_SHIP's */
-    into_f32(tr_region_at(op->dst, dst, ZR_DT_FP32), src, n, op->accumulate, norm ? lanes : NULL);
-    if (norm) T.norm_part[op->arg] = lanes_sum(lanes);
+    TrSq q = {0};
+    if (pre) q = *pre;
+    if (n > 0) {
+        const char *src = (const char *)tr_region_at(op->src, op->src_off, op->src_dt) + skip * ZG_DTYPE_SIZE;
+        if (op->xfer == ZR_XFER_NVME_WRITE) {
+            tr_grad_take(dst, src, n, op->accumulate);
+            return;
+        }
+        if (op->dst_dt != ZR_DT_FP32)             /* grad16: one micro-step, a copy */
+            copy_w_sumsq(tr_region_at(op->dst, dst, op->dst_dt), src, n, dst, &q);
+        else
+            into_f32(tr_region_at(op->dst, dst, ZR_DT_FP32), src, n, op->accumulate, dst, norm ? &q : NULL);
+    }
+    if (norm) T.norm_part[op->arg] = tr_sq_total(&q);
 }
 
 /* GRAD_SHIP: the row's range of grad_acc and grad32 (both indexed by the shard offset, gen/lower.c)
 ** block by block as into_f32 sums a hand-over, so the norm has the bits the hand-over's would. */
-void tr_grad_ship(const ZrOpRow *op, int copy)
+void tr_grad_ship(const ZrOpRow *op, int copy, const TrSq *pre)
 {
     int64_t skip, at, n = tr_hand_over_range(op, &skip, &at);
-    if (n <= 0) return;
-    float *d = tr_region_at(op->dst, at, ZR_DT_FP32);
-    const float *s = tr_region_at(op->src, at, ZR_DT_FP32);
-    double lanes[8] = {0};
-    for (int64_t a = 0; a < n; a += 1024) {
-        int64_t m = n - a < 1024 ? n - a : 1024;
-        if (copy) memcpy(d + a, s + a, (size_t)m * 4);
-        if (ZG_NORM_FUSED) sumsq_lanes(lanes, d + a, m);
+    TrSq q = {0};
+    if (pre) q = *pre;
+    if (n > 0) {
+        float *d = tr_region_at(op->dst, at, ZR_DT_FP32);
+        const float *s = tr_region_at(op->src, at, ZR_DT_FP32);
+        for (int64_t a = 0; a < n; a += 1024) {
+            int64_t m = n - a < 1024 ? n - a : 1024;
+            if (copy) memcpy(d + a, s + a, (size_t)m * 4);
+            if (ZG_NORM_FUSED) tr_sq_feed(&q, d + a, at + a, m);
+        }
     }
-    if (ZG_NORM_FUSED) T.norm_part[op->arg] = lanes_sum(lanes);
+    if (ZG_NORM_FUSED) T.norm_part[op->arg] = tr_sq_total(&q);
 }
 
-static void host_grad_ship(const ZrOpRow *op) { tr_grad_ship(op, 1); }
+static void host_grad_ship(const ZrOpRow *op) { tr_grad_ship(op, 1, NULL); }
 
 /* GRAD_KEEP: the device range's part of the bucket's sums, a W copy (the reduction is done: the
 ** WAIT_REDUCE before it waited for it). */

@@ -13,7 +13,9 @@
 **              finite floats: a finite double (no overflow before the fp32 rounding);
 **   order      the same input twice gives the same bits, and so does the same data with the
 **              partials scratch poisoned (NaN) first: every partial read is written;
-**   accumulate two ranges summed into one result equal the sum over both within the bound.
+**   accumulate two ranges summed into one result equal the sum over both within the bound;
+**   lanes      zd_sumsq_lanes (the device optimizer part's norm lanes, which the host continues)
+**              bit for bit against the order of train.h's TrSq, written out here.
 */
 #define ZR_SIMT_IMPL
 #include "zr_simt.h"
@@ -145,8 +147,46 @@ static void accumulate(void)
     ZT_CHECKM(fabs(r - ex) <= d * U * ex, "accumulated %.17g vs exact %.17g", r, ex);
 }
 
+/* zd_sumsq_lanes against the order train.h's TrSq defines, written out element by element here:
+** element o of [a, a + n) into set o / block - a / block, lane o % 8, ascending, from 0. Bit for bit
+** (the host continues these lanes, so any other order would change the norm's bits), at offsets
+** and lengths that start and end inside blocks, for fp32, bf16 and fp16, with the output poisoned. */
+static void lanes(void)
+{
+    struct { long a, n, block; } cs[] = {{0, 1, 64}, {3, 7, 64}, {5, 1000, 64}, {64, 128, 64},
+                                         {4093, 10000, 4096}, {4096L * 3, 8192, 4096}, {123457, 100003, 4096}};
+    for (auto c : cs)
+        for (int fmt = 0; fmt <= 2; fmt++) {
+            zk_seed((uint64_t)(c.a * 7 + c.n + fmt));
+            std::vector<float> x((size_t)c.n);
+            std::vector<uint16_t> h((size_t)c.n);
+            for (long i = 0; i < c.n; i++) {
+                float v = zk_uniform(-3.0f, 3.0f) * (i % 13 == 0 ? 1e-6f : 1.0f);
+                h[(size_t)i] = fmt == 1 ? zr_f32_to_bf16(v) : zr_f32_to_fp16(v);
+                x[(size_t)i] = fmt == 0 ? v : fmt == 1 ? zr_bf16_to_f32(h[(size_t)i]) : zr_fp16_to_f32(h[(size_t)i]);
+            }
+            long sets = ZK_SQ_LANE_SETS(c.a, c.n, c.block);
+            ZT_EQ_INT(sets, (c.a + c.n - 1) / c.block - c.a / c.block + 1);
+            std::vector<double> want((size_t)sets * 8, 0.0), got((size_t)sets * 8, NAN);
+            for (long o = c.a; o < c.a + c.n; o++) {
+                double v = x[(size_t)(o - c.a)];
+                want[(size_t)((o / c.block - c.a / c.block) * 8 + o % 8)] += v * v;
+            }
+            const void *g = fmt == 0 ? (const void *)x.data() : (const void *)h.data();
+            ZT_EQ_INT(zd_sumsq_lanes_launch(got.data(), g, c.a, c.n, c.block, fmt), 0);
+            int bad = 0;
+            for (size_t i = 0; i < want.size() && !bad; i++)
+                if (bits64(got[i]) != bits64(want[i])) {
+                    ZT_CHECKM(0, "a=%ld n=%ld block=%ld fmt %d: set %zu lane %zu %a, want %a", c.a, c.n, c.block,
+                              fmt, i / 8, i % 8, got[i], want[i]);
+                    bad = 1;
+                }
+        }
+}
+
 int main(void)
 {
+    ZT_RUN(lanes);
     ZT_RUN(lengths);
     ZT_RUN(sixteen_bit);
     ZT_RUN(specials);

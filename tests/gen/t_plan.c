@@ -672,6 +672,30 @@ static void t_device_optimizer(void)
     ZT_CHECK(keeps > 0);
     /* the device's updates do not cross PCIe */
     ZT_EQ_INT(h->cost.h2d_bytes - p->cost.h2d_bytes, D * 2);
+    /* nor do its gradients: the norm's lanes of the device part cross instead, one set of 8
+    ** doubles per norm block (multiples of norm_block in shard offsets) that a bucket's device part
+    ** meets, counted here element by element; the regions hold the most any rank needs */
+    ZT_CHECK(p->norm_dev_lanes && !h->norm_dev_lanes && p->norm_block > 0 && p->norm_block % 8 == 0);
+    int64_t most = 0, rank0_sets = 0;
+    for (int r = 0; r < ws; r++) {
+        int64_t sets = 0, s0 = r * p->shard.opt_flat_stride;
+        for (int k = 0; k < p->n_buckets; k++) {
+            int64_t last = -1;
+            for (int64_t f = p->buckets[k].flat_offset; f < p->buckets[k].flat_offset + p->buckets[k].numel; f++) {
+                int64_t o = f - s0;
+                if (o < 0 || o >= D || o / p->norm_block == last) continue;
+                last = o / p->norm_block;
+                sets++;
+            }
+        }
+        if (sets > most) most = sets;
+        if (r == 0) rank0_sets = sets;
+    }
+    int nl = region_index(p, "norm_lanes"), nll = region_index(p, "norm_lanes_land");
+    ZT_CHECK(most > 0 && nl >= 0 && nll >= 0 && p->mem.regions[nl].tier == ZG_TIER_DEVICE &&
+             p->mem.regions[nll].tier == ZG_TIER_PINNED && p->mem.regions[nl].bytes == most * 64 &&
+             p->mem.regions[nll].bytes == most * 64 && region_index(h, "norm_lanes") < 0);
+    ZT_EQ_INT(h->cost.d2h_bytes - p->cost.d2h_bytes, D * 2 - rank0_sets * 64);
 
     /* auto: exactly what fits; one byte less, one sub-group fewer; nothing left, none */
     m.device_optimizer = -1;

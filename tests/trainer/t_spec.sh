@@ -121,6 +121,9 @@ pairdev() {
   if ! grep -q '^part of the optimizer on the device: sub-groups 0\.\.' "$tmp/$name-dev/out/plan.txt"; then
     fail "$name" "the plan keeps nothing of the optimizer on the device"; return
   fi
+  if [ "$spec" = true ] && ! grep -q "^the device part's gradients do not cross" "$tmp/$name-dev/out/plan.txt"; then
+    fail "$name" "the plan sends the device part's gradients down for the norm"; return
+  fi
   if ! cmp -s <(numbers "$name-dev") <(numbers "$name-host"); then fail "$name" "losses or norms differ"; return; fi
   if ! cmp -s "$tmp/$name-dev/w.safetensors" "$tmp/$name-host/w.safetensors"; then fail "$name" "weights differ"; return; fi
   ok "$name: part of the optimizer on the device ($(outcomes "$name-dev")) = all on the host, bit for bit"

@@ -71,6 +71,29 @@ zd_sumsq_finish(double *result, const double *partials, int nblocks, int accumul
     if (threadIdx.x == 0) result[0] = accumulate ? result[0] + s : s;
 }
 
+/* The fused norm's lanes (the host trainer's order, train.h TrSq) of n elements at shard offsets
+** [a, a + n), g pointing at the first: the norm blocks are the multiples of `block` (a multiple of
+** 8) in shard offsets; lane set s is the (a / block + s)-th block's part in the range, and its lane
+** j the double sum, in ascending order from 0, of the squares of its elements whose offset is j
+** modulo 8. Each lane is one thread's loop, so its sum is the host's to the bit (a float's square is
+** exact in a double, so a fused multiply-add rounds as the separate add does). The host adds each
+** set's lanes into its running sum of the bucket (tr_sq_lanes), so only 64 B per block cross.
+** nsets = (a + n - 1) / block - a / block + 1 sets, 8 threads each. */
+ZK_KERNEL void __launch_bounds__(ZK_SQ_BLOCK)
+zd_sumsq_lanes(double *lanes, const void *g, long a, long n, long block, long nsets, int fmt)
+{
+    long t = (long)blockIdx.x * ZK_SQ_BLOCK + (long)threadIdx.x, set = t / 8;
+    int lane = (int)(t % 8);
+    if (set >= nsets) return;
+    long b0 = (a / block + set) * block, lo = b0 > a ? b0 : a, hi = b0 + block < a + n ? b0 + block : a + n;
+    double s = 0.0;
+    for (long o = lo + (lane - lo % 8 + 8) % 8; o < hi; o += 8) {
+        double x = (double)zk_sq_ld(g, fmt, o - a);
+        s += x * x;
+    }
+    lanes[t] = s;
+}
+
 /* ------------------------------------------------------------------ launchers */
 #if ZK_HOST_LAUNCHERS
 /* partials: ZK_SQ_MAX_BLOCKS doubles of scratch. */
@@ -82,5 +105,13 @@ inline int zd_sumsq_launch(double *result, double *partials, const void *g, long
     int rc = ZK_LAUNCH(zd_sumsq_partial, (unsigned)blocks, ZK_SQ_BLOCK, 0, partials, g, n, chunk, fmt);
     if (rc) return rc;
     return ZK_LAUNCH(zd_sumsq_finish, 1u, ZK_SQ_BLOCK, 0, result, (const double *)partials, blocks, accumulate);
+}
+
+/* lanes: ZK_SQ_LANE_SETS(a, n, block) x 8 doubles. */
+inline int zd_sumsq_lanes_launch(double *lanes, const void *g, long a, long n, long block, int fmt)
+{
+    long nsets = ZK_SQ_LANE_SETS(a, n, block);
+    unsigned grid = (unsigned)((nsets * 8 + ZK_SQ_BLOCK - 1) / ZK_SQ_BLOCK);
+    return ZK_LAUNCH(zd_sumsq_lanes, grid, ZK_SQ_BLOCK, 0, lanes, g, a, n, block, nsets, fmt);
 }
 #endif

@@ -18,4 +18,8 @@
                          : (int)(((n) + ZK_SQ_MIN_PER_BLOCK - 1) / ZK_SQ_MIN_PER_BLOCK))
 #define ZK_SQ_CHUNK(n, blocks) (((n) + (blocks) - 1) / (blocks))
 
+/* zd_sumsq_lanes: the norm blocks (multiples of block in shard offsets) that [a, a + n) meets,
+** n > 0: one lane set (8 doubles, 8 threads) each. */
+#define ZK_SQ_LANE_SETS(a, n, block) (((a) + (n) - 1) / (block) - (a) / (block) + 1)
+
 #endif

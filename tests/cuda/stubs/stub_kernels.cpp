@@ -58,7 +58,7 @@ static const Kern table[] = {
     K(zd_attention_forward), K(zd_attention_backward_dq), K(zd_attention_backward_dkv),
     K(zd_crossentropy_fused), K(zd_adamw), K(zd_f32_to_16), K(zd_16_to_f32), K(zd_add_16_to_f32),
     K(zd_add_f32_to_16), K(zd_add_f32),
-    K(zd_sumsq_partial), K(zd_sumsq_finish),
+    K(zd_sumsq_partial), K(zd_sumsq_finish), K(zd_sumsq_lanes),
 #if ZK_ATC_ON           /* the tensor-core attention exists for the head sizes it serves */
     K(zd_attention_tc_forward), K(zd_attention_tc_backward_dq), K(zd_attention_tc_backward_dkv),
 #endif
