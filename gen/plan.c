@@ -256,9 +256,9 @@ bool zg_plan_grad_acc_applies(const ZgZero *z)
 ** and their Adam (zd_adamw: the host's arithmetic, the same bits) runs there after the norm. The
 ** host then runs Adam only on the rest: less host traffic per step, and the sub-groups it drops are
 ** those whose gradients are final last (the shard's front: embeddings, first blocks), which the
-** speculative step could not overlap with backward anyway. Every gradient still crosses to the
-** host, where the norm is summed as before (same bits); the device part also stays on the device:
-** in grad_acc with several micro-steps, else in "grad_keep". */
+** speculative step could not overlap with backward anyway. The device part's gradients stay on the
+** device (in grad_acc with several micro-steps, else in "grad_keep"); only their norm lanes cross
+** (norm_dev_lanes), which the host's norm continues with the same bits. */
 bool zg_plan_dev_opt_applies(const ZgZero *z)
 {
     return zg_plan_host_state(z) && z->stage == 2;
