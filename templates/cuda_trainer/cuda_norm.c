@@ -20,29 +20,23 @@
 
 #define NB (ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1)
 
-static int64_t lanes_at[NB], lanes_lo[NB], lanes_hi[NB];   /* set offset; the device part [lo, hi) */
+static int64_t lanes_at[NB + 1], lanes_lo[NB], lanes_hi[NB];   /* set offsets; the device part [lo, hi) */
 static int lanes_pend[NB], laid_out;
 static double *lanes_dev, *lanes_host;
 
-/* This rank's part of bucket k inside its device range, in shard offsets: n, with [*lo, *lo + n). */
-static int64_t dev_part(int k, int64_t *lo)
-{
-    int64_t a = zg_buckets[k].flat_offset - T.opt_flat0, b = a + zg_buckets[k].numel;
-    if (a < 0) a = 0;
-    if (b > ZG_OPT_DEV_NUMEL) b = ZG_OPT_DEV_NUMEL;
-    *lo = a;
-    return b > a ? b - a : 0;
-}
-
+/* Each bucket's lane sets: its part in this rank's device range (tr_keep_range on the bucket's
+** flat range, as its rows carry it), in bucket order. */
 static void lay_out(void)
 {
     int r = tr_region_index("norm_lanes");
-    int64_t at = 0, lo, region = r >= 0 ? zg_regions[r].bytes / 64 : 0;
+    int64_t at = 0, skip, lo, region = r >= 0 ? zg_regions[r].bytes / 64 : 0;
     for (int k = 0; k < ZG_N_BUCKETS; k++) {
-        int64_t n = dev_part(k, &lo);
+        ZrOpRow row = {.flat = zg_buckets[k].flat_offset, .count = zg_buckets[k].numel};
+        int64_t n = tr_keep_range(&row, &skip, &lo);
         lanes_at[k] = at;
         at += n > 0 ? ZK_SQ_LANE_SETS(lo, n, (int64_t)ZG_NORM_BLOCK) : 0;
     }
+    lanes_at[ZG_N_BUCKETS] = at;
     if (at > region)
         tr_die("rank %d's buckets need %lld norm lane sets; the plan's norm_lanes holds %lld", T.rank,
                (long long)at, (long long)region);
@@ -55,17 +49,16 @@ int64_t cz_norm_lanes(int k, ZrOpRow *h, const char *dev_src, int fmt)
 {
     if (!ZG_NORM_DEV_LANES || CZ.check) return 0;
     if (!laid_out) lay_out();
-    int64_t skip, a, n = tr_hand_over_range(h, &skip, &a), lo;
-    int64_t dn = dev_part(k, &lo);
-    if (n <= 0 || dn <= 0 || a >= ZG_OPT_DEV_NUMEL) return 0;
-    if (lo != a) tr_die("bucket %d: its hand-over starts at shard offset %lld, its device part at %lld", k,
-                        (long long)a, (long long)lo);
-    if (dn > n) dn = n;
+    int64_t skip, a, n = tr_hand_over_range(h, &skip, &a);
+    int64_t dn = tr_keep_range(h, &skip, &a);      /* the range's front: the device part */
+    if (dn <= 0) return 0;
     long la = (long)a, ln = (long)dn, block = ZG_NORM_BLOCK, sets = ZK_SQ_LANE_SETS(la, ln, block);
-    double *dst = lanes_dev + lanes_at[k] * 8, *dev_dst = cz_dev(dst);
+    if (lanes_at[k] + sets > lanes_at[k + 1])
+        tr_die("bucket %d's hand-over meets %ld norm blocks, more than its %lld lane sets", k, sets,
+               (long long)(lanes_at[k + 1] - lanes_at[k]));
+    double *dev_dst = cz_dev(lanes_dev + lanes_at[k] * 8);
     const void *src = dev_src;
-    const unsigned grid[3] = {(unsigned)((sets * 8 + ZK_SQ_BLOCK - 1) / ZK_SQ_BLOCK), 1, 1},
-                   block3[3] = {ZK_SQ_BLOCK, 1, 1};
+    const unsigned grid[3] = {ZK_SQ_LANE_GRID(sets), 1, 1}, block3[3] = {ZK_SQ_BLOCK, 1, 1};
     void *args[] = {&dev_dst, &src, &la, &ln, &block, &sets, &fmt, NULL};
     size_t esz = fmt == 0 ? 4 : 2, bytes = (size_t)sets * 64;
     CZ_CHECK(zr_gpu_footprint(CZ.d2h, src, (size_t)dn * esz, 0));

@@ -266,8 +266,7 @@ void tr_sq_feed(TrSq *q, const float *x, int64_t off, int64_t n)
         for (int j = 0; t < m; t++, j++) l[j] += (double)p[t] * p[t];
         i += m;
         if ((off + i) % B == 0) {
-            for (int j = 0; j < 8; j++) q->lane[j] = l[j];
-            sq_close(q);
+            q->sum += lanes_sum(l);
             for (int j = 0; j < 8; j++) l[j] = 0;
         }
     }

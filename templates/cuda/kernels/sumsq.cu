@@ -111,7 +111,6 @@ inline int zd_sumsq_launch(double *result, double *partials, const void *g, long
 inline int zd_sumsq_lanes_launch(double *lanes, const void *g, long a, long n, long block, int fmt)
 {
     long nsets = ZK_SQ_LANE_SETS(a, n, block);
-    unsigned grid = (unsigned)((nsets * 8 + ZK_SQ_BLOCK - 1) / ZK_SQ_BLOCK);
-    return ZK_LAUNCH(zd_sumsq_lanes, grid, ZK_SQ_BLOCK, 0, lanes, g, a, n, block, nsets, fmt);
+    return ZK_LAUNCH(zd_sumsq_lanes, ZK_SQ_LANE_GRID(nsets), ZK_SQ_BLOCK, 0, lanes, g, a, n, block, nsets, fmt);
 }
 #endif

@@ -21,5 +21,6 @@
 /* zd_sumsq_lanes: the norm blocks (multiples of block in shard offsets) that [a, a + n) meets,
 ** n > 0: one lane set (8 doubles, 8 threads) each. */
 #define ZK_SQ_LANE_SETS(a, n, block) (((a) + (n) - 1) / (block) - (a) / (block) + 1)
+#define ZK_SQ_LANE_GRID(sets) ((unsigned)(((sets) * 8 + ZK_SQ_BLOCK - 1) / ZK_SQ_BLOCK))
 
 #endif
