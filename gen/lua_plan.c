@@ -324,6 +324,7 @@ void zg_lua_push_plan(lua_State *L, const ZgPlan *p)
     SETI("n_sg_dev", p->n_sg_dev); SETI("opt_dev_numel", p->opt_dev_numel); SETB("grad_keep", p->grad_keep);
     SETB("norm_dev_lanes", p->norm_dev_lanes); SETI("norm_block", p->norm_block);
     SETI("norm_lanes_sets", p->norm_lanes_sets);
+    SETB("norm_adam", p->norm_adam); SETI("norm_pieces", p->norm_pieces);
     lua_createtable(L, 0, 4);
     push_ops(L, p->sched.micro, p->sched.n_micro); lua_setfield(L, -2, "micro");
     push_ops(L, p->sched.last, p->sched.n_last); lua_setfield(L, -2, "last");

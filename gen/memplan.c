@@ -206,6 +206,9 @@ static void layout(ZgPlan *p)
         region(&lo, "norm_lanes", ZG_MEM_STAGING, ZG_TIER_DEVICE, p->norm_lanes_sets * 64, false);
         region(&lo, "norm_lanes_land", ZG_MEM_STAGING, ZG_TIER_PINNED, p->norm_lanes_sets * 64, false);
     }
+    /* norm_adam: the host part's piece sums, written by its speculative Adam */
+    if (p->norm_adam && p->norm_pieces > 0)
+        region(&lo, "norm_pieces", ZG_MEM_STAGING, ZG_TIER_HOST, p->norm_pieces * 8, false);
     if (p->sg_swap == ZG_SWAP_OPTIMIZER) {
         for (int b = 0; b < p->n_sg_buffers; b++)
             region(&lo, zg_fmt("opt_buf_%d", b), ZG_MEM_SWAP_BUFFERS, ZG_TIER_PINNED,

@@ -264,6 +264,11 @@ bool zg_plan_dev_opt_applies(const ZgZero *z)
     return zg_plan_host_state(z) && z->stage == 2;
 }
 
+/* Elements per block of the fused norm's order (train.h TrSq): large enough that the blocks' lanes
+** crossing instead of the device part's gradients are 1/64 B per element, small enough that the
+** device's lanes kernel has a thread per lane of every block. */
+#define NORM_BLOCK 4096
+
 static void decide_speculative(ZgPlan *p)
 {
     const ZgZero *z = p->zero;
@@ -273,6 +278,7 @@ static void decide_speculative(ZgPlan *p)
     ** its registers (16-bit gradients in, the same bits) */
     p->grad16 = host_state && z->dtype != ZG_DTYPE_FP32 && z->grad_accum <= 1;
     p->speculative = host_state && p->model->speculative_step != 0;
+    p->norm_adam = p->speculative;
     bool acc_ok = zg_plan_grad_acc_applies(z);
     p->grad_acc_dev = acc_ok && p->model->device_grad_accum != 0;
     p->grad_acc_why = p->grad_acc_dev ? NULL
@@ -283,17 +289,14 @@ static void decide_speculative(ZgPlan *p)
                 : "train.speculative_step is false";
 }
 
-/* Elements per block of the fused norm's order (train.h TrSq): large enough that the blocks' lanes
-** crossing instead of the device part's gradients are 1/64 B per element, small enough that the
-** device's lanes kernel has a thread per lane of every block. */
-#define NORM_BLOCK 4096
-
 /* The norm's lane sets of the device part (norm_dev_lanes): the most that any rank's buckets need
 ** (each rank lays its buckets' sets out in bucket order: train-cuda's lanes_at). */
 static void plan_norm_lanes(ZgPlan *p)
 {
     p->norm_block = NORM_BLOCK;
     p->norm_dev_lanes = p->norm_fused && p->opt_dev_numel > 0;
+    /* a piece per block, and one more at each bucket boundary inside a block */
+    p->norm_pieces = p->norm_adam ? ceil_div(p->shard.opt_numel, NORM_BLOCK) + p->n_buckets + 1 : 0;
     p->norm_lanes_sets = 0;
     for (int r = 0; p->norm_dev_lanes && r < p->model->world_size; r++) {
         int64_t n = 0, sets;
@@ -323,6 +326,9 @@ static void make_subgroups(ZgPlan *p)
     int64_t block = z->aio_block_size > 0 ? z->aio_block_size : 4096;
     p->nvme_align = lcm64(block, 4096);
     p->sg_align = opt_nvme || par_nvme ? p->nvme_align / 2 : SLOT_ALIGN;
+    /* the fused norm's pieces never cross a sub-group (the speculative Adam sums the squares of its
+    ** own, and the sub-groups run back to front), nor the device part's end */
+    if (zg_plan_host_state(z)) p->sg_align = lcm64(p->sg_align, NORM_BLOCK);
     int64_t want = p->sub_group_numel > 0 ? p->sub_group_numel : z->sub_group_size;
     int64_t size = round_up(want > 0 ? want : 1, p->sg_align);
     int64_t n = p->shard.opt_numel;
@@ -443,7 +449,7 @@ static bool fit_speculative(ZgPlan *p)
     const ZgModel *m = p->model;
     if (!p->speculative || m->speculative_step == 1 || m->host_memory <= 0) return false;
     if (zg_mem_host_per_node(p) <= m->host_memory) return false;
-    p->speculative = false;
+    p->speculative = p->norm_adam = false;
     p->spec_why = "its second copy of the optimizer state does not fit hardware.host_memory";
     return true;
 }

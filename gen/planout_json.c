@@ -227,6 +227,7 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jint(j, "device_optimizer_numel", p->opt_dev_numel);
     jbool(j, "norm_device_lanes", p->norm_dev_lanes);
     jint(j, "norm_block", p->norm_block);
+    jbool(j, "norm_in_adam", p->norm_adam);
     jclose(j, '}');
     jclose(j, '}');
 

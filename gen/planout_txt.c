@@ -337,12 +337,18 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
                 "when the step applies unclipped, else redoes every sub-group from the first copy (same bits)\n");
     else if (!p->adam_device)
         fprintf(f, "no speculative step: %s\n", p->spec_why ? p->spec_why : "?");
-    if (p->norm_fused)
+    if (p->norm_adam)
+        fprintf(f, "gradient norm summed by the speculative Adam, which reads the gradients anyway (in "
+                "blocks of %lld elements, 8 lanes each, cut at the buckets' ends: %lld pieces in "
+                "norm_pieces); the hand-over moves the gradients only, and the norm adds each bucket's "
+                "pieces in order (the hand-over's bits)\n", (long long)p->norm_block, (long long)p->norm_pieces);
+    else if (p->norm_fused)
         fprintf(f, "gradient norm summed per bucket while the last micro-step hands the gradients over "
                 "(in blocks of %lld elements, 8 lanes each)\n", (long long)p->norm_block);
     if (p->mem.grad_land_direct)
         fprintf(f, "gradients land in place: each bucket's D2H copies into the pinned grad16 itself (one "
-                "micro-step: the hand-over is a copy), and the host only sums the norm's part there\n");
+                "micro-step: the hand-over is a copy)%s\n", p->norm_adam ? ", and the host does nothing more there"
+                                                                   : ", and the host only sums the norm's part there");
     if (p->grad_acc_dev)
         fprintf(f, "gradient accumulation on the device: every micro-step adds this rank's reduced part into "
                 "the device's fp32 grad_acc (the host's adds, element by element: same bits); only the last "

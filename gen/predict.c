@@ -224,8 +224,10 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
             if (host_adam && !p->grad_acc_dev) {  /* D2H into pinned memory, the host adds it into grad32 */
                 e = run1(s, ZG_RES_D2H, ZG_NOPS + ZG_PX_D2H, a, (double)zg_op_bytes(p, o).d2h / hw->d2h_bw, e);
                 /* into grad32: read the part, read and write fp32; into grad16: a 16-bit copy, or
-                ** where the D2H landed in grad16 itself (a GPU rank) the norm's read of it */
-                double per = !p->grad16 ? n16 + 8.0 : p->mem.grad_land_direct && !hw->host ? n16 : 2.0 * n16;
+                ** where the D2H landed in grad16 itself (a GPU rank) the norm's read of it, which
+                ** with norm_adam the speculative Adam does in its own pass: nothing */
+                bool in_place = p->mem.grad_land_direct && !hw->host;
+                double per = !p->grad16 ? n16 + 8.0 : in_place ? (p->norm_adam ? 0.0 : n16) : 2.0 * n16;
                 /* a GPU rank's device optimizer part stays there (its norm lanes come instead) */
                 int64_t sets, dev = hw->host ? 0 : zg_bucket_dev_part(p, a, 0, &sets);
                 s->grad_done[a] = run1(s, ZG_RES_CPU, ZG_NOPS + ZG_PX_ACCUM, a, (part - (double)dev) * per / hw->host_mem_bw, e);
@@ -263,7 +265,7 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
             if (dev)                /* the device part's norm lanes, summed on the device first */
                 e = run1(s, ZG_RES_COMPUTE, ZG_NOPS + ZG_PX_NORM, a, (double)dev * 4.0 / hw->mem_bw, e);
             e = run1(s, ZG_RES_D2H, o->kind, a, (double)zg_op_bytes(p, o).d2h / hw->d2h_bw, e);
-            if (p->norm_fused)
+            if (p->norm_fused && !p->norm_adam)   /* norm_adam: the speculative Adam's pass sums it */
                 e = run1(s, ZG_RES_CPU, ZG_NOPS + ZG_PX_NORM, a, (part - (double)dev) * 4.0 / hw->host_mem_bw, e);
             s->grad_done[a] = s->last_grad = e;
             break;
@@ -294,8 +296,10 @@ static void optimizer_step(Sim *s, const ZgOp *ops, int n)
     double norm_bw = host_adam ? hw->host_mem_bw : hw->mem_bw;
     if (p->grad_nvme)               /* the norm reads the gradient shard back from NVMe */
         all = run1(s, ZG_RES_NVME_READ, ZG_NOPS + ZG_PX_NVME_READ, 0, shard * 4.0 / hw->nvme_read_bw, all);
-    /* norm_fused: the hand-overs summed it; what is left is adding the buckets' sums */
-    double norm_bytes = p->norm_fused ? 0 : shard * (z->stage >= 2 || host_adam ? 4.0 : n16);
+    /* norm_fused: the hand-overs summed it; what is left is adding the buckets' sums (norm_adam:
+    ** reading the pieces the speculative Adam wrote, 8 B per norm block) */
+    double norm_bytes = p->norm_adam ? (double)p->norm_pieces * 8.0
+                      : p->norm_fused ? 0 : shard * (z->stage >= 2 || host_adam ? 4.0 : n16);
     int norm = run1(s, opt_res, ZG_NOPS + ZG_PX_NORM, 0, norm_bytes / norm_bw + hw->op_overhead_s, all);
     int done = norm;
     for (int i = 0; i < n; i++) {

@@ -466,6 +466,11 @@ typedef struct ZgPlan {
                                             ** norm's lanes of that part (sumsq.cu zd_sumsq_lanes)
                                             ** and only those cross, not its gradients */
     int64_t norm_block;                     /* norm_fused: elements per norm block (train.h TrSq) */
+    bool norm_adam;                         /* speculative: the host part's squares are summed by
+                                            ** its speculative Adam, which reads those gradients
+                                            ** anyway (zr_adam_step_sq), not by the hand-over */
+    int64_t norm_pieces;                    /* norm_adam: pieces of the shard ("norm_pieces", a
+                                            ** double each): its norm blocks and the buckets' cuts */
     int64_t norm_lanes_sets;                /* norm_dev_lanes: lane sets (8 doubles) in "norm_lanes":
                                             ** the most any rank's buckets need, one per norm block
                                             ** each bucket's device part meets */

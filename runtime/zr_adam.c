@@ -20,16 +20,18 @@
 static inline float load_g(const void *g, int gdt, int64_t i)
 {
     if (gdt == ZR_DT_FP32) return ((const float *)g)[i];
-    if (gdt == ZR_DT_BF16) return zr_bf16_to_f32(((const uint16_t *)g)[i]);
-    return zr_fp16_to_f32(((const uint16_t *)g)[i]);
+    if (gdt == ZR_DT_BF16) return zr_bf16_to_f32(((const uint16_t *)g)[i]) + 0.0f;
+    return zr_fp16_to_f32(((const uint16_t *)g)[i]) + 0.0f;
 }
 
 void zr_adam_kernel_scalar(const ZrAdamK *k, const float *pin, const float *min, const float *vin,
                            float *p, float *m, float *v, const void *g, int gdt, void *p16, int p16dt,
-                           int64_t n)
+                           int64_t n, double *sq)
 {
     for (int64_t i = 0; i < n; i++) {
-        float gi = load_g(g, gdt, i) * k->gs;
+        float gi = load_g(g, gdt, i);
+        if (sq) sq[i % 8] += (double)gi * gi;
+        gi = gi * k->gs;
         float pi = pin[i];
         if (k->decay) {
             if (k->adamw) pi = pi - k->lrwd * pi;
@@ -150,7 +152,7 @@ int zr_adam_step_scalar(const ZrAdamCfg *c, float *p, float *m, float *v, const 
 {
     ZrAdamK k;
     int rc = prepare(c, p, m, v, g, gdt, p16, p16dt, n, &k);
-    if (rc == 0 && n > 0) zr_adam_kernel_scalar(&k, p, m, v, p, m, v, g, (int)gdt, p16, (int)p16dt, n);
+    if (rc == 0 && n > 0) zr_adam_kernel_scalar(&k, p, m, v, p, m, v, g, (int)gdt, p16, (int)p16dt, n, NULL);
     return rc;
 }
 
@@ -166,28 +168,133 @@ int zr_adam_step(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g
 int zr_adam_step_to(const ZrAdamCfg *c, const float *pin, const float *min, const float *vin, float *p,
                     float *m, float *v, const void *g, ZrDtype gdt, void *p16, ZrDtype p16dt, int64_t n)
 {
+    return zr_adam_step_sq(c, pin, min, vin, p, m, v, g, gdt, p16, p16dt, n, 0, NULL);
+}
+
+/* The squares' pieces (zr_adam.h ZrAdamSq). */
+static double lanes_sum(const double l[8])
+{
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+static int cuts_upto(const ZrAdamSq *sq, int64_t o)      /* how many cuts are <= o */
+{
+    int lo = 0, hi = sq->n_cut;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (sq->cut[mid] <= o) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+int64_t zr_adam_sq_piece(const ZrAdamSq *sq, int64_t o) { return o / sq->block + cuts_upto(sq, o); }
+
+static int64_t piece_end(const ZrAdamSq *sq, int64_t o)
+{
+    int64_t e = (o / sq->block + 1) * sq->block;
+    int c = cuts_upto(sq, o);
+    return c < sq->n_cut && sq->cut[c] < e ? sq->cut[c] : e;
+}
+
+void zr_adam_sq_close(ZrAdamSq *sq)
+{
+    if (sq->open >= 0) sq->piece[sq->open] = lanes_sum(sq->lane);
+    sq->open = -1;
+    memset(sq->lane, 0, sizeof sq->lane);
+}
+
+/* What one thread leaves open at the end of its run. */
+typedef struct Open { int64_t id; double lane[8]; } Open;
+
+/* One thread's run over [lo, hi) of a call at shard offset at: the kernel piece by piece, each
+** piece's lanes rotated from shard offsets to the kernel's i % 8 and back; `in` the lanes of a piece
+** continued from an earlier call (or NULL), *out what stays open at hi (id -1: nothing). */
+static void run_sq(ZrAdamKernel *fn, const ZrAdamK *k, const float *pin, const float *min, const float *vin,
+                   float *p, float *m, float *v, const void *g, int gdt, size_t gsz, void *p16, int p16dt,
+                   int64_t lo, int64_t hi, int64_t at, const ZrAdamSq *sq, const double *in, Open *out)
+{
+    double lane[8] = {0};
+    if (in) memcpy(lane, in, sizeof lane);
+    out->id = -1;
+    for (int64_t i = lo; i < hi;) {
+        int64_t o = at + i, pe = piece_end(sq, o), e = pe - at < hi ? pe - at : hi;
+        int r = (int)(o % 8);
+        double acc[8];
+        for (int j = 0; j < 8; j++) acc[j] = lane[(r + j) % 8];
+        fn(k, pin + i, min + i, vin + i, p + i, m + i, v + i, (const char *)g + i * gsz, gdt,
+           p16 ? (void *)((char *)p16 + i * 2) : NULL, p16dt, e - i, acc);
+        for (int j = 0; j < 8; j++) lane[(r + j) % 8] = acc[j];
+        if (at + e == pe) {
+            sq->piece[zr_adam_sq_piece(sq, o)] = lanes_sum(lane);
+            memset(lane, 0, sizeof lane);
+        } else {
+            out->id = zr_adam_sq_piece(sq, o);
+            memcpy(out->lane, lane, sizeof lane);
+        }
+        i = e;
+    }
+}
+
+int zr_adam_step_sq(const ZrAdamCfg *c, const float *pin, const float *min, const float *vin, float *p,
+                    float *m, float *v, const void *g, ZrDtype gdt, void *p16, ZrDtype p16dt, int64_t n,
+                    int64_t at, ZrAdamSq *sq)
+{
     ZrAdamK k;
     int rc = prepare(c, p, m, v, g, gdt, p16, p16dt, n, &k);
     if (rc == 0 && n > 0 && (!pin || !min || !vin)) rc = -EINVAL;
+    if (rc == 0 && sq && (at < 0 || sq->block < 1 || !sq->piece || (sq->n_cut > 0 && !sq->cut))) rc = -EINVAL;
     if (rc != 0 || n == 0) return rc;
     ZrAdamKernel *fn = current()->fn;
+    size_t gsz = gdt == ZR_DT_FP32 ? 4 : 2;
     int nt = omp_in_parallel() || n < ZR_ADAM_PAR_MIN ? 1 : omp_get_max_threads();
-    if (nt <= 1) {
-        fn(&k, pin, min, vin, p, m, v, g, (int)gdt, p16, (int)p16dt, n);
+    if (!sq && nt <= 1) {
+        fn(&k, pin, min, vin, p, m, v, g, (int)gdt, p16, (int)p16dt, n, NULL);
         return 0;
     }
-    size_t gsz = gdt == ZR_DT_FP32 ? 4 : 2;
-    /* One contiguous chunk per thread, boundaries on 64-element multiples (whole cache lines
-    ** for every array); elementwise, so the split never changes the result. */
-    #pragma omp parallel num_threads(nt)
+    if (!sq) {
+        /* One contiguous chunk per thread, boundaries on 64-element multiples (whole cache lines
+        ** for every array); elementwise, so the split never changes the result. */
+        #pragma omp parallel num_threads(nt)
+        {
+            int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+            int64_t per = ((n + nth - 1) / nth + 63) & ~(int64_t)63;
+            int64_t lo = per * tid, hi = lo + per < n ? lo + per : n;
+            if (lo < hi)
+                fn(&k, pin + lo, min + lo, vin + lo, p + lo, m + lo, v + lo, (const char *)g + lo * gsz, (int)gdt,
+                   p16 ? (void *)((char *)p16 + lo * 2) : NULL, (int)p16dt, hi - lo, NULL);
+        }
+        return 0;
+    }
+    /* the squares: a piece is one thread's, so the threads' boundaries are block multiples in shard
+    ** offsets; only the first thread continues an open piece, only the last can leave one open */
+    if (sq->open >= 0 && sq->open != zr_adam_sq_piece(sq, at)) zr_adam_sq_close(sq);
+    double in[8];
+    int cont = sq->open >= 0;
+    memcpy(in, sq->lane, sizeof in);
+    enum { MAXT = 256 };
+    if (nt > MAXT) nt = MAXT;
+    Open open[MAXT];
+    for (int t = 0; t < nt; t++) open[t].id = -1;
+    #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-        int64_t per = ((n + nth - 1) / nth + 63) & ~(int64_t)63;
-        int64_t lo = per * tid, hi = lo + per < n ? lo + per : n;
+        int64_t per = (n + nth - 1) / nth;
+        int64_t lo = tid == 0 ? 0 : ((at + per * tid + sq->block - 1) / sq->block) * sq->block - at;
+        int64_t hi = tid == nth - 1 ? n : ((at + per * (tid + 1) + sq->block - 1) / sq->block) * sq->block - at;
+        if (lo > n) lo = n;
+        if (hi > n) hi = n;
         if (lo < hi)
-            fn(&k, pin + lo, min + lo, vin + lo, p + lo, m + lo, v + lo, (const char *)g + lo * gsz, (int)gdt,
-               p16 ? (void *)((char *)p16 + lo * 2) : NULL, (int)p16dt, hi - lo);
+            run_sq(fn, &k, pin, min, vin, p, m, v, g, (int)gdt, gsz, p16, (int)p16dt, lo, hi, at, sq,
+                   tid == 0 && cont ? in : NULL, &open[tid]);
     }
+    sq->open = -1;
+    memset(sq->lane, 0, sizeof sq->lane);
+    for (int t = 0; t < nt; t++)
+        if (open[t].id >= 0) {
+            sq->open = open[t].id;
+            memcpy(sq->lane, open[t].lane, sizeof sq->lane);
+        }
     return 0;
 }
 /* }===================================================================== */

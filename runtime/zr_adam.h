@@ -17,6 +17,8 @@
 **     p  = p - step_size * (m / (sqrt(v) * rbc2 + eps))
 ** where step_size = lr / (1 - b1^t) and rbc2 = 1 / sqrt(1 - b2^t) are computed once per call in
 ** double and rounded to float (as DeepSpeed does). p16 (if not NULL) = round-to-nearest-even(p).
+** A 16-bit gradient is widened and then added to +0 (-0 reads as +0, as a zeroed fp32 sum it was
+** added into would hold it), so a gradient landed 16-bit needs no pass of its own before Adam.
 */
 #ifndef ZR_ADAM_H
 #define ZR_ADAM_H
@@ -46,6 +48,31 @@ int zr_adam_step(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g
 ** 28 B per parameter. */
 int zr_adam_step_to(const ZrAdamCfg *c, const float *pin, const float *min, const float *vin, float *p,
                     float *m, float *v, const void *g, ZrDtype gdt, void *p16, ZrDtype p16dt, int64_t n);
+/*
+** The fused norm's squares, summed in the pass that reads the gradients anyway (the trainer's TrSq
+** order, docs/PLAN.md "The norm"). The shard is cut into pieces: at every multiple of `block` in
+** shard offsets and at each `cut`. Within a piece the square (in double, of the widened gradient,
+** before grad_scale) of the element at shard offset o goes into lane o % 8 in ascending order; a
+** piece's sum is ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)), stored at piece[zr_adam_sq_piece(o)]. A piece
+** that a call leaves unfinished stays open in `lane` and a later call at higher offsets continues
+** it (a call elsewhere, or zr_adam_sq_close, closes it first), so a range fed in any number of
+** ascending calls, with gaps of zeros skipped, gives each piece the bits of one sequential pass.
+*/
+typedef struct ZrAdamSq {
+    int64_t block;            /* elements per norm block (> 0) */
+    const int64_t *cut;       /* ascending shard offsets, none a multiple of block, where a piece also starts */
+    int n_cut;
+    double *piece;            /* out: closed pieces' sums */
+    int64_t open;             /* the piece whose lanes are in lane[], or -1 */
+    double lane[8];           /* by shard offset % 8 */
+} ZrAdamSq;
+/* zr_adam_step_to over n elements at shard offset `at`, the squares of g into sq as above
+** (sq == NULL: zr_adam_step_to). -EINVAL also for at < 0 or sq->block < 1. */
+int zr_adam_step_sq(const ZrAdamCfg *c, const float *pin, const float *min, const float *vin, float *p,
+                    float *m, float *v, const void *g, ZrDtype gdt, void *p16, ZrDtype p16dt, int64_t n,
+                    int64_t at, ZrAdamSq *sq);
+int64_t zr_adam_sq_piece(const ZrAdamSq *sq, int64_t o);   /* the index of the piece holding offset o */
+void zr_adam_sq_close(ZrAdamSq *sq);                       /* the open piece's sum into piece[] */
 /* The reference every SIMD path is held to (single-threaded, plain C). */
 int zr_adam_step_scalar(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g,
                         ZrDtype gdt, void *p16, ZrDtype p16dt, int64_t n);
@@ -64,9 +91,11 @@ typedef struct ZrAdamK {
     float gs;                 /* grad_scale */
     int adamw, decay;         /* decay = (wd != 0) */
 } ZrAdamK;
-/* Reads pin/min/vin, writes p/m/v (the same arrays for an in-place step). */
+/* Reads pin/min/vin, writes p/m/v (the same arrays for an in-place step). With sq != NULL the square
+** of element i's widened gradient is added to sq[i % 8] in ascending i (the caller rotates the
+** lanes to shard offsets). */
 typedef void ZrAdamKernel(const ZrAdamK *k, const float *pin, const float *min, const float *vin,
                           float *p, float *m, float *v, const void *g, int gdt, void *p16, int p16dt,
-                          int64_t n);
+                          int64_t n, double *sq);
 ZrAdamKernel zr_adam_kernel_scalar, zr_adam_kernel_avx2, zr_adam_kernel_avx512;
 #endif

@@ -15,9 +15,9 @@ T256 static inline __m256 load_g8(const void *g, int gdt, int64_t i)
 {
     if (gdt == ZR_DT_FP32) return _mm256_loadu_ps((const float *)g + i);
     __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)g + i));
-    if (gdt == ZR_DT_BF16)
-        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    return _mm256_cvtph_ps(h);
+    __m256 x = gdt == ZR_DT_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+                                 : _mm256_cvtph_ps(h);
+    return _mm256_add_ps(x, _mm256_setzero_ps());        /* -0 as +0 (zr_adam.h) */
 }
 
 T256 static inline __m128i to_bf16(__m256 x)
@@ -39,8 +39,11 @@ T256 static inline __m128i to_bf16(__m256 x)
 
 T256 void zr_adam_kernel_avx2(const ZrAdamK *k, const float *pin, const float *min, const float *vin,
                               float *p, float *m, float *v, const void *g,
-                              int gdt, void *p16, int p16dt, int64_t n)
+                              int gdt, void *p16, int p16dt, int64_t n, double *sq)
 {
+    /* the squares' lanes 0-3 and 4-7 (a square of a float is exact in a double) */
+    __m256d sq0 = sq ? _mm256_loadu_pd(sq) : _mm256_setzero_pd();
+    __m256d sq1 = sq ? _mm256_loadu_pd(sq + 4) : _mm256_setzero_pd();
     const __m256 b1 = _mm256_set1_ps(k->b1), b2 = _mm256_set1_ps(k->b2);
     const __m256 omb1 = _mm256_set1_ps(k->omb1), omb2 = _mm256_set1_ps(k->omb2);
     const __m256 eps = _mm256_set1_ps(k->eps), wd = _mm256_set1_ps(k->wd);
@@ -49,7 +52,13 @@ T256 void zr_adam_kernel_avx2(const ZrAdamK *k, const float *pin, const float *m
     const int decay = k->decay, adamw = k->adamw;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256 gi = _mm256_mul_ps(load_g8(g, gdt, i), gs);
+        __m256 gi = load_g8(g, gdt, i);
+        if (sq) {
+            __m256d a = _mm256_cvtps_pd(_mm256_castps256_ps128(gi)), b = _mm256_cvtps_pd(_mm256_extractf128_ps(gi, 1));
+            sq0 = _mm256_add_pd(sq0, _mm256_mul_pd(a, a));
+            sq1 = _mm256_add_pd(sq1, _mm256_mul_pd(b, b));
+        }
+        gi = _mm256_mul_ps(gi, gs);
         __m256 pi = _mm256_loadu_ps(pin + i);
         if (decay) {
             if (adamw) pi = _mm256_sub_ps(pi, _mm256_mul_ps(lrwd, pi));
@@ -71,9 +80,13 @@ T256 void zr_adam_kernel_avx2(const ZrAdamK *k, const float *pin, const float *m
             _mm_storeu_si128((__m128i *)((uint16_t *)p16 + i), h);
         }
     }
+    if (sq) {
+        _mm256_storeu_pd(sq, sq0);
+        _mm256_storeu_pd(sq + 4, sq1);
+    }
     if (i < n) {
         size_t gsz = gdt == ZR_DT_FP32 ? 4 : 2;
         zr_adam_kernel_scalar(k, pin + i, min + i, vin + i, p + i, m + i, v + i, (const char *)g + i * gsz, gdt,
-                              p16 ? (void *)((uint16_t *)p16 + i) : NULL, p16dt, n - i);
+                              p16 ? (void *)((uint16_t *)p16 + i) : NULL, p16dt, n - i, sq);
     }
 }

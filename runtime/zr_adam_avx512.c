@@ -18,9 +18,18 @@ T512 static inline __m512 load_g16(const void *g, int gdt, int64_t i)
 {
     if (gdt == ZR_DT_FP32) return _mm512_loadu_ps((const float *)g + i);
     __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)g + i));
-    if (gdt == ZR_DT_BF16)
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    return _mm512_cvtph_ps(h);
+    __m512 x = gdt == ZR_DT_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+                                 : _mm512_cvtph_ps(h);
+    return _mm512_add_ps(x, _mm512_setzero_ps());        /* -0 as +0 (zr_adam.h) */
+}
+
+/* sq += the squares of x's lanes 0-7, then of 8-15 (a square of a float is exact in a double) */
+T512 static inline __m512d add_squares(__m512d sq, __m512 x)
+{
+    __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
+    __m512d b = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+    sq = _mm512_add_pd(sq, _mm512_mul_pd(a, a));
+    return _mm512_add_pd(sq, _mm512_mul_pd(b, b));
 }
 
 T512 static inline __m256i to_bf16(__m512 x)
@@ -38,8 +47,9 @@ T512 static inline __m256i to_bf16(__m512 x)
 
 T512 void zr_adam_kernel_avx512(const ZrAdamK *k, const float *pin, const float *min, const float *vin,
                               float *p, float *m, float *v, const void *g,
-                                int gdt, void *p16, int p16dt, int64_t n)
+                                int gdt, void *p16, int p16dt, int64_t n, double *sq)
 {
+    __m512d sqv = sq ? _mm512_loadu_pd(sq) : _mm512_setzero_pd();
     const __m512 b1 = _mm512_set1_ps(k->b1), b2 = _mm512_set1_ps(k->b2);
     const __m512 omb1 = _mm512_set1_ps(k->omb1), omb2 = _mm512_set1_ps(k->omb2);
     const __m512 eps = _mm512_set1_ps(k->eps), wd = _mm512_set1_ps(k->wd);
@@ -48,7 +58,9 @@ T512 void zr_adam_kernel_avx512(const ZrAdamK *k, const float *pin, const float 
     const int decay = k->decay, adamw = k->adamw;
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m512 gi = _mm512_mul_ps(load_g16(g, gdt, i), gs);
+        __m512 gi = load_g16(g, gdt, i);
+        if (sq) sqv = add_squares(sqv, gi);
+        gi = _mm512_mul_ps(gi, gs);
         __m512 pi = _mm512_loadu_ps(pin + i);
         if (decay) {
             if (adamw) pi = _mm512_sub_ps(pi, _mm512_mul_ps(lrwd, pi));
@@ -70,9 +82,10 @@ T512 void zr_adam_kernel_avx512(const ZrAdamK *k, const float *pin, const float 
             _mm256_storeu_si256((__m256i *)((uint16_t *)p16 + i), h);
         }
     }
+    if (sq) _mm512_storeu_pd(sq, sqv);
     if (i < n) {
         size_t gsz = gdt == ZR_DT_FP32 ? 4 : 2;
         zr_adam_kernel_scalar(k, pin + i, min + i, vin + i, p + i, m + i, v + i, (const char *)g + i * gsz, gdt,
-                              p16 ? (void *)((uint16_t *)p16 + i) : NULL, p16dt, n - i);
+                              p16 ? (void *)((uint16_t *)p16 + i) : NULL, p16dt, n - i, sq);
     }
 }

@@ -103,6 +103,8 @@ typedef struct Trainer {
                                 ** (skipped), for the log */
     double norm_part[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];  /* ZG_NORM_FUSED: each bucket's sum of
                                 ** squares of this rank's gradients, from the last hand-over */
+    double *norm_pieces;        /* ZG_NORM_ADAM: "norm_pieces", the host part's piece sums that
+                                ** the speculative Adam writes (train_ops.c tr_norm_sq) */
     int64_t master_nvme, adam_m_nvme, adam_v_nvme;  /* byte offsets in the swap file, -1 */
     void *opt_buf[TR_MAX_BUFS]; /* optimizer on NVMe: staging for master|m|v of one sub-group */
     int64_t opt_buf_part;       /* floats per part of an opt_buf */
@@ -203,6 +205,12 @@ void tr_sq_feed(TrSq *q, const float *x, int64_t off, int64_t n);   /* x[0] at s
 ** the block closes when end is its end, else the next elements continue its lanes. */
 void tr_sq_lanes(TrSq *q, const double lane[8], int64_t end);
 double tr_sq_total(const TrSq *q);
+/* ZG_NORM_ADAM: the hand-over sums only the device part's squares (the shard's front, ZG_OPT_DEV_NUMEL);
+** the host part's are summed by its speculative Adam (zr_adam_step_sq) into T.norm_pieces, pieces cut
+** at the norm blocks and at this rank's bucket ends, so each is one bucket's part of one block. The
+** rank's sum then adds each bucket's pieces in order after its device part: the hand-over's bits. */
+ZrAdamSq *tr_norm_sq(void);             /* the pieces' cuts for this rank, for zr_adam_step_sq */
+double tr_norm_total(void);             /* the rank's sum of squares: the buckets' sums in bucket order */
 void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off);   /* blocking swap-file I/O */
 void tr_nvme_rw_param(int write, void *buf, int64_t bytes, int64_t off);   /* same, params_shard's file */
 

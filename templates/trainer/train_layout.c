@@ -289,6 +289,8 @@ void tr_layout_init(void)
     T.adam_m_dev = region("adam_m_dev", NULL, NULL);
     T.adam_v_dev = region("adam_v_dev", NULL, NULL);
     T.grad_keep = region("grad_keep", NULL, NULL);
+    T.norm_pieces = region("norm_pieces", NULL, NULL);
+    if (ZG_NORM_ADAM && !T.norm_pieces) tr_die("plan sums the norm in Adam without norm_pieces");
     if (ZG_N_SG_DEV > 0 && (!T.master_dev || !T.adam_m_dev || !T.adam_v_dev || !T.master ||
                             (ZG_GRAD_KEEP ? !T.grad_keep : !T.grad_acc)))
         tr_die("the plan keeps part of the optimizer on the device without its regions");

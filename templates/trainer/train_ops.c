@@ -284,32 +284,37 @@ double tr_sq_total(const TrSq *q)
     return q->sum + lanes_sum(q->lane);
 }
 
-/* The 16-bit hand-over of n elements at shard offset off, their squares fed to q. */
-static void copy_w_sumsq(void *dst, const void *src, int64_t n, int64_t off, TrSq *q)
+/* The 16-bit hand-over of n elements at shard offset off, the squares of the first nsq fed to q.
+** In place (a GPU rank's D2H landed here) only -0 is rewritten, which Adam reads as +0 anyway
+** (zr_adam.h): with no squares to sum there is nothing to do. */
+static void copy_w_sumsq(void *dst, const void *src, int64_t n, int64_t off, int64_t nsq, TrSq *q)
 {
 #if ZG_DTYPE_SIZE == 2
     const uint16_t *h = src;
     uint16_t *d = dst;
     float x[1024];
+    if (d == h) n = nsq;
     for (int64_t a = 0; a < n; a += 1024) {
         int64_t m = n - a < 1024 ? n - a : 1024;
         if (d != h)
             for (int64_t i = 0; i < m; i++) d[a + i] = h[a + i] == 0x8000 ? 0 : h[a + i];
-        else                /* in place (a GPU rank's D2H landed here): only -0 is written */
+        else
             for (int64_t i = 0; i < m; i++)
                 if (d[a + i] == 0x8000) d[a + i] = 0;
+        if (a >= nsq) continue;
         tr_w_to_f32(x, d + a, m);
-        tr_sq_feed(q, x, off + a, m);
+        tr_sq_feed(q, x, off + a, nsq - a < m ? nsq - a : m);
     }
 #else
-    (void)dst; (void)src; (void)n; (void)off; (void)q;
+    (void)dst; (void)src; (void)n; (void)off; (void)nsq; (void)q;
     tr_die("internal: a 16-bit gradient hand-over in an fp32 plan");
 #endif
 }
 
 /* tr_w_into_f32, and with q (ZG_NORM_FUSED's last hand-over; off the shard offset of d[0]) the
-** squares of the results fed block by block while the block is in cache: one pass over the range. */
-static void into_f32(float *d, const void *s, int64_t n, int add, int64_t off, TrSq *q)
+** squares of the first nsq results fed block by block while the block is in cache: one pass over
+** the range. */
+static void into_f32(float *d, const void *s, int64_t n, int add, int64_t off, int64_t nsq, TrSq *q)
 {
     for (int64_t a = 0; a < n; a += 1024) {
         int64_t m = n - a < 1024 ? n - a : 1024;
@@ -322,11 +327,29 @@ static void into_f32(float *d, const void *s, int64_t n, int add, int64_t off, T
 #endif
         if (!add) memcpy(d + a, x, (size_t)m * 4);
         else for (int64_t i = 0; i < m; i++) d[a + i] += x[i];
-        if (q) tr_sq_feed(q, d + a, off + a, m);
+        if (q && a < nsq) tr_sq_feed(q, d + a, off + a, nsq - a < m ? nsq - a : m);
     }
 }
 
-void tr_w_into_f32(float *d, const void *s, int64_t n, int add) { into_f32(d, s, n, add, 0, NULL); }
+void tr_w_into_f32(float *d, const void *s, int64_t n, int add) { into_f32(d, s, n, add, 0, 0, NULL); }
+
+/* ZG_NORM_ADAM: the elements of the range [at, at + n) whose squares the hand-over sums: the device
+** part's (the range's front below ZG_OPT_DEV_NUMEL; the host part's are its Adam's); else all. */
+static int64_t sq_here(int64_t at, int64_t n)
+{
+    if (!ZG_NORM_ADAM) return n;
+    return at >= ZG_OPT_DEV_NUMEL ? 0 : at + n > ZG_OPT_DEV_NUMEL ? ZG_OPT_DEV_NUMEL - at : n;
+}
+
+static TrSq norm_pre[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];    /* ZG_NORM_ADAM: the device parts' */
+
+/* A bucket's sum so far: the norm's part, or with ZG_NORM_ADAM its device part's, which the pieces
+** of its host part continue (tr_norm_total). */
+static void norm_done(int k, const TrSq *q)
+{
+    if (ZG_NORM_ADAM) norm_pre[k] = *q;
+    else T.norm_part[k] = tr_sq_total(q);
+}
 
 /* The hand-over of reduced gradients into grad32, as lowered: a flat range of which this rank's
 ** shard part is taken (stages 0-2), or this rank's reduce-scattered chunk (stage 3; with grad32 on
@@ -346,11 +369,12 @@ void tr_hand_over_after(const ZrOpRow *op, const TrSq *pre)
             return;
         }
         if (op->dst_dt != ZR_DT_FP32)             /* grad16: one micro-step, a copy */
-            copy_w_sumsq(tr_region_at(op->dst, dst, op->dst_dt), src, n, dst, &q);
+            copy_w_sumsq(tr_region_at(op->dst, dst, op->dst_dt), src, n, dst, sq_here(dst, n), &q);
         else
-            into_f32(tr_region_at(op->dst, dst, ZR_DT_FP32), src, n, op->accumulate, dst, norm ? &q : NULL);
+            into_f32(tr_region_at(op->dst, dst, ZR_DT_FP32), src, n, op->accumulate, dst, sq_here(dst, n),
+                     norm ? &q : NULL);
     }
-    if (norm) T.norm_part[op->arg] = tr_sq_total(&q);
+    if (norm) norm_done(op->arg, &q);
 }
 
 /* GRAD_SHIP: the row's range of grad_acc and grad32 (both indexed by the shard offset, gen/lower.c)
@@ -363,13 +387,76 @@ void tr_grad_ship(const ZrOpRow *op, int copy, const TrSq *pre)
     if (n > 0) {
         float *d = tr_region_at(op->dst, at, ZR_DT_FP32);
         const float *s = tr_region_at(op->src, at, ZR_DT_FP32);
+        int64_t nsq = sq_here(at, n);
         for (int64_t a = 0; a < n; a += 1024) {
             int64_t m = n - a < 1024 ? n - a : 1024;
             if (copy) memcpy(d + a, s + a, (size_t)m * 4);
-            if (ZG_NORM_FUSED) tr_sq_feed(&q, d + a, at + a, m);
+            if (ZG_NORM_FUSED && a < nsq) tr_sq_feed(&q, d + a, at + a, nsq - a < m ? nsq - a : m);
         }
     }
-    if (ZG_NORM_FUSED) T.norm_part[op->arg] = tr_sq_total(&q);
+    if (ZG_NORM_FUSED) norm_done(op->arg, &q);
+}
+
+/* ---------------------------------------------------------------------- the norm's pieces */
+/* ZG_NORM_ADAM: each bucket's part of this rank's shard (its rows' range: tr_hand_over_range on the
+** bucket's flat range), the pieces' cuts at those ends that fall inside a block, and the Adam's
+** state over T.norm_pieces (train_optim.c runs it; it lives here with the rest of the norm). */
+static int64_t norm_lo[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1], norm_hi[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
+static int64_t norm_cut[2 * (ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1)];
+static ZrAdamSq norm_sq;
+static int norm_laid_out;
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+ZrAdamSq *tr_norm_sq(void)
+{
+    if (norm_laid_out) return &norm_sq;
+    int n = 0;
+    for (int k = 0; k < ZG_N_BUCKETS; k++) {
+        ZrOpRow row = {.flat = zg_buckets[k].flat_offset, .count = zg_buckets[k].numel};
+        int64_t skip, at, len = tr_hand_over_range(&row, &skip, &at);
+        norm_lo[k] = at;
+        norm_hi[k] = at + (len > 0 ? len : 0);
+        if (len <= 0) continue;
+        if (at % ZG_NORM_BLOCK) norm_cut[n++] = at;
+        if ((at + len) % ZG_NORM_BLOCK) norm_cut[n++] = at + len;
+    }
+    qsort(norm_cut, (size_t)n, sizeof *norm_cut, cmp_i64);
+    int u = 0;
+    for (int i = 0; i < n; i++)
+        if (u == 0 || norm_cut[u - 1] != norm_cut[i]) norm_cut[u++] = norm_cut[i];
+    int r = tr_region_index("norm_pieces");
+    int64_t have = r >= 0 ? zg_regions[r].bytes / 8 : 0;
+    norm_sq = (ZrAdamSq){.block = ZG_NORM_BLOCK, .cut = norm_cut, .n_cut = u, .piece = T.norm_pieces, .open = -1};
+    if (!T.norm_pieces || (T.opt_numel > 0 && zr_adam_sq_piece(&norm_sq, T.opt_numel - 1) >= have))
+        tr_die("rank %d's norm needs %lld pieces; the plan's norm_pieces holds %lld", T.rank,
+               T.opt_numel > 0 ? (long long)zr_adam_sq_piece(&norm_sq, T.opt_numel - 1) + 1 : 0LL, (long long)have);
+    norm_laid_out = 1;
+    return &norm_sq;
+}
+
+double tr_norm_total(void)
+{
+    double s = 0;
+    if (!ZG_NORM_ADAM) {
+        for (int b = 0; b < ZG_N_BUCKETS; b++) s += T.norm_part[b];
+        return s;
+    }
+    ZrAdamSq *sq = tr_norm_sq();
+    for (int b = 0; b < ZG_N_BUCKETS; b++) {
+        TrSq q = norm_pre[b];
+        int64_t lo = norm_lo[b] > ZG_OPT_DEV_NUMEL ? norm_lo[b] : ZG_OPT_DEV_NUMEL;
+        if (lo < norm_hi[b])
+            for (int64_t id = zr_adam_sq_piece(sq, lo), last = zr_adam_sq_piece(sq, norm_hi[b] - 1); id <= last; id++)
+                q.sum += sq->piece[id];
+        s += tr_sq_total(&q);
+        memset(&norm_pre[b], 0, sizeof norm_pre[b]);
+    }
+    return s;
 }
 
 static void host_grad_ship(const ZrOpRow *op) { tr_grad_ship(op, 1, NULL); }

@@ -207,21 +207,24 @@ static void swap_out(int k)
 }
 
 /* ---------------------------------------------------------------------- Adam on one sub-group */
+static int spec_first;          /* the speculative pass of a sub-group (tr_spec_optimizer), not a redo */
+
 /* Adam over [lo, hi) of one tensor piece in chunks, driving the disk queue between them so the
 ** next sub-group's read and the previous one's write progress during Adam (zr_adam_step is
 ** elementwise: any chunking gives the same bits). */
 #define ADAM_CHUNK (1 << 20)
 
-/* Reads p, m, v and writes po, mo, vo (the same arrays in place). */
+/* Reads p, m, v and writes po, mo, vo (the same arrays in place); with sq the gradients' squares
+** too, at shard offset `at` (ZG_NORM_ADAM). */
 static void adam_piece(const ZrAdamCfg *c, float *p, float *m, float *v, float *po, float *mo, float *vo,
-                       const void *g, ZrDtype gdt, char *p16, int64_t n)
+                       const void *g, ZrDtype gdt, char *p16, int64_t n, int64_t at, ZrAdamSq *sq)
 {
     size_t gsz = gdt == ZR_DT_FP32 ? 4 : ZG_DTYPE_SIZE;
     for (int64_t a = 0; a < n; a += ADAM_CHUNK) {
         int64_t len = n - a < ADAM_CHUNK ? n - a : ADAM_CHUNK;
-        ZR_CHECK(zr_adam_step_to(c, p + a, m + a, v + a, po + a, mo + a, vo + a,
+        ZR_CHECK(zr_adam_step_sq(c, p + a, m + a, v + a, po + a, mo + a, vo + a,
                                  (const char *)g + a * gsz, gdt, p16 ? p16 + a * ZG_DTYPE_SIZE : NULL,
-                                 (ZrDtype)ZG_DTYPE, len));
+                                 (ZrDtype)ZG_DTYPE, len, at + a, sq));
         if (T.nvme && zr_nvme_poll(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
         if (T.nvme_param != T.nvme && zr_nvme_poll(T.nvme_param) < 0) tr_die("%s", zr_nvme_strerror(T.nvme_param));
     }
@@ -269,6 +272,8 @@ static void optimizer(const ZrOpRow *op, double lr)
     /* where the update goes: in place, or the speculative step's second copy (whose working copy
     ** then comes from that copy's master) */
     int next = T.spec_mode == TR_SPEC_NEXT;
+    /* the speculative pass over the host's part sums the norm's squares of what it reads */
+    ZrAdamSq *sq = ZG_NORM_ADAM && spec_first && k >= ZG_N_SG_DEV ? tr_norm_sq() : NULL;
     float *out[3] = {next ? host_base(T.master_next) : p, next ? host_base(T.adam_m_next) : m,
                      next ? host_base(T.adam_v_next) : v};
     for (int t = 0; t < ZG_N_TENSORS; t++) {
@@ -285,9 +290,11 @@ static void optimizer(const ZrOpRow *op, double lr)
         const void *g = gnv ? gnv + lo : k < ZG_N_SG_DEV ? tr_region_at(op->src, lo, op->src_dt) : grad_at(lo, &gdt);
         c.weight_decay = zg_tensors[t].decay ? (float)ZG_WEIGHT_DECAY : 0.0f;
         char *p16 = ZG_MIXED && home ? home + lo * ZG_DTYPE_SIZE : NULL;
-        adam_piece(&c, p + lo, m + lo, v + lo, out[0] + lo, out[1] + lo, out[2] + lo, g, gdt, p16, hi - lo);
+        adam_piece(&c, p + lo, m + lo, v + lo, out[0] + lo, out[1] + lo, out[2] + lo, g, gdt, p16, hi - lo,
+                   lo, sq);
         if (!ZG_MIXED && home) memcpy(home + lo * 4, out[0] + lo, (size_t)(hi - lo) * 4);
     }
+    if (sq) zr_adam_sq_close(sq);
     if (separate && T.params_shard_nvme >= 0)
         ZR_CHECK(zr_nvme_write_async(T.nvme_param, T.param_wb, sg->numel * ZG_DTYPE_SIZE,
                                      T.params_shard_nvme + s0 * ZG_DTYPE_SIZE, &T.wb_req));
@@ -392,11 +399,7 @@ static double owned_sumsq_nvme(void)
 ** add up in bucket order, whichever order they arrived in. */
 static double owned_sumsq(void)
 {
-    if (ZG_NORM_FUSED) {
-        double s = 0;
-        for (int b = 0; b < ZG_N_BUCKETS; b++) s += T.norm_part[b];
-        return s;
-    }
+    if (ZG_NORM_FUSED) return tr_norm_total();
     if (T.grad32_nvme >= 0) return owned_sumsq_nvme();
     double s = 0;
     for (int t = 0; t < ZG_N_TENSORS; t++) {
@@ -479,7 +482,9 @@ void tr_spec_optimizer(const ZrOpRow *op, void (*run_op)(const ZrOpRow *op, doub
 {
     T.grad_scale = spec_grad_scale();
     T.spec_mode = TR_SPEC_NEXT;
+    spec_first = 1;
     run_op(op, zr_lr_at(&T.lr, T.applied));
+    spec_first = 0;
     T.spec_mode = TR_SPEC_OFF;
     spec_done[op->arg] = 1;
 }

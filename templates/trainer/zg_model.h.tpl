@@ -161,6 +161,7 @@
 #define ZG_SPECULATIVE                  ${cfmt.bool(plan.speculative)}  /* OPTIMIZER ops in the last micro-step, state double-buffered (gen/plan.c) */
 #define ZG_NORM_FUSED                   ${cfmt.bool(plan.norm_fused)}  /* the norm summed per bucket in the last hand-over (gen/plan.c) */
 #define ZG_NORM_BLOCK                   ${plan.norm_block}  /* elements per block of the fused norm's order (train.h TrSq) */
+#define ZG_NORM_ADAM                    ${cfmt.bool(plan.norm_adam)}  /* the speculative Adam sums the host part's squares into norm_pieces (gen/plan.c) */
 #define ZG_NORM_DEV_LANES               ${cfmt.bool(plan.norm_dev_lanes)}  /* the device optimizer part's norm lanes summed on the device (gen/plan.c) */
 #define ZG_GRAD_ACC_DEV                 ${cfmt.bool(plan.grad_acc_dev)}  /* WAIT_REDUCE adds into the device grad_acc; the last micro-step's GRAD_SHIP brings the sums to grad32 and sums the norm (gen/plan.c) */
 #define ZG_N_SG_DEV                     ${cfmt.int(plan.n_sg_dev)}  /* the leading sub-groups whose master, m, v live on the device and whose Adam runs there (gen/plan.c) */

@@ -613,10 +613,11 @@ static void t_device_optimizer(void)
     ZgModel m;
     ZgZero z;
     int ws = 2;
-    shape(&m, 97, 16, 24, 3, 2, ws);
+    /* sub-groups of several norm blocks (a host optimizer's sub-groups align to them) */
+    shape(&m, 97, 16, 64, 3, 2, ws);
     config(&z, 2, ws);
     z.dtype = ZG_DTYPE_BF16;
-    z.sub_group_size = 700;
+    z.sub_group_size = 12000;
     z.offload_optimizer.device = ZG_OFFLOAD_CPU;
     ZgPlan *h = plan(&m, &z);             /* all of it on the host */
     m.device_optimizer = 0.5;
@@ -696,6 +697,20 @@ static void t_device_optimizer(void)
              p->mem.regions[nll].tier == ZG_TIER_PINNED && p->mem.regions[nl].bytes == most * 64 &&
              p->mem.regions[nll].bytes == most * 64 && region_index(h, "norm_lanes") < 0);
     ZT_EQ_INT(h->cost.d2h_bytes - p->cost.d2h_bytes, D * 2 - rank0_sets * 64);
+    /* the speculative Adam sums the host part's squares (norm_adam) into pieces indexed by block
+    ** and by the bucket ends inside a block before it: every rank's highest index, counted here,
+    ** fits "norm_pieces" (host); the sub-groups, and so the device part, end on norm blocks */
+    int np = region_index(p, "norm_pieces");
+    ZT_CHECK(p->norm_adam && p->speculative && np >= 0 && p->mem.regions[np].tier == ZG_TIER_HOST);
+    for (int r = 0; r < ws && np >= 0; r++) {
+        int64_t s0 = r * p->shard.opt_flat_stride, cuts = 0;
+        for (int k = 0; k <= p->n_buckets; k++) {
+            int64_t e = k < p->n_buckets ? p->buckets[k].flat_offset - s0 : p->buckets[k - 1].flat_offset + p->buckets[k - 1].numel - s0;
+            if (e > 0 && e < O && e % p->norm_block) cuts++;
+        }
+        ZT_CHECK((O - 1) / p->norm_block + cuts < p->mem.regions[np].bytes / 8);
+    }
+    for (int k = 0; k < p->n_subgroups; k++) ZT_CHECK(p->subgroups[k].shard_offset % p->norm_block == 0);
 
     /* auto: exactly what fits; one byte less, one sub-group fewer; nothing left, none */
     m.device_optimizer = -1;

@@ -7,6 +7,8 @@
 **      promise: offload choices never change numerics), on sizes that are no multiple of any
 **      vector width, single-threaded and with OpenMP chunks.
 **   3. Argument checks, path forcing, NaN propagation.
+**   4. The fused norm's squares (zr_adam_step_sq) against the order written out here, fed in
+**      ascending calls with gaps, and a 16-bit -0 gradient read as +0, on every path.
 */
 #include <errno.h>
 #include <math.h>
@@ -250,6 +252,122 @@ static void t_out_of_place(void)
 }
 /* }===================================================================== */
 
+/* {===================================================================== the norm's squares */
+/* The order zr_adam.h defines, element by element: pieces cut at block multiples and at the cuts,
+** lane o % 8 ascending within a piece, the piece's lanes added ((0+1)+(2+3))+((4+5)+(6+7)). */
+static void squares_by_hand(const void *g, ZrDtype dt, int64_t at, int64_t n, int64_t block,
+                            const int64_t *cut, int n_cut, double *piece)
+{
+    double l[8] = {0};
+    int c = 0;
+    int64_t id = at / block;
+    while (c < n_cut && cut[c] <= at) { c++; id++; }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t o = at + i;
+        double x = grad_at(g, dt, i);
+        l[o % 8] += x * x;
+        int end = (o + 1) % block == 0 || (c < n_cut && cut[c] == o + 1) || i == n - 1;
+        if (!end) continue;
+        piece[id++] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+        memset(l, 0, sizeof l);
+        if (c < n_cut && cut[c] == o + 1) c++;
+        else if ((o + 1) % block != 0) id--;            /* the range's end inside a piece */
+    }
+}
+
+static void squares_case(const char *impl, ZrDtype dt, int64_t n, int64_t block, int threads)
+{
+    int64_t at = 3 * block + 5;                        /* the range starts inside a block */
+    int64_t cut[] = {at + 7, at + block + 3, at + 2 * block + 1, at + n / 2 + 1, at + n - 9};
+    int n_cut = 5;
+    float *gsrc = malloc((size_t)n * 4);
+    fill_grads(gsrc, n, 3);
+    /* a gap of zeros the calls skip: inside a piece, across a block end and a cut */
+    int64_t gap0 = block + 1, gap1 = 2 * block + 20;
+    for (int64_t i = gap0; i < gap1; i++) gsrc[i] = 0;
+    void *g = make_grad(gsrc, n, dt);
+    int64_t npieces = (at + n) / block + n_cut + 2;
+    double *want = calloc((size_t)npieces, 8), *got = calloc((size_t)npieces, 8);
+    squares_by_hand(g, dt, at, n, block, cut, n_cut, want);
+    float *st = malloc((size_t)n * 4 * 6), *p = st, *m = p + n, *v = m + n, *p2 = v + n, *m2 = p2 + n, *v2 = m2 + n;
+    for (int64_t i = 0; i < n; i++) {
+        p[i] = p2[i] = nrand();
+        m[i] = m2[i] = nrand() * 0.01f;
+        v[i] = v2[i] = (float)urand() * 1e-3f;
+    }
+    ZrAdamCfg c = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-6f, .weight_decay = 0.02f,
+                   .adamw = 1, .step = 4, .grad_scale = 0.25f};
+    ZrAdamSq sq = {.block = block, .cut = cut, .n_cut = n_cut, .piece = got, .open = -1};
+    ZT_EQ_INT(zr_adam_force_impl(impl), 0);
+    omp_set_num_threads(threads);
+    size_t gsz = dt == ZR_DT_FP32 ? 4 : 2;
+    /* ascending calls of odd lengths, the gap left out */
+    int64_t edges[] = {0, 5, 40, gap0, gap1, gap1 + 3, n / 2, n / 2 + 17, n - 1, n};
+    for (int e = 0; e + 1 < (int)(sizeof edges / sizeof *edges); e++) {
+        int64_t lo = edges[e], len = edges[e + 1] - lo;
+        if (lo == gap0) continue;
+        ZT_EQ_INT(zr_adam_step_sq(&c, p + lo, m + lo, v + lo, p + lo, m + lo, v + lo, (char *)g + lo * gsz, dt,
+                                  NULL, ZR_DT_BF16, len, at + lo, &sq), 0);
+    }
+    zr_adam_sq_close(&sq);
+    ZT_EQ_INT(zr_adam_step(&c, p2, m2, v2, g, dt, NULL, ZR_DT_BF16, gap0), 0);
+    ZT_EQ_INT(zr_adam_step(&c, p2 + gap1, m2 + gap1, v2 + gap1, (char *)g + gap1 * gsz, dt, NULL, ZR_DT_BF16,
+                           n - gap1), 0);
+    zr_adam_force_impl(NULL);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < npieces && bad < 0; i++)
+        if (memcmp(&want[i], &got[i], 8) != 0) bad = i;
+    ZT_CHECKM(bad < 0, "%s dtype %d n=%lld block=%lld threads=%d: piece %lld is %.17g, by hand %.17g", impl,
+              (int)dt, (long long)n, (long long)block, threads, (long long)bad,
+              bad < 0 ? 0 : got[bad], bad < 0 ? 0 : want[bad]);
+    ZT_CHECKM(memcmp(p, p2, (size_t)n * 12) == 0, "%s: the update differs with the squares on", impl);
+    free(gsrc); free(g); free(want); free(got); free(st);
+}
+
+static void t_squares(void)
+{
+    static const char *const impls[] = {"avx512", "avx2", "scalar"};
+    static const ZrDtype dts[] = {ZR_DT_FP32, ZR_DT_BF16, ZR_DT_FP16};
+    for (int ii = 0; ii < 3; ii++) {
+        if (zr_adam_force_impl(impls[ii]) == -ENOTSUP) continue;
+        for (int d = 0; d < 3; d++) {
+            squares_case(impls[ii], dts[d], 1000, 64, 1);
+            squares_case(impls[ii], dts[d], 300001, 4096, 2);   /* past the OpenMP threshold */
+            squares_case(impls[ii], dts[d], 300001, 4096, 3);
+        }
+    }
+    zr_adam_force_impl(NULL);
+}
+
+/* A 16-bit -0 gradient updates as +0 does: with m = -0 in, the two would differ in m's sign. */
+static void t_negative_zero(void)
+{
+    static const char *const impls[] = {"avx512", "avx2", "scalar"};
+    enum { N = 37 };
+    for (int ii = 0; ii < 3; ii++) {
+        if (zr_adam_force_impl(impls[ii]) == -ENOTSUP) continue;
+        for (int bf = 0; bf < 2; bf++) {
+            float p[2][N], m[2][N], v[2][N];
+            uint16_t g[2][N];
+            for (int k = 0; k < 2; k++)
+                for (int i = 0; i < N; i++) {
+                    p[k][i] = 1.0f; m[k][i] = -0.0f; v[k][i] = 0.0f;
+                    g[k][i] = k ? 0x8000 : 0x0000;
+                }
+            ZrAdamCfg c = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .step = 1,
+                           .grad_scale = 1};
+            for (int k = 0; k < 2; k++)
+                ZT_EQ_INT(zr_adam_step(&c, p[k], m[k], v[k], g[k], bf ? ZR_DT_BF16 : ZR_DT_FP16, NULL,
+                                       ZR_DT_BF16, N), 0);
+            ZT_CHECKM(memcmp(m[0], m[1], sizeof m[0]) == 0 && memcmp(p[0], p[1], sizeof p[0]) == 0,
+                      "%s %s: -0 updates differently from +0 (m %g)", impls[ii], bf ? "bf16" : "fp16",
+                      (double)m[1][0]);
+        }
+    }
+    zr_adam_force_impl(NULL);
+}
+/* }===================================================================== */
+
 static void t_dispatch(void)
 {
     const char *want = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
@@ -313,5 +431,7 @@ int main(void)
     ZT_RUN(t_bitexact_scalar_forced);
     ZT_RUN(t_nan_propagates);
     ZT_RUN(t_out_of_place);
+    ZT_RUN(t_squares);
+    ZT_RUN(t_negative_zero);
     return zt_end();
 }

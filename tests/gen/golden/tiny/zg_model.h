@@ -145,6 +145,7 @@
 #define ZG_SPECULATIVE                  0  /* OPTIMIZER ops in the last micro-step, state double-buffered (gen/plan.c) */
 #define ZG_NORM_FUSED                   0  /* the norm summed per bucket in the last hand-over (gen/plan.c) */
 #define ZG_NORM_BLOCK                   4096  /* elements per block of the fused norm's order (train.h TrSq) */
+#define ZG_NORM_ADAM                    0  /* the speculative Adam sums the host part's squares into norm_pieces (gen/plan.c) */
 #define ZG_NORM_DEV_LANES               0  /* the device optimizer part's norm lanes summed on the device (gen/plan.c) */
 #define ZG_GRAD_ACC_DEV                 0  /* WAIT_REDUCE adds into the device grad_acc; the last micro-step's GRAD_SHIP brings the sums to grad32 and sums the norm (gen/plan.c) */
 #define ZG_N_SG_DEV                     0  /* the leading sub-groups whose master, m, v live on the device and whose Adam runs there (gen/plan.c) */
