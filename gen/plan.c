@@ -441,6 +441,29 @@ static bool fit_sub_groups(ZgPlan *p)
     return true;
 }
 
+/* The speculative step's pieces (stage 1/2, optimizer on the CPU, sub_group_size left at DeepSpeed's
+** 1e9, which those stages do not use otherwise). A sub-group's Adam waits until backward has
+** finalised every gradient of it, so 1e9-element pieces keep the host idle until backward has
+** passed 1e9 elements of the shard (0.5 s into the 10B step, docs/PREDICT.md); pieces of one reduce
+** bucket start as each bucket lands, and smaller ones could not start sooner. Only where the
+** speculative step fits hardware.host_memory (fit_speculative keeps it). true when it chose (replan). */
+static bool fit_spec_sub_groups(ZgPlan *p)
+{
+    const ZgZero *z = p->zero;
+    const ZgModel *m = p->model;
+    if (!p->speculative || p->sg_swap != ZG_SWAP_NONE || p->n_subgroups == 0) return false;
+    if (!zg_plan_left_default(z, ZG_SET_SUB_GROUP, z->sub_group_size, DS_SUB_GROUP)) return false;
+    if (m->speculative_step != 1 && m->host_memory > 0 && zg_mem_host_per_node(p) > m->host_memory) return false;
+    int64_t floor = round_up(ceil_div(p->shard.opt_numel, AUTO_SG_MAX_GROUPS), p->sg_align);
+    int64_t want = round_up(p->reduce_bucket_cap, p->sg_align);
+    if (want < floor) want = floor;
+    if (want >= zg_plan_sg_largest(p)) return false;
+    p->sub_group_numel = want;
+    p->sized_auto |= ZG_SET_SUB_GROUP;
+    p->sg_for_spec = true;
+    return true;
+}
+
 /* The speculative step needs a second copy of master, m and v in host memory; where that does not
 ** fit hardware.host_memory and the spec did not ask for it, the plan runs without it. true when it
 ** dropped it (replan). */
@@ -536,10 +559,11 @@ void zg_plan_build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
     p->model = m;
     p->sized_auto = 0;
     p->sub_group_numel = 0;
+    p->sg_for_spec = false;
     zg_plan_partition(p);
     zg_sched_build(p);
     zg_memplan_build(p);
-    if (fit_sub_groups(p)) {
+    if (fit_sub_groups(p) || fit_spec_sub_groups(p)) {
         zg_plan_partition(p);
         zg_sched_build(p);
         zg_memplan_build(p);

@@ -155,7 +155,15 @@ static void sizes_txt(const ZgPlan *p, FILE *f)
                 "used %.3f GiB\n", p->n_gather_slots, (long long)p->gather_slot_numel,
                 p->sched.prefetch_depth, gib(p->mem.cat_bytes[ZG_TIER_DEVICE][ZG_MEM_GATHER_SLOTS]),
                 gib(ds[ZG_MEM_GATHER_SLOTS]));
-    if (p->sized_auto & ZG_SET_SUB_GROUP) {
+    if ((p->sized_auto & ZG_SET_SUB_GROUP) && p->sg_for_spec)
+        fprintf(f, "sub_group_size sized for the speculative step: %lld elements, one reduce bucket (%d "
+                "sub-groups; each one's Adam starts as soon as backward has finalised its gradients, "
+                "a bucket at a time); DeepSpeed's default sub_group_size %lld would have cut the shard "
+                "into %lld, the first not starting before backward had passed %lld elements of it\n",
+                (long long)p->sub_group_numel, p->n_subgroups, (long long)z->sub_group_size,
+                (long long)((p->shard.opt_numel + z->sub_group_size - 1) / z->sub_group_size),
+                (long long)(z->sub_group_size < p->shard.opt_numel ? z->sub_group_size : p->shard.opt_numel));
+    else if (p->sized_auto & ZG_SET_SUB_GROUP) {
         int64_t mine = 0;
         for (int t = 0; t < ZG_NTIERS; t++)
             if (t != ZG_TIER_NVME) mine += p->mem.cat_bytes[t][ZG_MEM_SWAP_BUFFERS];

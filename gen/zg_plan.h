@@ -414,6 +414,8 @@ typedef struct ZgPlan {
     int64_t prefetch_numel;                 /* stage3_prefetch_bucket_size the schedule used */
     int64_t max_live_numel;                 /* stage3_max_live_parameters the schedule used */
     int64_t sub_group_numel;                /* sub_group_size used; 0 before planning = config's */
+    bool sg_for_spec;                       /* sized_auto's sub-group size is the speculative
+                                            ** step's (one reduce bucket), not host memory's */
     int64_t ds_default_bytes[ZG_NMEM];      /* per rank, all tiers, by category, with every
                                             ** sized_auto key at DeepSpeed's default */
     bool reduce_direct;                     /* stage 3 reduce-scatters straight into grad32 (one

@@ -608,6 +608,58 @@ static int region_index(const ZgPlan *p, const char *name)
 ** device regions, the rest in the host's, their Adam in the step list reading the gradients the
 ** device kept (GRAD_KEEP after each WAIT_REDUCE that holds some) or accumulated; auto takes what
 ** fits hardware.device_memory. */
+/* The speculative step's pieces (plan.c fit_spec_sub_groups): with sub_group_size left at
+** DeepSpeed's default, a host optimizer's sub-groups are one reduce bucket (rounded up to norm
+** blocks), so each one's Adam sits right after the WAIT_REDUCE of the bucket that finalises it and
+** no sub-group waits on backward passing more than about one bucket of the shard; plan.txt and
+** plan.json say zgen chose it. A size the config set is kept, and so is DeepSpeed's where the plan
+** has no speculative step. */
+static void t_spec_sub_groups(void)
+{
+    ZgModel m;
+    ZgZero z;
+    shape(&m, 97, 16, 64, 6, 2, 1);
+    config(&z, 2, 1);
+    z.offload_optimizer.device = ZG_OFFLOAD_CPU;
+    z.reduce_bucket_size = 40000;
+    z.sizes_set |= ZG_SET_REDUCE_BUCKET;
+    ZgPlan *p = plan(&m, &z);
+    ZT_CHECK(p && p->speculative && p->sg_for_spec && (p->sized_auto & ZG_SET_SUB_GROUP) && p->n_subgroups > 4);
+    if (!p) return;
+    int64_t want = (p->reduce_bucket_cap + p->sg_align - 1) / p->sg_align * p->sg_align;
+    for (int k = 0; k < p->n_subgroups; k++)
+        ZT_CHECK(p->subgroups[k].numel == want || (k == p->n_subgroups - 1 && p->subgroups[k].numel < want));
+    /* each OPTIMIZER follows the WAIT_REDUCE of a bucket that holds its last gradients; between two
+    ** of them backward runs at most the modules of the buckets in between */
+    int prev = -1, waits_between = 0, most = 0;
+    for (int i = 0; i < p->sched.n_last; i++) {
+        const ZgOp *o = &p->sched.last[i];
+        if (o->kind == ZG_OP_WAIT_REDUCE) waits_between++;
+        if (o->kind != ZG_OP_OPTIMIZER) continue;
+        if (prev >= 0 && waits_between > most) most = waits_between;
+        waits_between = 0;
+        prev = o->arg;
+    }
+    ZT_CHECK(prev >= 0 && most <= 3);
+    /* the reason in plan.txt */
+    char *txt = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&txt, &len);
+    zg_plan_write_txt(p, f);
+    fclose(f);
+    ZT_CHECK(txt && strstr(txt, "sub_group_size sized for the speculative step"));
+    free(txt);
+    z.sub_group_size = 30000;
+    z.sizes_set |= ZG_SET_SUB_GROUP;
+    ZgPlan *q = plan(&m, &z);
+    ZT_CHECK(q && !q->sg_for_spec && q->subgroups[0].numel == (30000 + q->sg_align - 1) / q->sg_align * q->sg_align);
+    z.sub_group_size = 1000000000;
+    z.sizes_set &= ~(unsigned)ZG_SET_SUB_GROUP;
+    m.speculative_step = 0;
+    ZgPlan *r = plan(&m, &z);
+    ZT_CHECK(r && !r->speculative && !r->sg_for_spec && r->n_subgroups == 1);
+}
+
 static void t_device_optimizer(void)
 {
     ZgModel m;
@@ -1237,6 +1289,7 @@ int main(void)
     ZT_RUN(t_bucket_recv);
     ZT_RUN(t_device_grad_accum);
     ZT_RUN(t_device_optimizer);
+    ZT_RUN(t_spec_sub_groups);
     ZT_RUN(t_act_ckpt);
     ZT_RUN(t_fit_refusal);
     ZT_RUN(t_host_refusal);
