@@ -415,6 +415,12 @@ int64_t zg_plan_sg_largest(const ZgPlan *p)
     return mx;
 }
 
+/* The smallest sub-group zgen chooses: the shard in AUTO_SG_MAX_GROUPS pieces, aligned. */
+static int64_t sg_floor(const ZgPlan *p)
+{
+    return round_up(ceil_div(p->shard.opt_numel, AUTO_SG_MAX_GROUPS), p->sg_align);
+}
+
 /* Sub-groups sized to the declared host memory when the config left sub_group_size at DeepSpeed's
 ** default (1e9: with buffer_count 4 that is 48 GB of pinned optimizer staging per rank). The swap
 ** buffers get at most half of what the rest of the plan leaves of hardware.host_memory (the other
@@ -432,13 +438,20 @@ static bool fit_sub_groups(ZgPlan *p)
     int64_t fixed = zg_mem_host_per_node(p) / rpn - swap;
     int64_t budget = (m->host_memory / rpn - fixed) / 2;
     if (swap <= budget) return false;
-    int64_t floor = round_up(ceil_div(p->shard.opt_numel, AUTO_SG_MAX_GROUPS), p->sg_align);
+    int64_t floor = sg_floor(p);
     int64_t want = budget > 0 ? budget / per / p->sg_align * p->sg_align : 0;
     if (want < floor) want = floor;
     if (want >= sg) return false;
     p->sub_group_numel = want;
     p->sized_auto |= ZG_SET_SUB_GROUP;
     return true;
+}
+
+static bool spec_unfit(const ZgPlan *p)     /* the speculative step that fit_speculative drops */
+{
+    const ZgModel *m = p->model;
+    return p->speculative && m->speculative_step != 1 && m->host_memory > 0 &&
+           zg_mem_host_per_node(p) > m->host_memory;
 }
 
 /* The speculative step's pieces (stage 1/2, optimizer on the CPU, sub_group_size left at DeepSpeed's
@@ -450,11 +463,10 @@ static bool fit_sub_groups(ZgPlan *p)
 static bool fit_spec_sub_groups(ZgPlan *p)
 {
     const ZgZero *z = p->zero;
-    const ZgModel *m = p->model;
     if (!p->speculative || p->sg_swap != ZG_SWAP_NONE || p->n_subgroups == 0) return false;
     if (!zg_plan_left_default(z, ZG_SET_SUB_GROUP, z->sub_group_size, DS_SUB_GROUP)) return false;
-    if (m->speculative_step != 1 && m->host_memory > 0 && zg_mem_host_per_node(p) > m->host_memory) return false;
-    int64_t floor = round_up(ceil_div(p->shard.opt_numel, AUTO_SG_MAX_GROUPS), p->sg_align);
+    if (spec_unfit(p)) return false;
+    int64_t floor = sg_floor(p);
     int64_t want = round_up(p->reduce_bucket_cap, p->sg_align);
     if (want < floor) want = floor;
     if (want >= zg_plan_sg_largest(p)) return false;
@@ -469,9 +481,7 @@ static bool fit_spec_sub_groups(ZgPlan *p)
 ** dropped it (replan). */
 static bool fit_speculative(ZgPlan *p)
 {
-    const ZgModel *m = p->model;
-    if (!p->speculative || m->speculative_step == 1 || m->host_memory <= 0) return false;
-    if (zg_mem_host_per_node(p) <= m->host_memory) return false;
+    if (!spec_unfit(p)) return false;
     p->speculative = p->norm_adam = false;
     p->spec_why = "its second copy of the optimizer state does not fit hardware.host_memory";
     return true;

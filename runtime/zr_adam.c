@@ -171,8 +171,9 @@ int zr_adam_step_to(const ZrAdamCfg *c, const float *pin, const float *min, cons
     return zr_adam_step_sq(c, pin, min, vin, p, m, v, g, gdt, p16, p16dt, n, 0, NULL);
 }
 
-/* The squares' pieces (zr_adam.h ZrAdamSq). */
-static double lanes_sum(const double l[8])
+/* The squares' pieces (zr_adam.h ZrAdamSq). The lanes' tree is the norm's order everywhere on the
+** host: the trainers' TrSq uses this function too. */
+double zr_sq_lanes_sum(const double l[8])
 {
     return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
@@ -199,7 +200,7 @@ static int64_t piece_end(const ZrAdamSq *sq, int64_t o)
 
 void zr_adam_sq_close(ZrAdamSq *sq)
 {
-    if (sq->open >= 0) sq->piece[sq->open] = lanes_sum(sq->lane);
+    if (sq->open >= 0) sq->piece[sq->open] = zr_sq_lanes_sum(sq->lane);
     sq->open = -1;
     memset(sq->lane, 0, sizeof sq->lane);
 }
@@ -226,7 +227,7 @@ static void run_sq(ZrAdamKernel *fn, const ZrAdamK *k, const float *pin, const f
            p16 ? (void *)((char *)p16 + i * 2) : NULL, p16dt, e - i, acc);
         for (int j = 0; j < 8; j++) lane[(r + j) % 8] = acc[j];
         if (at + e == pe) {
-            sq->piece[zr_adam_sq_piece(sq, o)] = lanes_sum(lane);
+            sq->piece[zr_adam_sq_piece(sq, o)] = zr_sq_lanes_sum(lane);
             memset(lane, 0, sizeof lane);
         } else {
             out->id = zr_adam_sq_piece(sq, o);

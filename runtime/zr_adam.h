@@ -72,6 +72,7 @@ int zr_adam_step_sq(const ZrAdamCfg *c, const float *pin, const float *min, cons
                     float *m, float *v, const void *g, ZrDtype gdt, void *p16, ZrDtype p16dt, int64_t n,
                     int64_t at, ZrAdamSq *sq);
 int64_t zr_adam_sq_piece(const ZrAdamSq *sq, int64_t o);   /* the index of the piece holding offset o */
+double zr_sq_lanes_sum(const double l[8]);                 /* ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)) */
 void zr_adam_sq_close(ZrAdamSq *sq);                       /* the open piece's sum into piece[] */
 /* The reference every SIMD path is held to (single-threaded, plain C). */
 int zr_adam_step_scalar(const ZrAdamCfg *c, float *p, float *m, float *v, const void *g,

@@ -105,6 +105,7 @@ typedef struct Trainer {
                                 ** squares of this rank's gradients, from the last hand-over */
     double *norm_pieces;        /* ZG_NORM_ADAM: "norm_pieces", the host part's piece sums that
                                 ** the speculative Adam writes (train_ops.c tr_norm_sq) */
+    int64_t n_norm_pieces;      /* its doubles */
     int64_t master_nvme, adam_m_nvme, adam_v_nvme;  /* byte offsets in the swap file, -1 */
     void *opt_buf[TR_MAX_BUFS]; /* optimizer on NVMe: staging for master|m|v of one sub-group */
     int64_t opt_buf_part;       /* floats per part of an opt_buf */
@@ -209,6 +210,7 @@ double tr_sq_total(const TrSq *q);
 ** the host part's are summed by its speculative Adam (zr_adam_step_sq) into T.norm_pieces, pieces cut
 ** at the norm blocks and at this rank's bucket ends, so each is one bucket's part of one block. The
 ** rank's sum then adds each bucket's pieces in order after its device part: the hand-over's bits. */
+void tr_norm_init(void);                /* lays out this rank's pieces (tr_layout_init) */
 ZrAdamSq *tr_norm_sq(void);             /* the pieces' cuts for this rank, for zr_adam_step_sq */
 double tr_norm_total(void);             /* the rank's sum of squares: the buckets' sums in bucket order */
 void tr_nvme_rw(int write, void *buf, int64_t bytes, int64_t off);   /* blocking swap-file I/O */

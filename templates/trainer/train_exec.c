@@ -223,8 +223,6 @@ void tr_grads_zero(const TrOps *ops)
     if (T.grad32) memset(T.grad32, 0, (size_t)T.opt_numel * 4);
     if (T.grad_acc) memset(T.grad_acc, 0, (size_t)T.opt_numel * 4);
     memset(T.norm_part, 0, sizeof T.norm_part);
-    int np = tr_region_index("norm_pieces");
-    if (T.norm_pieces && np >= 0) memset(T.norm_pieces, 0, (size_t)zg_regions[np].bytes);
     tr_grad_window_reset();
     if (ops->grads_zero) ops->grads_zero();
 }

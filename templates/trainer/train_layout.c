@@ -289,7 +289,9 @@ void tr_layout_init(void)
     T.adam_m_dev = region("adam_m_dev", NULL, NULL);
     T.adam_v_dev = region("adam_v_dev", NULL, NULL);
     T.grad_keep = region("grad_keep", NULL, NULL);
-    T.norm_pieces = region("norm_pieces", NULL, NULL);
+    int64_t np_bytes = 0;
+    T.norm_pieces = region("norm_pieces", NULL, &np_bytes);
+    T.n_norm_pieces = np_bytes / 8;
     if (ZG_NORM_ADAM && !T.norm_pieces) tr_die("plan sums the norm in Adam without norm_pieces");
     if (ZG_N_SG_DEV > 0 && (!T.master_dev || !T.adam_m_dev || !T.adam_v_dev || !T.master ||
                             (ZG_GRAD_KEEP ? !T.grad_keep : !T.grad_acc)))
@@ -316,6 +318,7 @@ void tr_layout_init(void)
         tr_die("the plan has no \"acts\"/\"scratch\" regions");
 
     derive();
+    tr_norm_init();                 /* the norm's pieces by this rank's buckets (after derive) */
 
     /* the host kernels' activations: not the device regions, which hold the GPU trainer's layout,
     ** but a buffer of gen's ZG_HOST_ACTS_BYTES + ZG_HOST_SCRATCH_BYTES mapped here (untouched pages

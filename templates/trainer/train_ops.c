@@ -239,16 +239,12 @@ static void reduce(const ZrOpRow *op)
 
 /* The norm's sum of squares (ZG_NORM_FUSED) in the order every backend repeats (train.h TrSq): a
 ** block's element at shard offset o into double lane o % 8, ascending; at the block's end its lanes
-** are added ((0+1)+(2+3))+((4+5)+(6+7)) into the running sum. Adding a block with no element adds
-** +0, which changes no sum of squares, so the state needs no "open block" flag. */
-static double lanes_sum(const double s[8])
-{
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
+** are added ((0+1)+(2+3))+((4+5)+(6+7)) (zr_sq_lanes_sum, the speculative Adam's too) into the
+** running sum. Adding a block with no element adds +0, which changes no sum of squares, so the
+** state needs no "open block" flag. */
 static void sq_close(TrSq *q)
 {
-    q->sum += lanes_sum(q->lane);
+    q->sum += zr_sq_lanes_sum(q->lane);
     for (int j = 0; j < 8; j++) q->lane[j] = 0;
 }
 
@@ -266,7 +262,7 @@ void tr_sq_feed(TrSq *q, const float *x, int64_t off, int64_t n)
         for (int j = 0; t < m; t++, j++) l[j] += (double)p[t] * p[t];
         i += m;
         if ((off + i) % B == 0) {
-            q->sum += lanes_sum(l);
+            q->sum += zr_sq_lanes_sum(l);
             for (int j = 0; j < 8; j++) l[j] = 0;
         }
     }
@@ -281,7 +277,7 @@ void tr_sq_lanes(TrSq *q, const double lane[8], int64_t end)
 
 double tr_sq_total(const TrSq *q)
 {
-    return q->sum + lanes_sum(q->lane);
+    return q->sum + zr_sq_lanes_sum(q->lane);
 }
 
 /* The 16-bit hand-over of n elements at shard offset off, the squares of the first nsq fed to q.
@@ -400,11 +396,11 @@ void tr_grad_ship(const ZrOpRow *op, int copy, const TrSq *pre)
 /* ---------------------------------------------------------------------- the norm's pieces */
 /* ZG_NORM_ADAM: each bucket's part of this rank's shard (its rows' range: tr_hand_over_range on the
 ** bucket's flat range), the pieces' cuts at those ends that fall inside a block, and the Adam's
-** state over T.norm_pieces (train_optim.c runs it; it lives here with the rest of the norm). */
+** state over T.norm_pieces (train_optim.c runs it; it lives here with the rest of the norm). Laid
+** out once at start-up (tr_norm_init), so the Adam thread only reads it. */
 static int64_t norm_lo[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1], norm_hi[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 static int64_t norm_cut[2 * (ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1)];
 static ZrAdamSq norm_sq;
-static int norm_laid_out;
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -412,9 +408,11 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-ZrAdamSq *tr_norm_sq(void)
+ZrAdamSq *tr_norm_sq(void) { return &norm_sq; }
+
+void tr_norm_init(void)
 {
-    if (norm_laid_out) return &norm_sq;
+    if (!ZG_NORM_ADAM) return;
     int n = 0;
     for (int k = 0; k < ZG_N_BUCKETS; k++) {
         ZrOpRow row = {.flat = zg_buckets[k].flat_offset, .count = zg_buckets[k].numel};
@@ -429,14 +427,13 @@ ZrAdamSq *tr_norm_sq(void)
     int u = 0;
     for (int i = 0; i < n; i++)
         if (u == 0 || norm_cut[u - 1] != norm_cut[i]) norm_cut[u++] = norm_cut[i];
-    int r = tr_region_index("norm_pieces");
-    int64_t have = r >= 0 ? zg_regions[r].bytes / 8 : 0;
     norm_sq = (ZrAdamSq){.block = ZG_NORM_BLOCK, .cut = norm_cut, .n_cut = u, .piece = T.norm_pieces, .open = -1};
-    if (!T.norm_pieces || (T.opt_numel > 0 && zr_adam_sq_piece(&norm_sq, T.opt_numel - 1) >= have))
-        tr_die("rank %d's norm needs %lld pieces; the plan's norm_pieces holds %lld", T.rank,
-               T.opt_numel > 0 ? (long long)zr_adam_sq_piece(&norm_sq, T.opt_numel - 1) + 1 : 0LL, (long long)have);
-    norm_laid_out = 1;
-    return &norm_sq;
+    int64_t need = T.opt_numel > 0 ? zr_adam_sq_piece(&norm_sq, T.opt_numel - 1) + 1 : 0;
+    if (!T.norm_pieces || need > T.n_norm_pieces)
+        tr_die("rank %d's norm needs %lld pieces; the plan's norm_pieces holds %lld", T.rank, (long long)need,
+               (long long)T.n_norm_pieces);
+    /* zero once: the fold clears each piece it reads, which are all the speculative Adam writes */
+    memset(T.norm_pieces, 0, (size_t)T.n_norm_pieces * 8);
 }
 
 double tr_norm_total(void)
@@ -446,13 +443,15 @@ double tr_norm_total(void)
         for (int b = 0; b < ZG_N_BUCKETS; b++) s += T.norm_part[b];
         return s;
     }
-    ZrAdamSq *sq = tr_norm_sq();
     for (int b = 0; b < ZG_N_BUCKETS; b++) {
         TrSq q = norm_pre[b];
         int64_t lo = norm_lo[b] > ZG_OPT_DEV_NUMEL ? norm_lo[b] : ZG_OPT_DEV_NUMEL;
         if (lo < norm_hi[b])
-            for (int64_t id = zr_adam_sq_piece(sq, lo), last = zr_adam_sq_piece(sq, norm_hi[b] - 1); id <= last; id++)
-                q.sum += sq->piece[id];
+            for (int64_t id = zr_adam_sq_piece(&norm_sq, lo), last = zr_adam_sq_piece(&norm_sq, norm_hi[b] - 1);
+                 id <= last; id++) {
+                q.sum += norm_sq.piece[id];
+                norm_sq.piece[id] = 0;
+            }
         s += tr_sq_total(&q);
         memset(&norm_pre[b], 0, sizeof norm_pre[b]);
     }
