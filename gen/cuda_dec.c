@@ -36,6 +36,7 @@
 */
 #include <string.h>
 #include "zg_cuda_dec.h"
+#include "../templates/cuda/kernels/zk_attn_tiles.h"  /* the CUDA-core attention's shared memory */
 #include "../templates/cuda/kernels/zk_colsum.h"      /* the partials cz_acts_init carves */
 #include "../templates/cuda/kernels/zk_tokbucket.h"   /* the wte gradient's token grouping */
 
@@ -152,19 +153,23 @@ const char *zg_cuda_adapter_file(const ZgPlan *p, const char **tpl)
     return base ? base + 1 : ad;
 }
 
+/* The CUDA-core attention (zk_attn.cuh: attention.cu, attention_gqa.cu) keeps its tiles in static
+** shared memory: the head sizes whose three kernels stay within the 48 KiB a block may declare. */
+static bool att_simt_fits(int64_t hs)
+{
+    return ZK_ATT_FWD_SMEM_OF(hs) <= ZK_ATT_SMEM_MAX && ZK_ATT_DQ_SMEM_OF(hs) <= ZK_ATT_SMEM_MAX &&
+           ZK_ATT_DKV_SMEM_OF(hs) <= ZK_ATT_SMEM_MAX;
+}
+
 const char *zg_cuda_missing(const ZgPlan *p)
 {
     const ZgArch *arch = zg_arch_find(p->model->arch);
     if (!arch) return "unknown arch";
     if (arch->cuda_missing) return arch->cuda_missing;
     int64_t smem[3];
-    if (arch->cuda_att_tc_only && !zg_cuda_att_tc(p, smem))
-        return zg_cuda_act_io(p) == 0
-                   ? "its attention runs on tensor cores only (attention_gqa_tc.cu), in 16-bit plans: set "
-                     "bf16.enabled or fp16.enabled in the DeepSpeed config, or train this fp32 plan on the "
-                     "host backend (make, ./train)"
-                   : "the head size d_model / n_heads is outside what the tensor-core attention's tiling "
-                     "serves (attention_tc's shared memory, docs/CUDA.md): train on the host backend "
-                     "(make, ./train)";
+    if (!zg_cuda_att_tc(p, smem) && !att_simt_fits(p->model->d_model / p->model->n_heads))
+        return "the head size d_model / n_heads is above 168, the largest the attention kernels serve "
+               "(on CUDA cores their tiles are static shared memory; on tensor cores up to 128: "
+               "docs/CUDA.md): train on the host backend (make, ./train)";
     return NULL;
 }

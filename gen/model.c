@@ -153,11 +153,10 @@ static const ZgDevArr llama_dev_scratch[] = {     /* dresidual, dln, dq, dk, dv,
 static const ZgArch archs[] = {
     {"gpt2", "GPT2LMHeadModel", "[in, out]", false, true, true, false, NULL,
      gpt2_modules, N(gpt2_modules), gpt2_files, NULL, "gpt2/cuda_gpt2.c", gpt2_dev_fixed, gpt2_dev_layer,
-     gpt2_dev_scratch, false, GPT2_ACTS, GPT2_LAYER, GPT2_SCRATCH},
-    /* llama's device attention is attention_gqa_tc.cu (WMMA) only: fp32 plans train on the host */
+     gpt2_dev_scratch, GPT2_ACTS, GPT2_LAYER, GPT2_SCRATCH},
     {"llama", "LlamaForCausalLM", "[out, in]", true, false, false, true, NULL,
      llama_modules, N(llama_modules), llama_files, NULL, "llama/cuda_llama.c", llama_dev_fixed,
-     llama_dev_layer, llama_dev_scratch, true, LLAMA_ACTS, LLAMA_LAYER, LLAMA_SCRATCH},
+     llama_dev_layer, llama_dev_scratch, LLAMA_ACTS, LLAMA_LAYER, LLAMA_SCRATCH},
 };
 
 const ZgArch *zg_arch_find(const char *name)

@@ -303,8 +303,6 @@ typedef struct ZgArch {
     ** one block's area, the scratch (ZgDevArr). */
     const char *cuda_adapter;
     const ZgDevArr *dev_fixed, *dev_layer, *dev_scratch;
-    bool cuda_att_tc_only;      /* its device attention exists on tensor cores only (16-bit plans,
-                                ** head sizes attention_tc's tiling serves) */
     /* The host kernels' activation layout (memplan.c sizes "acts" and "scratch" from it): outside
     ** the blocks, per block, and the scratch. */
     ZgActsTerms acts_fixed, acts_layer, scratch;

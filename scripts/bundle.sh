@@ -10,6 +10,8 @@
 #   - two checkpointed plans with the optimizer on the CPU: gpt2-124m-bf16 at stage 2, and the 10B
 #     ZeRO-Offload shape cut to 12 layers in bf16 (its --check is skipped: NOCHECK);
 #   - LLaMA 2 7B's shape cut to 4 layers (ZeRO-3, parameters and optimizer on the CPU; NOCHECK);
+#   - specs/llama-tiny (fp32: the CUDA-core grouped-query attention, attention_gqa.cu) at its own
+#     ZeRO-3 plan (parameters on the CPU, optimizer on NVMe), for one rank;
 #   - each trainer's plan.txt and `--predict --json` (the cost model's figures: predictions);
 #   - a byte-level corpus and the commit.
 # Output: gpu/bundle.tar.gz (git-ignored; the device tool's `carry: ["gpu"]`); there:
@@ -98,6 +100,8 @@ c["gradient_accumulation_steps"] = 2
 json.dump(c, open(sys.argv[2], "w"), indent=1)
 PY
 trainer llama2-7b-l4 "$W/cfg/llama2-7b-l4.yaml" "$W/cfg/llama2-7b-l4.json" nocheck
+# LLaMA in fp32: its attention on CUDA cores (attention_gqa.cu), llama-tiny's own config
+trainer llama-tiny-fp32 specs/llama-tiny.yaml specs/configs/tiny_zero3.json
 python3 scripts/make_corpus.py "$W/stage/data/train.bin" --tokens 400000 >/dev/null 2>&1
 python3 scripts/make_corpus.py "$W/stage/data/val.bin" --tokens 40000 --seed 4321 >/dev/null 2>&1
 git rev-parse HEAD > "$W/stage/COMMIT" 2>/dev/null || echo unknown > "$W/stage/COMMIT"

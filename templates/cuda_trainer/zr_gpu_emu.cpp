@@ -53,6 +53,7 @@
 #include "kernels/rmsnorm.cu"           /* llama's: empty modules without ZK_NKV */
 #include "kernels/rope.cu"
 #include "kernels/swiglu.cu"
+#include "kernels/attention_gqa.cu"
 #include "kernels/attention_gqa_tc.cu"
 #include "kernels/token_embed.cu"
 
@@ -121,7 +122,8 @@ static const std::map<std::string, KCapture> &kernels()
 #ifdef ZK_NKV           /* rotary grouped-query archs (llama) */
         ZE_K(zd_token_embed_forward), ZE_K(zd_rmsnorm_forward), ZE_K(zd_rmsnorm_backward_dx), ZE_K(zd_rmsnorm_backward_dw_part),
         ZE_K(zd_rmsnorm_backward_dw_sum), ZE_K(zd_rope_tables), ZE_K(zd_rope), ZE_K(zd_swiglu_forward),
-        ZE_K(zd_swiglu_backward),
+        ZE_K(zd_swiglu_backward), ZE_K(zd_attention_gqa_forward), ZE_K(zd_attention_gqa_backward_dq),
+        ZE_K(zd_attention_gqa_backward_dkv),
 #if ZK_ATC_FITS
         ZE_K(zd_attention_gqa_tc_forward), ZE_K(zd_attention_gqa_tc_backward_dq),
         ZE_K(zd_attention_gqa_tc_backward_dkv),

@@ -14,6 +14,7 @@
 #define ZR_SIMT_IMPL
 #include "zr_simt.h"
 #include "zk_test.h"
+#include "kernels/zk_attn.cuh"   /* the shape-free bodies (templates), once */
 #define ZK_BODY
 
 #define ZK_V 64

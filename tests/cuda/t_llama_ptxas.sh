@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t_llama_ptxas.sh — the ptxas gate for llama's kernels (templates/cuda/kernels/rmsnorm.cu, rope.cu,
-# swiglu.cu, attention_gqa_tc.cu): for specs/llama-tiny, llama2-7b and llama3-8b, each file is
+# swiglu.cu, attention_gqa_tc.cu, attention_gqa.cu): for specs/llama-tiny, llama2-7b and llama3-8b, each file is
 # compiled as zgen compiles it (NVRTC, -std=c++17 --gpu-architecture=sm_XX, the kernel folder's
 # headers and the spec's zk_shapes.h) for sm_80 and sm_90, and `ptxas -v` on the PTX must report, for
 # every kernel function:
@@ -13,8 +13,8 @@
 #     227 KiB);
 # and every function the file declares (ZK_KERNEL) must be an .entry of its PTX (a llama spec's
 # zk_shapes.h defines ZK_NKV, so no file may come out an empty module).
-# zk_shapes.h is zgen's own (zg_cuda_shapes_h, printed by bin/tests/gen/x_cuda_shapes, since zgen
-# does not emit a llama trainer yet); it is checked against the spec's values first. The kernels are
+# zk_shapes.h is zgen's own (zg_cuda_shapes_h, printed by bin/tests/gen/x_cuda_shapes); it is
+# checked against the spec's values first. The kernels are
 # compiled with the storage zgen emits (ZK_IO 0) for llama-tiny, and with bf16 storage (ZK_IO 1, the
 # 16-bit training layout) for all three. Prints the figures. Without NVRTC or ptxas only the
 # zk_shapes.h checks run (the compilations are skipped).
@@ -28,7 +28,7 @@ zt_build bin/tests/gen/x_cuda_shapes
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 K=templates/cuda/kernels
-FILES="rmsnorm rope swiglu attention_gqa_tc"
+FILES="rmsnorm rope swiglu attention_gqa_tc attention_gqa"
 
 # The compiler: zgen's NVRTC call (gen/nvrtc.c), with every header of the kernel folder by name.
 cat >"$tmp/nvrtc.c" <<'C'

@@ -86,8 +86,8 @@ for spec in ${ZR_PTXAS_SPECS:-specs/*.yaml}; do
     fi
     bad "ptxas_$name" "zgen failed: $(head -5 "$tmp/zgen.log")"; continue
   fi
-  # a plan without train-cuda (gen/cuda_dec.c zg_cuda_missing says why: llama-tiny is fp32, and
-  # llama's attention is on tensor cores only) gets no cuda/: nothing to gate
+  # a plan without train-cuda (gen/cuda_dec.c zg_cuda_missing says why: a head size no attention
+  # kernel serves) gets no cuda/: nothing to gate
   if grep -q "no train-cuda" "$tmp/zgen.log"; then
     echo "ptxas_$name ... skip (no train-cuda for this plan: no kernels emitted)"; S=$((S+1)); continue
   fi

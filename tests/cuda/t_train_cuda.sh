@@ -14,6 +14,8 @@
 #     to CPU and NVMe and parameter offload to CPU and NVMe, on 1 and 2 ranks, 3 steps each, in
 #     fp32, bf16 (stages 0, 2, 3) and fp16 (stages 0 and 3, fp16 activations, with a loss scale
 #     that overflows at the first step: the same steps are skipped and the scale follows the host's);
+#     llama in bf16, fp16 (tied) and fp32 (ZeRO-3, NVMe optimizer, CPU parameters: the CUDA-core
+#     grouped-query attention, attention_gqa.cu, held to the fp32 bound);
 #     one run also evaluates --val (same val_loss); with activation checkpointing (ZeRO-2, CPU
 #     optimizer, bf16: the 10B plans' layout) the run gives the uncheckpointed run's losses and
 #     gradient norms bit for bit in fewer activation bytes, its recompute runs three of a block's four
@@ -28,8 +30,8 @@
 #     (ZR_GPU_EMU_LT_OFF=1234, a cuBLASLt without those algorithms) the run says so once per
 #     epilogue, runs them unfused, stays within the bf16 bounds and differs from the fused run;
 #   - `train-cuda-emu --check` compares the first step's gradients with the host reference, tensor
-#     by tensor, and passes: fp32 activations within 1e-3 max|host|, bf16 (ZeRO-2) within gen's
-#     looser bound (12 * 2^-8), which it prints;
+#     by tensor, and passes: fp32 activations (gpt2 and llama) within 1e-3 max|host|, bf16 (ZeRO-2)
+#     within gen's looser bound (12 * 2^-8), which it prints;
 #   - every emulated run has the stand-in's race checker on (zr_gpu_emu.cpp: declared footprints,
 #     ordering only through record/wait/sync), so the real executor passes it;
 #   - a rank that freezes at step 0 ends the stand-in run within the collective watchdog's time
@@ -192,7 +194,7 @@ EOF
 n=0
 for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
            "2 2 cpu none bf16" "2 2 cpu none bf16 ckpt" "3 2 nvme cpu fp32" "3 2 cpu nvme bf16" "3 2 none none fp16" \
-           "0 1 none none bf16 llama" "3 2 cpu none fp16 tied" "2 2 cpu none bf16 ckpt llama"; do
+           "0 1 none none bf16 llama" "3 2 cpu none fp16 tied" "2 2 cpu none bf16 ckpt llama" "3 2 nvme cpu fp32 llama"; do
   set -- $cfg
   n=$((n+1))
   flags="${*:6}"
@@ -289,16 +291,19 @@ if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
   fi
 fi
 
-# --check on the stand-in: every tensor of the first step's gradient shard within tolerance
-tag=s3_w2_onvme_pcpu
-if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
-  if run "$tag" 2 train-cuda-emu check.jsonl --check && grep -q "check rank 1: h.1.mlp.c_proj.weight" "$tmp/$tag/check.jsonl.out" \
-     && ! grep -q "over tolerance" "$tmp/$tag/check.jsonl.out"; then
-    ok "emu_check_per_tensor ($(grep -c '^check rank' "$tmp/$tag/check.jsonl.out") lines)"
+# --check on the stand-in: every tensor of the first step's gradient shard within tolerance (fp32
+# activations: gpt2's attention.cu, llama's attention_gqa.cu)
+for check in "s3_w2_onvme_pcpu h.1.mlp.c_proj.weight" "s3_w2_onvme_pcpu_llama model.layers.1.mlp.down_proj.weight"; do
+  set -- $check
+  tag=$1
+  [ -x "$tmp/$tag/out/train-cuda-emu" ] || continue
+  c=$tmp/$tag/check.jsonl.out
+  if run "$tag" 2 train-cuda-emu check.jsonl --check && grep -q "check rank 1: $2" "$c" && ! grep -q "over tolerance" "$c"; then
+    ok "emu_check_per_tensor_$tag ($(grep -c '^check rank' "$c") lines)"
   else
-    bad emu_check_per_tensor "$(tail -5 "$tmp/$tag/check.jsonl.out")"
+    bad "emu_check_per_tensor_$tag" "$(tail -5 "$c")"
   fi
-fi
+done
 
 # --check with 16-bit activations: gen's tolerance for the dtype (12 u per tensor, u for the loss;
 # u = 2^-8 bf16, 2^-11 fp16), printed, and met by every tensor. bf16 at ZeRO-2 with the CPU

@@ -44,13 +44,8 @@
 ** score tiles (so HS <= 132), and dkv's tiles must fit an sm_90 block (227 KiB). */
 #define ZK_ATC_FITS (2 * ZK_ATC_TS >= ZK_ATC_TO && ZK_ATC_DKV_SMEM <= 227 * 1024)
 
-/* The fragment arrays (dq, dk, dv accumulators) must stay in registers: their loops are unrolled, or
-** nvcc may put the arrays on the stack (it did for dkv at HS 128 with 16-bit storage: 256 bytes). */
-#ifdef ZR_SIMT_H
-#define ZK_ATC_UNROLL
-#else
-#define ZK_ATC_UNROLL _Pragma("unroll")
-#endif
+/* The fragment arrays (dq, dk, dv accumulators) must stay in registers: their loops are unrolled
+** (zk_common.cuh's ZK_UNROLL). */
 
 /* The emulation has no dynamic shared memory: a __shared__ block of the size the launch asks for. */
 #ifdef ZR_SIMT_H
@@ -230,7 +225,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
             if (qd == 0) D[i] = Drow;
         }
         acc_t acc[NOWN];
-        ZK_ATC_UNROLL
+        ZK_UNROLL
         for (int u = 0; u < NOWN; u++) nvcuda::wmma::fill_fragment(acc[u], 0.0f);
         const int last = zk_mini(q0 + BQ, T) - 1;
         for (int k0 = 0; k0 <= last; k0 += BK) {
@@ -252,7 +247,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
                 zk_atc_st16(dSs + r * PP + c, ds);
             }
             __syncthreads();
-            ZK_ATC_UNROLL
+            ZK_UNROLL
             for (int u = 0; u < NOWN; u++) {
                 int t = warp + NW * u, tr = t / (HP / 16), tc = t % (HP / 16);
                 if (t < NOUT) ph(acc[u], dSs, Ks, tr, tc, zk_mini(4, (q0 + tr * 16 + 15 - k0) / 16 + 1));
@@ -260,7 +255,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
         }
         __syncthreads();                        /* Sf and dPf are free: dq goes out through them */
         float *Of = Sf;
-        ZK_ATC_UNROLL
+        ZK_UNROLL
         for (int u = 0; u < NOWN; u++) {
             int t = warp + NW * u, tr = t / (HP / 16), tc = t % (HP / 16);
             if (t >= NOUT) continue;
@@ -288,7 +283,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
         stage(Ks, k, pk, k0);
         stage(Vs, v, pv, k0);
         acc_t dk[NOWN], dv[NOWN];
-        ZK_ATC_UNROLL
+        ZK_UNROLL
         for (int u = 0; u < NOWN; u++) { nvcuda::wmma::fill_fragment(dk[u], 0.0f); nvcuda::wmma::fill_fragment(dv[u], 0.0f); }
         for (int h = 0; h < REP; h++) {
             const IO *qh = q + h * HS, *dyh = dy + h * HS;
@@ -321,7 +316,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
                     zk_atc_st16(dSs + r * PP + c, ds);
                 }
                 __syncthreads();
-                ZK_ATC_UNROLL
+                ZK_UNROLL
                 for (int u = 0; u < NOWN; u++) {
                     int t = warp + NW * u, tr = t / (HP / 16), tc = t % (HP / 16);
                     if (t >= NOUT) continue;
@@ -341,10 +336,10 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
         }
         /* out through Sf and dPf: dk, then dv */
         float *Of = Sf;
-        ZK_ATC_UNROLL
+        ZK_UNROLL
         for (int part = 1; part <= 2; part++) {
             __syncthreads();
-            ZK_ATC_UNROLL
+            ZK_UNROLL
             for (int u = 0; u < NOWN; u++) {
                 int t = warp + NW * u, tr = t / (HP / 16), tc = t % (HP / 16);
                 if (t >= NOUT) continue;

@@ -30,6 +30,14 @@
 #define ZK_KERNEL extern "C" __global__
 #endif
 #define ZK_DEV static __device__ __forceinline__
+/* Loops over per-thread accumulator arrays are unrolled, or nvcc may put the arrays on the stack
+** (it did in attention_tc's dkv at HS 128 with 16-bit storage, 256 bytes, and in attention's forward
+** and dq at HS 128, 48 bytes). g++ (the emulation) has no such pragma. */
+#ifdef ZR_SIMT_H
+#define ZK_UNROLL
+#else
+#define ZK_UNROLL _Pragma("unroll")
+#endif
 #define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
 
 /* ------------------------------------------------------------------ bit casts and constants */

@@ -28,11 +28,12 @@
 #include <string.h>
 
 #include "cuda_model.h"
+#include "../kernels/zk_attn_tiles.h"
 #include "../kernels/zk_colsum.h"
 #include "zr_half.h"
 
 #define HS (ZG_D_MODEL / ZG_N_HEADS)
-#define ATT_QT (4 * (HS > 128 ? 1 : 2))      /* attention.cu's ZK_ATT_QT */
+#define ATT_QT ZK_ATT_QT_OF(HS)               /* attention.cu's query rows per block */
 #if ZK_GEMM_EPI && (!ZK_IO || !ZG_MIXED)
 #error "ZK_GEMM_EPI needs 16-bit activations and a module gradient area zeroed per BACKWARD (gen/cuda_dec.c)"
 #endif
@@ -301,7 +302,7 @@ static void block_forward(int l, const void *const *p, int recompute)
         cz_launch_sh("zd_attention_tc_forward", CEIL(ZG_SEQ_LEN, 64), ZG_N_HEADS, ZG_MICRO_BATCH, 256,
                   ZK_ATT_TC_FWD_SMEM, args);
 #else
-        cz_launch("zd_attention_forward", CEIL(ZG_SEQ_LEN, ATT_QT), ZG_N_HEADS, ZG_MICRO_BATCH, 128, args);
+        cz_launch("zd_attention_forward", CEIL(ZG_SEQ_LEN, ATT_QT), ZG_N_HEADS, ZG_MICRO_BATCH, 32 * ZK_ATT_NW, args);
 #endif
     }
     linear_fwd(C, C, v.atty, p[ZG_LT_ATTN_C_PROJ_WEIGHT], p[ZG_LT_ATTN_C_PROJ_BIAS], v.residual2, x);
@@ -382,9 +383,9 @@ static void block_backward(int l, const void *const *p, float *const *g)
                   ZK_ATT_TC_DKV_SMEM, a2);
 #else
         att_footprint(qkv, 1, y, dy, dqkv, D);
-        cz_launch("zd_attention_backward_dq", CEIL(ZG_SEQ_LEN, ATT_QT), ZG_N_HEADS, ZG_MICRO_BATCH, 128, a1);
+        cz_launch("zd_attention_backward_dq", CEIL(ZG_SEQ_LEN, ATT_QT), ZG_N_HEADS, ZG_MICRO_BATCH, 32 * ZK_ATT_NW, a1);
         att_footprint(qkv, 1, NULL, dy, dqkv, D);
-        cz_launch("zd_attention_backward_dkv", CEIL(ZG_SEQ_LEN, 32), ZG_N_HEADS, ZG_MICRO_BATCH, 32, a2);
+        cz_launch("zd_attention_backward_dkv", CEIL(ZG_SEQ_LEN, ZK_ATT_KT), ZG_N_HEADS, ZG_MICRO_BATCH, 32, a2);
 #endif
     }
     linear_bwd(C, 3 * C, v.ln1, p[ZG_LT_ATTN_C_ATTN_WEIGHT], a2->dqkv, a->dln,

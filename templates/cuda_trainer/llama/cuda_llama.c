@@ -1,28 +1,27 @@
 /*
 ** cuda_llama.c — LLaMA's model adapter on the device (cuda_train.h's cz_* module calls; zgen emits it
 ** as the arch table's cuda_adapter): module by module on the compute stream, llama's kernels
-** (rmsnorm.cu, rope.cu, swiglu.cu, attention_gqa_tc.cu; the token table through encoder.cu) and
-** every matmul a row-major gemm; cuda_model.h has the rest (the head, the carving, launches, graphs).
+** (rmsnorm.cu, rope.cu, swiglu.cu, attention_gqa_tc.cu or attention_gqa.cu; the token table through
+** encoder.cu) and every matmul a row-major gemm; cuda_model.h has the rest (the head, the carving,
+** launches, graphs).
 ** The math and its order are the host adapter's (templates/host/llama/llama_host.c): nn.Linear
 ** weights [out, in] (y = x W^T, no biases), RMSNorm, RoPE in the rotate-half convention applied to
 ** q and k after their projections (kept rotated; backward rotates the gradients back), grouped-query
 ** attention, SwiGLU, an untied or tied lm_head. Attention keeps lse (B, NH, T) instead of the T x T
-** probabilities (FlashAttention-2 on tensor cores), so the device layout is smaller than the host's;
-** the plan's "acts" / "scratch" regions are sized for it (gen/model.c's llama_dev_* lists,
-** gen/cuda_dec.c). That attention exists in 16-bit storage only (WMMA operands), so gen emits this
-** adapter for 16-bit plans whose head size its tiling serves (gen/cuda_dec.c zg_cuda_missing); the
-** activations are then the plan's 16-bit dtype, the statistics and lse fp32, parameter gradients
-** fp32 (cuda_model.c's precision comment). The linear layers use no cuBLASLt epilogue: without
-** biases or GELU, the residual adds are a D2D copy and beta 1.
+** probabilities (FlashAttention's scheme), so the device layout is smaller than the host's; the
+** plan's "acts" / "scratch" regions are sized for it (gen/model.c's llama_dev_* lists,
+** gen/cuda_dec.c). Which attention runs is gen's decision, ZK_ATT_TC: on tensor cores
+** (attention_gqa_tc.cu, WMMA) in 16-bit plans whose head size its tiling serves, else on CUDA cores
+** in fp32 arithmetic (attention_gqa.cu: fp32 plans, and 16-bit ones with larger heads). The
+** activations are the plan's dtype (16-bit, or fp32 in fp32 plans), the statistics and lse fp32,
+** parameter gradients fp32 (cuda_model.c's precision comment). The linear layers use no cuBLASLt
+** epilogue: without biases or GELU, the residual adds are a D2D copy and beta 1.
 */
 #include <string.h>
 
 #include "cuda_model.h"
+#include "../kernels/zk_attn_tiles.h"
 #include "../kernels/zk_colsum.h"
-
-#if !ZK_IO || !ZK_ATT_TC
-#error "llama on train-cuda needs 16-bit activations and the tensor-core attention (gen/cuda_dec.c zg_cuda_missing)"
-#endif
 
 #define HS (ZG_D_MODEL / ZG_N_HEADS)
 #define KV (ZG_N_KV_HEADS * HS)                 /* width of k and v */
@@ -30,10 +29,11 @@
 #define BTKV_B ((size_t)N_ROWS * KV * AB)
 #define BTF_B ((size_t)N_ROWS * ZG_D_FF * AB)
 #define LSE_N ((size_t)ZG_MICRO_BATCH * ZG_N_HEADS * ZG_SEQ_LEN)
-/* Elements per thread of rope.cu and swiglu.cu (their ZK_ROPE_EPT, ZK_SWIGLU_EPT with 16-bit
-** storage, which this adapter always has): 8 where the row splits into 16-byte groups, else 1. */
-#define ROPE_EPT (HALF % 8 == 0 ? 8 : 1)
-#define SWIGLU_EPT (ZG_D_FF % 8 == 0 ? 8 : 1)
+/* Elements per thread of rope.cu and swiglu.cu (their ZK_ROPE_EPT, ZK_SWIGLU_EPT): 8 with 16-bit
+** storage where the row splits into 16-byte groups, else 1. */
+#define ROPE_EPT (ZK_IO && HALF % 8 == 0 ? 8 : 1)
+#define SWIGLU_EPT (ZK_IO && ZG_D_FF % 8 == 0 ? 8 : 1)
+#define ATT_QT ZK_ATT_QT_OF(HS)                 /* attention_gqa.cu's query rows per block */
 
 /* llama's own arrays beside CzDevActs (gen/model.c llama_dev_*). */
 typedef struct {
@@ -208,8 +208,13 @@ static void block_forward(int l, const void *const *p, int recompute)
         const void *q = v.q, *k = v.k, *vv = v.v;
         void *args[] = {&y, &lse, &q, &k, &vv, NULL};
         cz_fp(q, BTC_B, 0); cz_fp(k, BTKV_B, 0); cz_fp(vv, BTKV_B, 0); cz_fp(y, BTC_B, 1); cz_fp(lse, LSE_N * 4, 1);
+#if ZK_ATT_TC
         cz_launch_sh("zd_attention_gqa_tc_forward", CEIL(ZG_SEQ_LEN, 64), ZG_N_HEADS, ZG_MICRO_BATCH, 256,
                      ZK_ATT_TC_FWD_SMEM, args);
+#else
+        cz_launch("zd_attention_gqa_forward", CEIL(ZG_SEQ_LEN, ATT_QT), ZG_N_HEADS, ZG_MICRO_BATCH, 32 * ZK_ATT_NW,
+                  args);
+#endif
     }
     CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, v.residual2, x, BTC_B));
     lin_fwd(C, C, v.atty, p[ZG_LT_SELF_ATTN_O_PROJ_WEIGHT], 1.0f, v.residual2);
@@ -263,13 +268,23 @@ static void block_backward(int l, const void *const *p, float *const *g)
         void *a1[] = {&dq, &D, &q, &k, &vv, &y, &dy, &lse, NULL};
         cz_fp(q, BTC_B, 0); cz_fp(k, BTKV_B, 0); cz_fp(vv, BTKV_B, 0); cz_fp(y, BTC_B, 0); cz_fp(dy, BTC_B, 0);
         cz_fp(lse, LSE_N * 4, 0); cz_fp(dq, BTC_B, 1); cz_fp(D, LSE_N * 4, 1);
+#if ZK_ATT_TC
         cz_launch_sh("zd_attention_gqa_tc_backward_dq", CEIL(ZG_SEQ_LEN, 64), ZG_N_HEADS, ZG_MICRO_BATCH, 256,
                      ZK_ATT_TC_DQ_SMEM, a1);
+#else
+        cz_launch("zd_attention_gqa_backward_dq", CEIL(ZG_SEQ_LEN, ATT_QT), ZG_N_HEADS, ZG_MICRO_BATCH,
+                  32 * ZK_ATT_NW, a1);
+#endif
         void *a2[] = {&dk, &dv, &q, &k, &vv, &dy, &lse, &Dc, NULL};
         cz_fp(q, BTC_B, 0); cz_fp(k, BTKV_B, 0); cz_fp(vv, BTKV_B, 0); cz_fp(dy, BTC_B, 0);
         cz_fp(lse, LSE_N * 4, 0); cz_fp(Dc, LSE_N * 4, 0); cz_fp(dk, BTKV_B, 1); cz_fp(dv, BTKV_B, 1);
+#if ZK_ATT_TC
         cz_launch_sh("zd_attention_gqa_tc_backward_dkv", CEIL(ZG_SEQ_LEN, 64), ZG_N_KV_HEADS, ZG_MICRO_BATCH, 256,
                      ZK_ATT_TC_DKV_SMEM, a2);
+#else
+        cz_launch("zd_attention_gqa_backward_dkv", CEIL(ZG_SEQ_LEN, ZK_ATT_KT), ZG_N_KV_HEADS, ZG_MICRO_BATCH, 32,
+                  a2);
+#endif
     }
     rope(LL.dq, LL.dk, 1);
     lin_dx(C, C, LL.dq, p[ZG_LT_SELF_ATTN_Q_PROJ_WEIGHT], 0.0f, dln);
