@@ -5,7 +5,8 @@
 # ones would refuse and run the kernels through zr_simt.h. The kernel table is specs/tiny's, made by
 # zgen (NVRTC); the driver is tests/cuda/x_gpu_stub.c. Checked:
 #   - basic: module load (cubin for the exact SM), every kernel resolved, launches computed by the
-#     emulated kernel, limits refused (block > 1024, block > __launch_bounds__, unknown kernel, bad
+#     emulated kernel (zd_sumsq_lanes, the device optimizer part's norm lanes, bit for bit against
+#     the host's lane order), an event query (cuEventQuery: the speculative queue's poll), limits refused (block > 1024, block > __launch_bounds__, unknown kernel, bad
 #     gemm leading dimension), pinned copies, events, streams, row-major sgemm, bf16 gemm_ex, dynamic shared memory above 48 KiB (attention_tc),
 #     zr_gpu_gemm_lt through runtime/zr_gpu_blaslt.c and the stub cuBLASLt (opened through
 #     ZR_LIBCUBLASLT): bias + residual, GELU with aux, GELU backward, bias gradient, one heuristic
@@ -15,7 +16,7 @@
 #   - graphs (zr_gpu_graph.c against the stub's cuStreamBeginCapture/EndCapture/cuGraphLaunch, which
 #     record and replay): a captured kernel + sgemm + gemm_ex + memset + copy replayed twice equals
 #     the direct run bit for bit, nothing runs at capture, bytes counted per launch; a host wait,
-#     a record and a pageable copy during a capture refused and the capture invalidated; capture
+#     a record, an event query and a pageable copy during a capture refused and the capture invalidated; capture
 #     under sync-debug refused; a capture left open is ended by close;
 #   - TF32: zr_gpu_set_tf32 off/on/off; the stub cuBLAS/cuBLASLt see PEDANTIC / COMPUTE_32F when off and
 #     TF32_TENSOR_OP / COMPUTE_32F_FAST_TF32 when on, and compute accordingly (x_gpu_stub.c tf32);
@@ -23,8 +24,9 @@
 #   - a CUDA 12.4 driver is refused at open with the driver to install (CUDA 13.0, R580);
 #   - a kernel listed in the PTX but missing from the module is an error at open, not at launch;
 #   - a faulting kernel is named under ZR_SYNC_DEBUG=1, and hinted at (last kernel) without it;
-#   - an event that never completes ends the wait in bounded time, naming it; with an NCCL
-#     collective in flight, zr_coll's watchdog names the collective, NCCL is aborted, exit non-zero.
+#   - an event that never completes answers a query with "not done" at once and ends the wait in
+#     bounded time, naming it; with an NCCL collective in flight, zr_coll's watchdog names the
+#     collective, NCCL is aborted, exit non-zero.
 . "$(dirname "$0")/../lib.sh"
 command -v mpicc >/dev/null || zt_skip_all gpu_stub "needs MPI"
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
@@ -92,13 +94,15 @@ if [ $run_rc -eq 0 ] && grep -q "basic ok" "$tmp/out" && grep -q "modules cubin 
    && grep -q "$n_kern kernels" "$tmp/err" && [ "$(grep -c "uses pageable host memory" "$tmp/err")" = 1 ] \
    && grep -q "pageable async copies 2; nccl aborted 0; nccl groups 1 (2 collectives)" "$tmp/err" \
    && grep -q "refused as expected: the host waits inside an open collective group" "$tmp/err" \
-   && grep -q "refused as expected: zr_gpu_group_end without zr_gpu_group_begin" "$tmp/err"
+   && grep -q "refused as expected: zr_gpu_group_end without zr_gpu_group_begin" "$tmp/err" \
+   && grep -q "zd_sumsq_lanes: 4 lane sets equal the host's order bit for bit" "$tmp/err"
 then ok basic_end_to_end; else fail basic_end_to_end; show; fi
 
 run graph && true
 if [ $rc -eq 0 ] && grep -q "graph ok" "$tmp/out" \
    && grep -q "refused as expected: zr_gpu_stream_sync (a host wait) while stream compute is capturing a graph (not allowed during a capture)" "$tmp/err" \
    && grep -q "refused as expected: zr_gpu_record (an event record) while stream compute is capturing a graph (not allowed on a capturing stream)" "$tmp/err" \
+   && grep -q "refused as expected: zr_gpu_event_query (a host poll) while stream compute is capturing a graph" "$tmp/err" \
    && grep -q "refused as expected: the capture on stream compute was invalidated: zr_gpu_stream_sync" "$tmp/err" \
    && grep -q "refused as expected: device-to-host copy of 64 bytes with pageable host memory while stream compute" "$tmp/err" \
    && grep -q "refused as expected: zr_gpu_capture_begin under sync-debug" "$tmp/err" \
@@ -154,7 +158,8 @@ then ok fault_without_sync_debug_hints_last_kernel; else fail fault_without_sync
 t0=$(date +%s)
 run ZR_STUB_HANG=1 ZR_GPU_WAIT_TIMEOUT_S=1 hang && true
 dt=$(( $(date +%s) - t0 ))
-if [ $rc -eq 3 ] && [ $dt -lt 30 ] && grep -q "waiting for an event recorded on stream nccl: not complete after 1 s" "$tmp/err"
+if [ $rc -eq 3 ] && [ $dt -lt 30 ] && grep -q "waiting for an event recorded on stream nccl: not complete after 1 s" "$tmp/err" \
+   && grep -q "event query while pending: not done" "$tmp/err"
 then ok never_completing_event_ends; else fail never_completing_event_ends "${dt}s"; show; fi
 
 t0=$(date +%s)

@@ -4,6 +4,7 @@
 ** generated trainer's kernel table (zg_kernels_bin.c). Scenarios (argv[1]):
 **   basic      open (driver version, module choice, every kernel resolved), malloc, pinned copies,
 **              memset, a kernel launch whose result is checked (zd_add_f32 through the emulator),
+**              an event query (done), zd_sumsq_lanes against the norm's lane order bit for bit,
 **              a launch above the kernel's bounds refused, events and streams, a row-major sgemm
 **              against a reference, a bf16 gemm_ex (bf16 and fp32 C) against a double reference,
 **              a launch with dynamic shared memory above 48 KiB (the opt-in), the cuBLASLt GEMMs of
@@ -15,11 +16,12 @@
 **   graph      stream capture: a sequence (kernel, sgemm, gemm_ex, memset, D2D copy) captured after
 **              an uncaptured run runs nothing at capture and, launched twice, gives the bits of the
 **              sequence run twice directly; bytes per link counted per launch; a host wait, an event
-**              record and a pageable copy during a capture refused and the capture invalidated;
+**              record, an event query and a pageable copy during a capture refused and the capture
+**              invalidated;
 **              capture under sync-debug refused;
 **   open       open only (the script sets the stub's driver version / SM and checks the message);
 **   fault      launches the kernel named by ZR_STUB_FAULT_KERNEL and synchronises;
-**   hang       records an event that never completes and waits for it;
+**   hang       records an event that never completes, queries it (not done) and waits for it;
 **   hang_coll  the same with an NCCL all-reduce in flight (the collective watchdog must end it).
 ** Prints "x_gpu_stub: <scenario> ok" or the failure; exit 0 only when it is ok.
 */
@@ -32,12 +34,48 @@
 #include "zr_half.h"
 #include "zg_kernels_bin.h"
 #include "kernels/zk_shapes.h"   /* the shapes of the kernel table, ZK_ATT_TC_FWD_SMEM */
+#include "kernels/zk_sumsq.h"    /* ZK_SQ_LANE_SETS, ZK_SQ_LANE_GRID, ZK_SQ_BLOCK */
 
 const char *zr_stub_summary(void);
 const char *zr_stub_math_summary(void);
 
 #define TRY(call) do { int rc_ = (call); if (rc_ < 0) { fprintf(stderr, "x_gpu_stub: %s failed (%d): %s\n", #call, rc_, zr_gpu_strerror(g)); return 1; } } while (0)
 #define EXPECT(cond) do { if (!(cond)) { fprintf(stderr, "x_gpu_stub: %s:%d: expected %s\n", __FILE__, __LINE__, #cond); return 1; } } while (0)
+
+/* zd_sumsq_lanes (the device optimizer part's norm lanes, cuda_norm.c) through the driver: bf16
+** gradients at shard offsets [a, a + n) that start and end inside norm blocks, against the order
+** train.h's TrSq defines, written out here: lane j of a block's set is the double sum, ascending, of
+** the squares of its elements whose offset is j modulo 8. Bit for bit. */
+static int lanes(ZrGpu *g, ZrGpuStream *s)
+{
+    enum { n = 9000 };
+    const long a = 4093, block = 4096, nsets = ZK_SQ_LANE_SETS(4093L, (long)n, 4096L);
+    static uint16_t x[n];
+    static double got[8 * 8];
+    double want[8 * 8] = {0};
+    EXPECT(nsets == 4 && (size_t)nsets * 8 <= sizeof got / sizeof got[0]);
+    for (int i = 0; i < n; i++) x[i] = zr_f32_to_bf16((float)((i * 37) % 101 - 50) / 16.0f);
+    for (long o = a; o < a + n; o++) {
+        double v = (double)zr_bf16_to_f32(x[o - a]);
+        want[(o / block - a / block) * 8 + o % 8] += v * v;
+    }
+    TRY(zr_gpu_host_register(g, x, sizeof x));
+    TRY(zr_gpu_host_register(g, got, sizeof got));
+    void *dx, *dl;
+    TRY(zr_gpu_malloc(g, &dx, sizeof x));
+    TRY(zr_gpu_malloc(g, &dl, sizeof got));
+    TRY(zr_gpu_copy(s, ZR_GPU_H2D, dx, x, sizeof x));
+    long ln = n, la = a, lb = block, ls = nsets;
+    int fmt = 1;
+    void *args[] = {&dl, &dx, &la, &ln, &lb, &ls, &fmt, NULL};
+    unsigned grid[3] = {ZK_SQ_LANE_GRID(nsets), 1, 1}, blk[3] = {ZK_SQ_BLOCK, 1, 1};
+    TRY(zr_gpu_launch(s, "zd_sumsq_lanes", grid, blk, 0, args));
+    TRY(zr_gpu_copy(s, ZR_GPU_D2H, got, dl, (size_t)nsets * 8 * sizeof(double)));
+    TRY(zr_gpu_stream_sync(s));
+    EXPECT(memcmp(got, want, (size_t)nsets * 8 * sizeof(double)) == 0);
+    fprintf(stderr, "x_gpu_stub: zd_sumsq_lanes: %ld lane sets equal the host's order bit for bit\n", nsets);
+    return 0;
+}
 
 static int basic(ZrGpu *g)
 {
@@ -83,6 +121,8 @@ static int basic(ZrGpu *g)
     TRY(zr_gpu_record(e, s));
     TRY(zr_gpu_event_sync(e));
     EXPECT(out[7] == 0.0f);
+    EXPECT(zr_gpu_event_query(e) == 1);             /* cuEventQuery: done (the speculative queue's poll) */
+    if (lanes(g, s)) return 1;
 
     /* row-major C (2x3) = A (2x4) B^T, B stored (3x4): through the operand swap to column-major */
     static float A[8], B[12], C[6];
@@ -359,6 +399,7 @@ static int graph(ZrGpu *g)
     TRY(zr_gpu_capture_begin(s));
     if (refused(g, zr_gpu_stream_sync(s2), "zr_gpu_stream_sync (a host wait)")) return 1;
     if (refused(g, zr_gpu_record(e, s), "zr_gpu_record")) return 1;
+    if (refused(g, zr_gpu_event_query(e), "zr_gpu_event_query (a host poll)")) return 1;
     EXPECT(zr_gpu_capture_end(s, &gr) == -EINVAL && !gr && strstr(zr_gpu_strerror(g), "was invalidated: zr_gpu_stream_sync"));
     fprintf(stderr, "refused as expected: %s\n", zr_gpu_strerror(g));
     TRY(zr_gpu_capture_begin(s));
@@ -403,6 +444,8 @@ static int hang(ZrGpu *g, int with_coll)
         TRY(zr_gpu_coll(s, ZR_COLL_ALL_REDUCE, d, d, 16, ZR_DT_FP32));
     }
     TRY(zr_gpu_record(e, s));
+    EXPECT(zr_gpu_event_query(e) == 0);             /* not done: the poll returns at once */
+    fprintf(stderr, "x_gpu_stub: event query while pending: not done\n");
     int rc = zr_gpu_event_sync(e);
     fprintf(stderr, "x_gpu_stub: wait ended (%d): %s\n", rc, zr_gpu_strerror(g));
     return rc == -ETIMEDOUT ? 3 : 1;
