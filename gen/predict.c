@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "zg_predict.h"
-#include "zg_cuda_dec.h"     /* zg_cuda_tf32: the plan's fp32 GEMMs on TF32 */
+#include "zg_cuda_dec.h"     /* zg_cuda_tf32, zg_cuda_att_tc: gen's GEMM and attention decisions */
 
 typedef struct Sim {
     const ZgPlan *p;
@@ -82,8 +82,11 @@ static void rates(const Sim *s, double *mm, double *attn, double *mem)
 {
     const ZgHw *hw = s->hw;
     double peak = zg_predict_peak(s->p, hw, NULL);
+    int64_t smem[3];
     *mm = peak * hw->mm_eff;
-    *attn = peak * hw->attn_eff;
+    /* Attention runs on tensor cores only where gen put it there (16-bit plans, head sizes up to
+    ** 128); otherwise on CUDA cores in fp32 arithmetic (attention.cu, attention_gqa.cu), TF32 or not. */
+    *attn = (hw->host || zg_cuda_att_tc(s->p, smem) ? peak : hw->peak_flops[ZG_DTYPE_FP32]) * hw->attn_eff;
     *mem = hw->mem_bw;
     if (!hw->host || hw->n_widths == 0) return;
     double C = (double)s->p->model->d_model, best = 0;

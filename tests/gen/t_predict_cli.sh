@@ -40,7 +40,8 @@ check profile_file_used $PY -c "import sys; a,b,c=map(float,sys.argv[1:]); asser
 
 # TF32: an fp32 plan with train.allow_tf32 is predicted at the TF32 peak (494.7 TF dense on
 # h100-sxm), named in the JSON and the text; its compute is shorter, by at most the ratio of the
-# peaks (494.7 / 67), and exactly that ratio for the matmul-bound part; a bf16 plan ignores the key.
+# peaks (494.7 / 67): the matmuls by that ratio, the attention not at all (CUDA cores, fp32), so
+# the whole shrinks less (3.8x here); a bf16 plan ignores the key.
 tf32_spec() {  # tf32_spec FILE true|false: GPT-2 124M shapes, fp32, ZeRO-0 on one rank (compute-bound)
   cat >"$1" <<EOF
 name: tf
@@ -60,7 +61,7 @@ t, e = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert t["peak"] == "tf32" and e["peak"] == "fp32", (t["peak"], e["peak"])
 assert abs(t["peak_flops"] - 494.7e12) < 1e6 and abs(e["peak_flops"] - 67e12) < 1e6, (t["peak_flops"], e["peak_flops"])
 r = e["busy_s"]["compute"] / t["busy_s"]["compute"]
-assert 5 < r <= 494.7 / 67 * (1 + 1e-9), r
+assert 3 < r <= 494.7 / 67 * (1 + 1e-9), r
 assert t["step_s"] < e["step_s"], (t["step_s"], e["step_s"])
 PY
 check tf32_peak_in_text grep -q "TFLOP/s tf32 peak" "$tmp/t2.txt"
