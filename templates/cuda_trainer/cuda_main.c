@@ -339,10 +339,10 @@ static void cz_layout_init(void)
     cz_acts_init();
     if (T.rank == 0 && (!T.a.quiet || getenv("ZR_CUDA_VERBOSE")))
         fprintf(stderr, "train-cuda: %s; device allocation %lld bytes (the plan's device tier); activations %s "
-                "(%lld + %lld bytes: the plan's acts and scratch%s, attention%s); Adam on the %s\n",
+                "(%lld + %lld bytes: the plan's acts and scratch%s, %s); Adam on the %s\n",
                 zr_gpu_describe(CZ.gpu), (long long)ZG_TIER_BYTES_DEVICE, CZ_ACT_NAME,
                 (long long)ZG_ACTS_BYTES, (long long)ZG_SCRATCH_BYTES, ZG_ACT_CKPT ? ", checkpointed" : "",
-                ZK_ATT_TC ? "_tc" : "", CZ.dev_opt ? "device" : "host");
+                cz_attention_kernels, CZ.dev_opt ? "device" : "host");
 }
 
 static void cz_layout_free(void)

@@ -115,6 +115,7 @@ void cz_convert(ZrGpuStream *s, const char *kernel, void *dst, const void *src, 
 ** (ZK_IO 0: fp32 plans), or the 16-bit working copy itself (ZK_IO 1 or 2). Gradients: fp32 (the
 ** module gradient area), accumulated (+=). */
 void cz_acts_init(void);
+extern const char cz_attention_kernels[];  /* the adapter's attention file (gen's ZK_ATT_TC), for the start-up line */
 void cz_embed_forward(int micro, const void *const *p);
 void cz_block_forward(int l, const void *const *p, int recompute);  /* recompute: checkpointing's */
 void cz_final_norm_forward(const void *const *p);

@@ -210,10 +210,11 @@ for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
   want=host; [ "$3" = none ] && [ "$4" = none ] && want=device
   if ! grep -q "Adam on the $want" "$tmp/$tag/emu.jsonl.out"; then bad "adam_on_${want}_$tag" "$(grep -a 'Adam on' "$tmp/$tag/emu.jsonl.out")"; fi
   # gen's decision, on the start-up line: 16-bit activations and tensor-core attention for 16-bit
-  # plans, fp32 and the scalar attention for fp32 plans
+  # plans, fp32 and the CUDA-core attention for fp32 plans (llama's: attention_gqa[_tc])
   ck=""; [[ " $flags " = *" ckpt "* ]] && ck=", checkpointed"
-  act="activations fp32 ([0-9]* + [0-9]* bytes: the plan's acts and scratch$ck, attention)"
-  [ "$5" != fp32 ] && act="activations $5 ([0-9]* + [0-9]* bytes: the plan's acts and scratch$ck, attention_tc)"
+  att=attention; [[ " $flags " = *" llama "* || " $flags " = *" tied "* ]] && att=attention_gqa
+  [ "$5" != fp32 ] && att=${att}_tc
+  act="activations $5 ([0-9]* + [0-9]* bytes: the plan's acts and scratch$ck, $att)"
   if ! grep -q "$act" "$tmp/$tag/emu.jsonl.out"; then bad "activations_$tag" "$(grep -ao 'activations [^;]*' "$tmp/$tag/emu.jsonl.out")"; fi
   if out=$(near "$tmp/$tag/host.jsonl" "$tmp/$tag/emu.jsonl" "$5"); then ok "emu_matches_host_$tag ($out)"
   else bad "emu_matches_host_$tag" "$out"; fi

@@ -38,6 +38,12 @@
 #error "ZK_GEMM_EPI needs 16-bit activations and a module gradient area zeroed per BACKWARD (gen/cuda_dec.c)"
 #endif
 
+#if ZK_ATT_TC
+const char cz_attention_kernels[] = "attention_tc";
+#else
+const char cz_attention_kernels[] = "attention";
+#endif
+
 /* GPT-2's own arrays beside CzDevActs (gen/model.c gpt2_dev_*). */
 typedef struct {
     void *layers;               /* N_AREAS block areas of layer_bytes() */

@@ -35,6 +35,12 @@
 #define SWIGLU_EPT (ZK_IO && ZG_D_FF % 8 == 0 ? 8 : 1)
 #define ATT_QT ZK_ATT_QT_OF(HS)                 /* attention_gqa.cu's query rows per block */
 
+#if ZK_ATT_TC
+const char cz_attention_kernels[] = "attention_gqa_tc";
+#else
+const char cz_attention_kernels[] = "attention_gqa";
+#endif
+
 /* llama's own arrays beside CzDevActs (gen/model.c llama_dev_*). */
 typedef struct {
     void *layers;               /* N_AREAS block areas of layer_bytes() */
