@@ -137,7 +137,7 @@ void zg_check(const ZgModel *m, ZgZero *z)
     }
     if (m->device_grad_accum == 1 && !zg_plan_grad_acc_applies(z)) {
         zg_warn(m->loc_device_grad_accum, "train.device_grad_accum has no effect in this plan: gradient "
-                "accumulation on the device needs ZeRO stage 2, offload_optimizer.device cpu and "
+                "accumulation on the device needs ZeRO stage 2 or 3, offload_optimizer.device cpu and "
                 "gradient_accumulation_steps above 1");
         zg_note(m->loc_device_grad_accum, "elsewhere the gradients either accumulate on the device already "
                 "(the optimizer on the device; stage 0/1's flat buffer) or reach the host once per step");

@@ -204,8 +204,13 @@ static void lower_op(Lower *L, ZgOp *o)
         o->src = rid(p, "grad_acc");
         o->dst = rid(p, "grad32");
         o->src_dt = o->dst_dt = ZG_DTYPE_FP32;
-        o->flat = k->flat_offset;
-        o->count = k->numel;
+        if (L->stage < 3) {
+            o->flat = k->flat_offset;
+            o->count = k->numel;
+        } else {                /* this rank's chunk, where WAIT_REDUCE added it */
+            o->src_off = o->dst_off = p->shard.shard_offset[k->first_tensor];
+            o->count = k->padded_numel / L->ws;
+        }
         o->stream = copy_stream(p, o->src, o->dst);
         break;
     }

@@ -242,13 +242,15 @@ bool zg_plan_host_state(const ZgZero *z)
     return z->offload_optimizer.device == ZG_OFFLOAD_CPU && (z->stage == 1 || z->stage == 2);
 }
 
-/* Stage 2 hands the owned gradients over every micro-step; with the optimizer on the CPU that is a
-** D2H copy and a host add per micro-step (stage 1 reduces once, at the last). Accumulated in device
-** fp32 instead (the same adds, element by element, in the same order: the same bits), the step
-** ships one fp32 copy. fit_grad_acc drops it where device memory is short. */
+/* Stages 2 and 3 hand the owned gradients over every micro-step; with the optimizer on the CPU that
+** is a D2H copy and a host add per micro-step (stage 1 reduces once, at the last). Accumulated in
+** device fp32 instead (the same adds, element by element, in the same order: the same bits), the
+** step ships one fp32 copy. Stage 3 adds each rank's reduce-scattered chunk where stage 2 adds its
+** part of the flat range; gradients on NVMe (offload_optimizer nvme) keep theirs in the swap file.
+** fit_grad_acc drops it where device memory is short. */
 bool zg_plan_grad_acc_applies(const ZgZero *z)
 {
-    return zg_plan_host_state(z) && z->stage == 2 && z->grad_accum > 1;
+    return z->offload_optimizer.device == ZG_OFFLOAD_CPU && z->stage >= 2 && z->grad_accum > 1;
 }
 
 /* Part of the optimizer on the device (train.device_optimizer): with the state in host memory at

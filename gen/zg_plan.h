@@ -449,7 +449,7 @@ typedef struct ZgPlan {
                                             ** (no fp32 grad32 to widen into), Adam reads them */
     /* Added by the device-accumulation work (plan.c, docs/PLAN.md "Gradient accumulation on the
     ** device"). */
-    bool grad_acc_dev;                      /* stage 2, optimizer on the CPU, several micro-steps:
+    bool grad_acc_dev;                      /* stage 2/3, optimizer on the CPU, several micro-steps:
                                             ** WAIT_REDUCE adds the owned part into the device
                                             ** "grad_acc" (fp32) every micro-step, and only the
                                             ** last micro-step's GRAD_SHIP sends the sums D2H into
@@ -521,7 +521,7 @@ int64_t zg_plan_param_land(const ZgPlan *p);
 ** (check.c warns from it about train.speculative_step). */
 bool zg_plan_host_state(const ZgZero *z);
 /* plan.c: gradient accumulation on the device applies (ZgPlan.grad_acc_dev where it fits): stage
-** 2, offload_optimizer cpu, more than one micro-step (check.c warns from it too). */
+** 2 or 3, offload_optimizer cpu, more than one micro-step (check.c warns from it too). */
 bool zg_plan_grad_acc_applies(const ZgZero *z);
 /* plan.c: part of the optimizer state may live on the device (train.device_optimizer): ZeRO stage
 ** 2 with offload_optimizer cpu. */

@@ -194,7 +194,8 @@ EOF
 n=0
 for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
            "2 2 cpu none bf16" "2 2 cpu none bf16 ckpt" "3 2 nvme cpu fp32" "3 2 cpu nvme bf16" "3 2 none none fp16" \
-           "0 1 none none bf16 llama" "3 2 cpu none fp16 tied" "2 2 cpu none bf16 ckpt llama" "3 2 nvme cpu fp32 llama"; do
+           "0 1 none none bf16 llama" "3 2 cpu none fp16 tied" "2 2 cpu none bf16 ckpt llama" "3 2 nvme cpu fp32 llama" \
+           "3 1 cpu cpu bf16 ckpt llama"; do
   set -- $cfg
   n=$((n+1))
   flags="${*:6}"
@@ -236,30 +237,38 @@ elif [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
   bad "device_adam_bits_equal_host_adam_$tag" "the device run wrote no $tmp/$tag/dev_adam.safetensors"
 fi
 
-# Gradient accumulation on the device (ZeRO 2, the optimizer on the CPU, two micro-steps: gen plans
-# it, plan.txt says so) against the same plan accumulating on the host (train.device_grad_accum:
-# false): the same fp32 adds of the same 16-bit values in the same order, so the same bits (losses,
-# gradient norms, exported weights). The stand-in's D2H bytes are printed: here they are equal (two
-# micro-steps of 16-bit parts weigh one fp32 ship); tests/cuda/t_links.sh holds every plan's bytes to
-# its plan.json, and the prediction shows what ten micro-steps save (docs/PREDICT.md).
-tag=s2_w2_ocpu_pnone_bf16 alt=s2_w2_ocpu_pnone_bf16_hostacc
-if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
+# Gradient accumulation on the device (the optimizer on the CPU, two micro-steps: gen plans it,
+# plan.txt says so) against the same plan accumulating on the host (train.device_grad_accum: false):
+# the same fp32 adds of the same 16-bit values in the same order, so the same bits (losses, gradient
+# norms, exported weights). ZeRO 2 (each rank's part of the flat range) and ZeRO 3 (each rank's
+# reduce-scattered chunk; parameters on NVMe, and fp16 with the head tied to the llama embedding;
+# and llama2-7b's plan in small: one rank, whose chunk is the bucket itself, parameters and optimizer
+# on the CPU, activation checkpointing).
+# The stand-in's D2H bytes are printed: here they are equal (two micro-steps of 16-bit parts weigh one
+# fp32 ship); tests/cuda/t_links.sh holds every plan's bytes to its plan.json, and the prediction
+# shows what ten micro-steps save (docs/PREDICT.md).
+for cfg in "2 2 cpu none bf16" "3 2 cpu nvme bf16" "3 2 cpu none fp16 tied" "3 1 cpu cpu bf16 ckpt llama"; do
+  set -- $cfg
+  flags="${*:6}"
+  tag="s$1_w$2_o$3_p$4_$5"; for f in $flags; do tag=${tag}_$f; done
+  alt=${tag}_hostacc
+  [ -x "$tmp/$tag/out/train-cuda-emu" ] || continue
   d=$tmp/$tag a=$tmp/$alt
   d2h() { sed -n 's/.*emulated GPU (rank 0).*D2H \([0-9]*\),.*/\1/p' "$1"; }
   if ! grep -q "^gradient accumulation on the device" "$d/out/plan.txt"; then
-    bad device_accumulation_bits_equal_host "plan.txt: $(grep -i 'accumulation on the device' "$d/out/plan.txt")"
-  elif ! msg=$(gen 2 2 cpu none "$alt" bf16 hostacc 2>&1); then bad device_accumulation_bits_equal_host "$msg"
+    bad "device_accumulation_bits_equal_host_$tag" "plan.txt: $(grep -i 'accumulation on the device' "$d/out/plan.txt")"
+  elif ! msg=$(gen "$1" "$2" "$3" "$4" "$alt" "$5" "$flags hostacc" 2>&1); then bad "device_accumulation_bits_equal_host_$tag" "$msg"
   elif ! grep -q "^no gradient accumulation on the device: train.device_grad_accum is false" "$a/out/plan.txt"; then
-    bad device_accumulation_bits_equal_host "plan.txt of the host-accumulating plan: $(grep -i 'accumulation on the device' "$a/out/plan.txt")"
-  elif run "$tag" 2 train-cuda-emu acc.jsonl --export "$d/acc.safetensors" &&
-       run "$alt" 2 train-cuda-emu emu.jsonl --export "$a/w.safetensors" &&
+    bad "device_accumulation_bits_equal_host_$tag" "plan.txt of the host-accumulating plan: $(grep -i 'accumulation on the device' "$a/out/plan.txt")"
+  elif run "$tag" "$2" train-cuda-emu acc.jsonl --export "$d/acc.safetensors" &&
+       run "$alt" "$2" train-cuda-emu emu.jsonl --export "$a/w.safetensors" &&
        [ "$(cut -d, -f1-4 "$d/acc.jsonl")" = "$(cut -d, -f1-4 "$a/emu.jsonl")" ] &&
        cmp -s "$d/acc.safetensors" "$a/w.safetensors"; then
-    ok "device_accumulation_bits_equal_host ($(cut -d, -f2-3 "$d/acc.jsonl" | tail -1); D2H bytes on rank 0: $(d2h "$d/acc.jsonl.out") against $(d2h "$a/emu.jsonl.out"))"
+    ok "device_accumulation_bits_equal_host_$tag ($(cut -d, -f2-3 "$d/acc.jsonl" | tail -1); D2H bytes on rank 0: $(d2h "$d/acc.jsonl.out") against $(d2h "$a/emu.jsonl.out"))"
   else
-    bad device_accumulation_bits_equal_host "$(cut -d, -f1-4 "$d/acc.jsonl" 2>&1 | tail -1)" "$(cut -d, -f1-4 "$a/emu.jsonl" 2>&1 | tail -1)" "$(tail -2 "$a/emu.jsonl.out")"
+    bad "device_accumulation_bits_equal_host_$tag" "$(cut -d, -f1-4 "$d/acc.jsonl" 2>&1 | tail -1)" "$(cut -d, -f1-4 "$a/emu.jsonl" 2>&1 | tail -1)" "$(tail -2 "$a/emu.jsonl.out")"
   fi
-fi
+done
 
 # The bf16 runs above go through the fused GEMM epilogues (gen's ZK_GEMM_EPI: d_ff 80 is a multiple
 # of 8). A cuBLASLt without an algorithm for an epilogue (the stand-in's ZR_GPU_EMU_LT_OFF refuses

@@ -598,8 +598,8 @@ static int region_index(const ZgPlan *p, const char *name)
     return -1;
 }
 
-/* Gradient accumulation on the device (plan.c): planned exactly at stage 2 with the optimizer on
-** the CPU and several micro-steps; every WAIT_REDUCE adds into the device's grad_acc, the last
+/* Gradient accumulation on the device (plan.c): planned exactly at stages 2 and 3 with the
+** optimizer on the CPU and several micro-steps; every WAIT_REDUCE adds into the device's grad_acc, the last
 ** micro-step ships each bucket's part D2H into grad32 right after its WAIT_REDUCE; per step the
 ** plan's D2H is one fp32 copy of the owned part where it was one 16-bit copy per micro-step;
 ** train.device_grad_accum false turns it off, a declared device memory it would overflow drops it
@@ -899,13 +899,82 @@ static void t_device_grad_accum(void)
     ZgPlan *s2 = plan(&m, &y);
     ZT_CHECK(s2 && !s2->grad_acc_dev);
     y = z;
-    y.stage = 3;
-    ZgPlan *s3 = plan(&m, &y);
-    ZT_CHECK(s3 && !s3->grad_acc_dev);
-    y = z;
     y.offload_optimizer.device = ZG_OFFLOAD_NONE;
     ZgPlan *s4 = plan(&m, &y);
     ZT_CHECK(s4 && !s4->grad_acc_dev && region_index(s4, "grad_acc") < 0);
+}
+
+/* Stage 3 (the LLaMA fine-tuning plans: parameters and optimizer on the CPU): the same
+** accumulation, each rank's reduce-scattered chunk of a bucket added into grad_acc at the chunk's
+** shard offset and shipped from there, the ranks' chunks covering the shard once; on one rank (no
+** receive buffer: the bucket itself is the chunk) and on three; NVMe gradients (offload_optimizer
+** nvme) keep theirs in the swap file. */
+static void t_device_grad_accum_stage3(void)
+{
+    for (int ws = 1; ws <= 3; ws += 2) {
+        ZgModel m;
+        ZgZero z;
+        int gas = 4;
+        shape(&m, 97, 16, 24, 3, 2, ws);
+        config(&z, 3, ws);
+        z.dtype = ZG_DTYPE_BF16;
+        z.grad_accum = gas;
+        z.train_batch_size = ws * gas;
+        z.reduce_bucket_size = 1500;
+        z.offload_optimizer.device = ZG_OFFLOAD_CPU;
+        z.offload_param.device = ZG_OFFLOAD_CPU;
+        ZgPlan *p = plan(&m, &z);
+        ZT_CHECK(p && p->grad_acc_dev && p->grad_acc_why == NULL);
+        if (!p) continue;
+        int acc = region_index(p, "grad_acc"), g32 = region_index(p, "grad32");
+        ZT_CHECK(acc >= 0 && g32 >= 0 && region_index(p, "grad_land") < 0);
+        if (acc < 0 || g32 < 0) continue;
+        ZT_EQ_INT(p->mem.regions[acc].tier, ZG_TIER_DEVICE);
+        ZT_EQ_INT(p->mem.regions[acc].bytes, 4 * p->shard.opt_numel);
+        ZT_EQ_INT(p->mem.regions[g32].tier, ZG_TIER_PINNED);
+        zg_lower_build(p);
+        int64_t *covered = calloc((size_t)p->shard.opt_numel + 1, sizeof *covered);
+        int ships = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            const ZgOp *ops = pass ? p->sched.last : p->sched.micro;
+            int n = pass ? p->sched.n_last : p->sched.n_micro;
+            for (int i = 0; i < n; i++) {
+                const ZgOp *o = &ops[i];
+                const ZgBucket *b = &p->buckets[o->arg];
+                int64_t at = p->shard.shard_offset[b->first_tensor];
+                if (o->kind == ZG_OP_WAIT_REDUCE)
+                    ZT_CHECKM(o->dst == acc && o->accumulate && o->stream == ZG_STREAM_COMPUTE && o->flat < 0 &&
+                              o->dst_off == at && o->count == b->padded_numel / ws, "ws %d bucket %d", ws, o->arg);
+                if (o->kind != ZG_OP_GRAD_SHIP) continue;
+                ZT_CHECK(pass == 1);
+                ships++;
+                ZT_CHECKM(o->src == acc && o->dst == g32 && o->stream == ZG_STREAM_D2H && !o->accumulate &&
+                          o->flat < 0 && o->src_off == at && o->dst_off == at && o->count == b->padded_numel / ws &&
+                          o->src_dt == ZG_DTYPE_FP32 && o->dst_dt == ZG_DTYPE_FP32 &&
+                          i > 0 && ops[i - 1].kind == ZG_OP_WAIT_REDUCE && ops[i - 1].arg == o->arg,
+                          "ws %d bucket %d", ws, o->arg);
+                for (int64_t e = o->dst_off; e < o->dst_off + o->count && e < p->shard.opt_numel; e++) covered[e]++;
+            }
+        }
+        ZT_EQ_INT(ships, p->n_buckets);
+        int64_t once = 0;
+        for (int64_t e = 0; e < p->shard.opt_numel; e++) once += covered[e] == 1;
+        ZT_EQ_INT(once, p->shard.opt_numel);
+        free(covered);
+        /* per step: one fp32 ship of the owned chunks where it was one 16-bit copy per micro-step */
+        m.device_grad_accum = 0;
+        ZgPlan *q = plan(&m, &z);
+        ZT_CHECK(q && !q->grad_acc_dev && region_index(q, "grad_acc") < 0);
+        if (q) {
+            int64_t saved = 0;
+            for (int k = 0; k < p->n_buckets; k++) saved += (gas * 2 - 4) * (p->buckets[k].padded_numel / ws);
+            ZT_EQ_INT(q->cost.d2h_bytes - p->cost.d2h_bytes, saved);
+        }
+        m.device_grad_accum = -1;
+        z.offload_optimizer.device = ZG_OFFLOAD_NVME;
+        ZgPlan *r = plan(&m, &z);
+        ZT_CHECK(r && !r->grad_acc_dev && r->grad_nvme && region_index(r, "grad_acc") < 0);
+    }
 }
 
 /* Stage 3: the reduce-scatter's receive chunk exists exactly where something must be added into
@@ -1288,6 +1357,7 @@ int main(void)
     ZT_RUN(t_regions_by_config);
     ZT_RUN(t_bucket_recv);
     ZT_RUN(t_device_grad_accum);
+    ZT_RUN(t_device_grad_accum_stage3);
     ZT_RUN(t_device_optimizer);
     ZT_RUN(t_spec_sub_groups);
     ZT_RUN(t_act_ckpt);
