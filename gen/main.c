@@ -37,8 +37,9 @@ static const char USAGE[] =
     "  --json           with --estimate or --dump=plan: JSON instead of text\n"
     "  --dump=spec      print the parsed spec and config and stop\n"
     "  --dump=plan      also print plan.txt (or plan.json with --json) to stdout\n"
-    "  --predict        predict the step (time, tokens/s, MFU, bottleneck) on --hardware; writes\n"
-    "                   DIR/plan.*, DIR/predict.trace.json; --json for one JSON object (docs/PREDICT.md)\n"
+    "  --predict        predict the step (time, tokens/s, MFU, bottleneck) on --hardware, and the\n"
+    "                   faster plans that fit the declared hardware; writes DIR/plan.*,\n"
+    "                   DIR/predict.trace.json; --json for one JSON object (docs/PREDICT.md)\n"
     "  --hardware H     a built-in profile (h100-sxm, h100-pcie, a100-80gb, h200, gh200, host) or a\n"
     "                   profile file (bench/calibrate writes one); default h100-sxm\n"
     "  -h, --help       this text\n"
@@ -109,6 +110,8 @@ static int predict(const ZgPlan *p, const Opts *o, const char *dir)
     if (!zg_hw_get(o->hardware ? o->hardware : "h100-sxm", &hw)) return errors_exit();
     ZgPrediction pr;
     zg_predict(p, &hw, &pr);
+    ZgAdviceList adv;
+    zg_advise(p, &hw, &pr, &adv);
     const char *trace = zg_fmt("%s/predict.trace.json", dir);
     if (!zg_predict_write_trace(p, &pr, trace)) {
         zg_error((ZgLoc){0}, "cannot write %s", trace);
@@ -118,11 +121,11 @@ static int predict(const ZgPlan *p, const Opts *o, const char *dir)
     FILE *f = fopen(zg_fmt("%s/plan.txt", dir), "a");
     if (f) {
         fprintf(f, "\n== predicted step (zgen --predict --hardware %s) ==\n", hw.name);
-        zg_predict_print(p, &hw, &pr, false, f);
+        zg_predict_print(p, &hw, &pr, &adv, false, f);
         fprintf(f, "predicted timeline: %s\n", trace);
         fclose(f);
     }
-    zg_predict_print(p, &hw, &pr, o->json, stdout);
+    zg_predict_print(p, &hw, &pr, &adv, o->json, stdout);
     if (!o->json) printf("predicted timeline: %s (chrome://tracing or ui.perfetto.dev)\n", trace);
     return 0;
 }

@@ -85,7 +85,39 @@ const char *zg_predict_verdict(const ZgPrediction *pr)
     return out;
 }
 
-void zg_predict_print(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, bool json, FILE *f)
+static void print_advice(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, const ZgAdviceList *adv,
+                         bool json, FILE *f)
+{
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    if (json) {
+        fputs(", \"faster\": [", f);
+        for (int i = 0; i < adv->n; i++) {
+            const ZgAdvice *a = &adv->a[i];
+            fprintf(f, "%s{\"change\": \"%s\", \"same_bits\": %s, \"step_s\": %.6g, \"tokens_per_s\": %.6g, "
+                    "\"mfu\": %.4f, \"device_bytes\": %lld}", i ? ", " : "", a->what, a->same_bits ? "true" : "false",
+                    a->step_s, a->tokens_per_s, a->mfu, (long long)a->device_bytes);
+        }
+        fputs("]", f);
+        return;
+    }
+    if (!adv->n) {
+        fprintf(f, "faster plans: none found (%s)\n", adv->why_none ? adv->why_none : "?");
+        return;
+    }
+    char a[32];
+    fprintf(f, "faster plans that fit hardware.device_memory %.2f GiB, one change each (predicted on %s, "
+            "not measured):\n", (double)p->model->device_memory / gib, hw->name);
+    for (int i = 0; i < adv->n; i++) {
+        const ZgAdvice *x = &adv->a[i];
+        fprintf(f, "  %s (%+.0f %%), MFU %.1f %%, %.0f tokens/s, device %.2f GiB: %s%s\n",
+                secs(x->step_s, a, sizeof a), 100.0 * (x->step_s / pr->step_s - 1.0), 100.0 * x->mfu,
+                x->tokens_per_s, (double)x->device_bytes / gib, x->what,
+                x->same_bits ? " (same bits)" : " (another order of the sums: not the same bits)");
+    }
+}
+
+void zg_predict_print(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, const ZgAdviceList *adv,
+                      bool json, FILE *f)
 {
     const ZgZero *z = p->zero;
     const char *peak_name;
@@ -105,7 +137,9 @@ void zg_predict_print(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, b
         fputs("}, \"critical_s\": {", f);
         for (int r = 0; r < ZG_NRES; r++)
             fprintf(f, "%s\"%s\": %.6g", r ? ", " : "", zg_res_name(r), pr->crit_s[r]);
-        fputs("}}\n", f);
+        fputs("}", f);
+        if (adv) print_advice(p, hw, pr, adv, true, f);
+        fputs("}\n", f);
         return;
     }
     char a[32];
@@ -127,5 +161,5 @@ void zg_predict_print(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, b
         char b[32];
         fprintf(f, "  %-11s %12s %16s\n", zg_res_name(r), secs(pr->busy_s[r], a, sizeof a),
                 secs(pr->crit_s[r], b, sizeof b));
-    }
+    }    if (adv) print_advice(p, hw, pr, adv, false, f);
 }

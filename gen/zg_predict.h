@@ -123,8 +123,29 @@ const char *zg_res_name(int r);
 const char *zg_pred_kind_name(int kind);
 /* predict_out.c: Chrome/Perfetto trace of the predicted step (temp + rename); false on I/O error. */
 bool zg_predict_write_trace(const ZgPlan *p, const ZgPrediction *pr, const char *path);
-/* predict_out.c: the summary (text) or one JSON object (json). */
-void zg_predict_print(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, bool json, FILE *f);
+/* advise.c: faster plans that fit. Each single change zgen tries (every parameter persistent on
+** the device, the parameters not offloaded, 2x/4x/8x the micro-batch at the same train_batch_size,
+** no activation checkpointing, the optimizer not offloaded) is planned, kept where it fits the
+** spec's declared hardware (hardware.device_memory must be declared), and predicted on the same
+** profile; those at least 3 % faster than pr, fastest first. */
+#define ZG_ADVICE_MAX 3
+typedef struct ZgAdvice {
+    const char *what;           /* the change, as the user would write it */
+    bool same_bits;             /* it moves bytes or recomputes: the trained bits stay the same */
+    double step_s, tokens_per_s, mfu;
+    int64_t device_bytes;       /* device memory the changed plan needs per rank, with the headroom */
+} ZgAdvice;
+typedef struct ZgAdviceList {
+    int n, tried;               /* reported; planned that fit */
+    ZgAdvice a[ZG_ADVICE_MAX];
+    const char *why_none;       /* n == 0: why (for the summary) */
+} ZgAdviceList;
+void zg_advise(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, ZgAdviceList *out);
+/* predict_out.c: the summary (text) or one JSON object (json); adv (may be NULL): zg_advise's
+** faster plans, after the summary (JSON: "faster", a list of {change, same_bits, step_s,
+** tokens_per_s, mfu, device_bytes}). */
+void zg_predict_print(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, const ZgAdviceList *adv,
+                      bool json, FILE *f);
 /* predict_out.c: the one-line verdict, e.g. "this plan is PCIe H2D-bound: 0.9 s of 2.1 s per
 ** step is H2D of parameters" (static buffer). */
 const char *zg_predict_verdict(const ZgPrediction *pr);

@@ -5,7 +5,7 @@
 # plan.txt carries the same summary; a profile file is used (a slower H2D changes nothing for a
 # plan without offload, a slower matmul slows it); an unknown --hardware exits 1 naming the
 # built-ins; --hardware without --predict exits 2; an fp32 plan with train.allow_tf32 is predicted at
-# the TF32 peak.
+# the TF32 peak; the faster plans that fit (gen/advise.c) are what the changed config predicts.
 . "$(dirname "$0")/../lib.sh"
 PY=/usr/bin/python3
 [ -x bin/zgen ] || { fail zgen_built "bin/zgen missing (make bin/zgen)"; zt_end; }
@@ -65,6 +65,47 @@ assert 3 < r <= 494.7 / 67 * (1 + 1e-9), r
 assert t["step_s"] < e["step_s"], (t["step_s"], e["step_s"])
 PY
 check tf32_peak_in_text grep -q "TFLOP/s tf32 peak" "$tmp/t2.txt"
+
+# Faster plans (gen/advise.c): for the LLaMA 2 7B offload plan the advice lists at most three
+# changes, fastest first, each faster by 3 % or more and within the declared 80 GiB; one of them keeps
+# every parameter on the device. Applying that change to the config gives, from a plain --predict, the
+# step the advice stated (the same planner and model, not a second estimate), and the plan then no
+# longer lists it. A spec that declares no device memory gets none, and says why.
+bin/zgen specs/llama2-7b.yaml --predict --hardware h100-sxm --json -o "$tmp/l" >"$tmp/l.json" 2>/dev/null
+check advice_faster_fits $PY - "$tmp/l.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = d["faster"]
+assert 1 <= len(f) <= 3, f
+steps = [a["step_s"] for a in f]
+assert steps == sorted(steps) and all(s <= 0.97 * d["step_s"] for s in steps), (steps, d["step_s"])
+assert all(0 < a["device_bytes"] <= 80 * 2**30 for a in f), f
+assert any("persistence_threshold" in a["change"] and a["same_bits"] for a in f), f
+PY
+$PY - "$tmp/l.json" specs/configs/llama_zero3_offload_cpu.json "$tmp/persist.json" <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+a = [a for a in d["faster"] if "persistence_threshold" in a["change"]][0]
+p, m = map(int, re.findall(r"threshold: (\d+)", a["change"]))
+c = json.load(open(sys.argv[2]))
+c["zero_optimization"]["stage3_param_persistence_threshold"] = p
+c["zero_optimization"]["stage3_model_persistence_threshold"] = m
+json.dump(c, open(sys.argv[3], "w"))
+PY
+bin/zgen specs/llama2-7b.yaml -c "$tmp/persist.json" --predict --hardware h100-sxm --json -o "$tmp/lp" \
+  >"$tmp/lp.json" 2>/dev/null
+check advice_step_is_the_changed_plans $PY - "$tmp/l.json" "$tmp/lp.json" <<'PY'
+import json, sys
+d, q = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+a = [a for a in d["faster"] if "persistence_threshold" in a["change"]][0]
+assert abs(q["step_s"] - a["step_s"]) <= 1e-5 * a["step_s"], (q["step_s"], a)
+assert not any("persistence_threshold" in x["change"] for x in q["faster"]), q["faster"]
+PY
+bin/zgen specs/llama2-7b.yaml --predict --hardware h100-sxm -o "$tmp/lt" >"$tmp/lt.txt" 2>/dev/null
+check advice_in_text grep -q "^faster plans that fit hardware.device_memory 80.00 GiB" "$tmp/lt.txt"
+check advice_in_plan_txt grep -q "^faster plans that fit hardware.device_memory 80.00 GiB" "$tmp/lt/plan.txt"
+check advice_none_without_device_memory grep -q "^faster plans: none found (the spec declares no hardware.device_memory" \
+  "$tmp/t2.txt"
 
 bin/zgen specs/tiny.yaml --predict --hardware h900 -o "$tmp/x" >/dev/null 2>"$tmp/e"; rc=$?
 check unknown_hardware_exit1 [ "$rc" = 1 ]
