@@ -104,9 +104,11 @@ static void print_advice(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr
         fprintf(f, "faster plans: none found (%s)\n", adv->why_none ? adv->why_none : "?");
         return;
     }
-    char a[32];
-    fprintf(f, "faster plans that fit hardware.device_memory %.2f GiB, one change each (predicted on %s, "
-            "not measured):\n", (double)p->model->device_memory / gib, hw->name);
+    char a[32], host[64] = "";
+    if (p->model->host_memory > 0)
+        snprintf(host, sizeof host, " and host_memory %.2f GiB", (double)p->model->host_memory / gib);
+    fprintf(f, "faster plans that fit hardware.device_memory %.2f GiB%s, one change each (predicted on %s, "
+            "not measured):\n", (double)p->model->device_memory / gib, host, hw->name);
     for (int i = 0; i < adv->n; i++) {
         const ZgAdvice *x = &adv->a[i];
         fprintf(f, "  %s (%+.0f %%), MFU %.1f %%, %.0f tokens/s, device %.2f GiB: %s%s\n",

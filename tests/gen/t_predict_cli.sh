@@ -102,8 +102,8 @@ assert abs(q["step_s"] - a["step_s"]) <= 1e-5 * a["step_s"], (q["step_s"], a)
 assert not any("persistence_threshold" in x["change"] for x in q["faster"]), q["faster"]
 PY
 bin/zgen specs/llama2-7b.yaml --predict --hardware h100-sxm -o "$tmp/lt" >"$tmp/lt.txt" 2>/dev/null
-check advice_in_text grep -q "^faster plans that fit hardware.device_memory 80.00 GiB" "$tmp/lt.txt"
-check advice_in_plan_txt grep -q "^faster plans that fit hardware.device_memory 80.00 GiB" "$tmp/lt/plan.txt"
+check advice_in_text grep -q "^faster plans that fit hardware.device_memory 80.00 GiB and host_memory 256.00 GiB" "$tmp/lt.txt"
+check advice_in_plan_txt grep -q "^faster plans that fit hardware.device_memory 80.00 GiB and host_memory 256.00 GiB" "$tmp/lt/plan.txt"
 check advice_none_without_device_memory grep -q "^faster plans: none found (the spec declares no hardware.device_memory" \
   "$tmp/t2.txt"
 
