@@ -281,8 +281,12 @@ static void t_json_keys(void)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    zg_predict_print(p, &h, &pr, true, f);
+    ZgAdviceList adv;
+    zg_advise(p, &h, &pr, &adv);
+    zg_predict_print(p, &h, &pr, &adv, true, f);
     fclose(f);
+    ZT_CHECK(adv.n == 0 && adv.why_none != NULL);     /* no hardware.device_memory: nothing checked */
+    ZT_CHECK(strstr(buf, "\"faster\": []}") != NULL);
     const char *keys[] = {"\"step_s\": ", "\"tokens_per_s\": ", "\"mfu\": ", "\"bottleneck\": \""};
     for (int i = 0; i < 4; i++) ZT_CHECKM(strstr(buf, keys[i]) != NULL, "key %s in %s", keys[i], buf);
     const char *s = strstr(buf, "\"step_s\": ");
