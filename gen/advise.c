@@ -103,10 +103,7 @@ void zg_advise(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, ZgAdvice
     for (int i = 0; i < n; i++) {
         /* the plan keeps pointers to its model and config: each candidate's stay where they are */
         ZgPlan *q = zg_xcalloc(1, sizeof *q);
-        if (!zg_model_build(&c[i].m, q)) continue;
-        zg_plan_build_nocheck(&c[i].m, &c[i].z, q);
-        if (zg_plan_table_rows(q) > ZG_MAX_TABLE_ROWS || zg_plan_cost_saturated(&q->cost) || !zg_fit_ok(q))
-            continue;
+        if (!zg_fit_plan_change(&c[i].m, &c[i].z, false, q)) continue;
         zg_lower_build(q);
         ZgPrediction qp;
         memset(&qp, 0, sizeof qp);
@@ -127,6 +124,7 @@ void zg_advise(const ZgPlan *p, const ZgHw *hw, const ZgPrediction *pr, ZgAdvice
     out->n = nf < ZG_ADVICE_MAX ? nf : ZG_ADVICE_MAX;
     memcpy(out->a, found, (size_t)out->n * sizeof found[0]);
     if (!out->n)
-        out->why_none = out->tried ? "no single change tried fits and is predicted faster by 3 % or more"
+        out->why_none = out->tried ? zg_fmt("no single change tried fits and is predicted faster by %.0f %% or more",
+                                            100 * ADVICE_GAIN)
                                    : "no single change tried fits the declared hardware";
 }

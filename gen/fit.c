@@ -20,6 +20,15 @@ bool zg_fit_ok(const ZgPlan *p)
     return true;
 }
 
+bool zg_fit_plan_change(const ZgModel *m, const ZgZero *z, bool ckpt, ZgPlan *q)
+{
+    memset(q, 0, sizeof *q);
+    q->act_ckpt = ckpt;
+    if (!zg_model_build(m, q)) return false;
+    zg_plan_build_nocheck(m, z, q);
+    return zg_plan_table_rows(q) <= ZG_MAX_TABLE_ROWS && !zg_plan_cost_saturated(&q->cost) && zg_fit_ok(q);
+}
+
 /* One alternative: a description and the change applied to copies of m and z. */
 typedef struct Alt {
     const char *what;
@@ -247,12 +256,7 @@ void zg_fit_refuse(const ZgPlan *p)
     bool priced = zg_hw_builtin(ADVICE_HW, &hw);
     for (int i = 0; i < n && shown < ADVICE_MAX; i++) {
         ZgPlan q;
-        memset(&q, 0, sizeof q);
-        q.act_ckpt = alts[i].ckpt;
-        if (!zg_model_build(&alts[i].m, &q)) continue;
-        zg_plan_build_nocheck(&alts[i].m, &alts[i].z, &q);
-        if (zg_plan_table_rows(&q) > ZG_MAX_TABLE_ROWS || zg_plan_cost_saturated(&q.cost) || !zg_fit_ok(&q))
-            continue;
+        if (!zg_fit_plan_change(&alts[i].m, &alts[i].z, alts[i].ckpt, &q)) continue;
         int64_t qdev = q.mem.tier_bytes[ZG_TIER_DEVICE];
         char *cost = zg_xstrdup("");
         if (priced) {

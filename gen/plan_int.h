@@ -28,6 +28,9 @@ bool zg_plan_cost_saturated(const ZgCost *c);
 
 /* fit.c: the plan fits hardware.device_memory (with the device headroom) and host_memory */
 bool zg_fit_ok(const ZgPlan *p);
+/* fit.c: plans (m, z), with activation checkpointing where ckpt, into q (which keeps pointers to m
+** and z), as a changed config would be planned; true when it is within zgen's bounds and fits */
+bool zg_fit_plan_change(const ZgModel *m, const ZgZero *z, bool ckpt, ZgPlan *q);
 /* fit.c: reports why p does not fit and the first changes that do (zg_error / zg_note) */
 void zg_fit_refuse(const ZgPlan *p);
 #endif
