@@ -5,6 +5,7 @@
 #   make demo     install what is missing, generate specs/tiny, build it, train on 2 ranks
 #                 (ZeRO-3, NVMe + CPU offload)
 #   make demo-llama   the same with specs/llama-tiny (arch llama)
+#   make demo-finetune  fine-tune a tiny LLaMA folder on JSONL data (zgen data, 2 ranks, export)
 #   make bench    run the benchmarks; figures go to bench/out/results.jsonl
 #   make bundle   gpu/bundle.tar.gz: the GPU checks for a lent GPU machine (docs/GPU_BUNDLE.md)
 #   make golden   refresh golden outputs under tests/gen/golden
@@ -43,7 +44,7 @@ TTR_BIN  := $(TTR_SRC:tests/%.c=bin/tests/%)
 BENCH_SRC := $(sort $(wildcard bench/b_*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=bin/bench/%)
 
-.PHONY: all test test-run demo demo-run demo-llama bench golden clean deps
+.PHONY: all test test-run demo demo-run demo-llama demo-finetune bench golden clean deps
 all: bin/zgen build/libzrt.a
 
 deps:
@@ -161,6 +162,13 @@ demo-llama:
 	@bash scripts/install-deps.sh
 	@$(MAKE) --no-print-directory all
 	@DEMO_SPEC=specs/llama-tiny.yaml bash scripts/demo.sh
+
+# `make demo-finetune`: the fine-tuning job (README "Fine-tuning"): a tiny LLaMA folder, JSONL data,
+# bin/zgen data, ZeRO-2 with the optimizer on the CPU over 2 ranks, evaluation, export, generation
+demo-finetune:
+	@bash scripts/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@bash scripts/demo_finetune.sh
 
 golden: bin/zgen
 	@bash tests/gen/make_golden.sh

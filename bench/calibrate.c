@@ -98,8 +98,8 @@ static void kernel_rates(int T, int C, double *mm, double *attn, double *ln)
         it = 0;
         t0 = zb_now();
         do {
-            zk_attention_forward(B, T, C, NH, qkv, att, y);
-            zk_attention_backward(B, T, C, NH, qkv, att, dy, datt, dqkv);
+            zk_attention_forward(B, T, C, NH, NULL, qkv, att, y);
+            zk_attention_backward(B, T, C, NH, NULL, qkv, att, dy, datt, dqkv);
             it++;
         } while ((t = zb_now() - t0) < 0.04);
         ra[k] = it * attn_flops / t;

@@ -53,6 +53,12 @@ static bool batch(const ZgModel *m, ZgZero *z)
             overflow(z->loc_micro, z->micro_batch, 1, ws);
             return false;
         }
+    } else if (z->from[ZG_S_TB].kind == ZG_FROM_AUTO) {
+        ZgLoc at = z->from[ZG_S_TB].at;
+        zg_error(at, "train_batch_size is \"auto\" (micro x accumulation x world size, as HF computes it) but "
+                 "the config has no train_micro_batch_size_per_gpu");
+        zg_note(at, "add train_micro_batch_size_per_gpu: a number, or \"auto\" with train.micro_batch_size in the spec");
+        return false;
     } else if (gas) {
         zg_error(z->loc_gas, "gradient_accumulation_steps alone does not fix the batch size");
         zg_note(z->loc_gas, "add train_micro_batch_size_per_gpu (or train.micro_batch_size in the spec with \"auto\")");
@@ -87,8 +93,23 @@ static bool batch(const ZgModel *m, ZgZero *z)
             zg_note(at, "%lld is not divisible by world size %lld", ll(z->train_batch_size), ll(ws));
         else
             zg_note(at, "DeepSpeed asserts train_batch_size = micro x accumulation x data-parallel world size");
+        static const struct { ZgSetting s; const char *key; } b[] = {
+            {ZG_S_MICRO, "train_micro_batch_size_per_gpu"}, {ZG_S_GAS, "gradient_accumulation_steps"},
+            {ZG_S_TB, "train_batch_size"}};
+        for (int i = 0; i < 3; i++)     /* a number the user did not write in the config */
+            if (z->from[b[i].s].kind == ZG_FROM_SPEC || z->from[b[i].s].kind == ZG_FROM_AUTO)
+                zg_note(at, "%s comes from %s", b[i].key, z->from[b[i].s].src ? z->from[b[i].s].src : "spec");
         return false;
     }
+    /* where the derived ones came from (plan.txt "training") */
+    const char *arith = zg_fmt("micro %lld x accumulation %lld x world size %lld", ll(z->micro_batch),
+                               ll(z->grad_accum), ll(ws));
+    if (z->from[ZG_S_TB].kind == ZG_FROM_AUTO && !z->from[ZG_S_TB].src) z->from[ZG_S_TB].src = arith;
+    else if (!tb) z->from[ZG_S_TB] = (ZgFrom){ZG_FROM_DERIVED, arith, z->loc_root};
+    if (!mb) z->from[ZG_S_MICRO] = (ZgFrom){ZG_FROM_DERIVED, gas ? "train_batch_size / (accumulation x world size)"
+                                            : "train_batch_size / world size (1 accumulation step)", z->loc_root};
+    if (!gas) z->from[ZG_S_GAS] = (ZgFrom){ZG_FROM_DERIVED, mb && tb ? "train_batch_size / (micro x world size)"
+                                           : "1 (DeepSpeed's rule when one batch key is given)", z->loc_root};
     if (z->train_batch_size > ZG_MAX_TRAIN_BATCH) {
         zg_error(at, "train_batch_size %lld exceeds %d, the most sequences per step zgen plans",
                  ll(z->train_batch_size), ZG_MAX_TRAIN_BATCH);

@@ -1,5 +1,6 @@
 /*
-** ckpt.c — `zgen ckpt DIR --info | --export FILE [--dtype fp32|bf16] [--state S] [--buffer MIB]`:
+** ckpt.c — `zgen ckpt DIR --info | --export FILE [--dtype fp32|bf16] [--state S] [--buffer MIB]
+** [--tokenizer DIR]`:
 ** a sharded trainer checkpoint read without launching a job (no MPI, one process).
 **   --info    what the checkpoint holds: step, world size, stage, dtype, offload, the tensors with
 **             their shapes and which shards hold them, every shard's size and blobs, and whether
@@ -12,6 +13,9 @@
 **             it (chunk CRCs checked), converted, and appended, so memory is the buffer (default
 **             8 MiB, plus half of it for bf16) and a 64 KiB chunk per shard, never the model. The
 **             fp32 output is byte for byte what the trainer's own --export writes for that state.
+**             A folder also gets what the trainer's folder export carries (runtime zr_hf_tok.c):
+**             the token ids, generation_config.json and the tokenizer's files, from the manifest's
+**             "hf_extra" record and --tokenizer DIR (which wins over the recorded folder).
 ** It links the runtime's checkpoint reader (zr_ckpt_set) and safetensors writer (zr_st_stream),
 ** so there is one definition of each format.
 */
@@ -29,11 +33,13 @@
 static const char CK_USAGE[] =
     "usage: zgen ckpt DIR --info\n"
     "       zgen ckpt DIR --export FILE.safetensors|FOLDER [--dtype fp32|bf16] [--state master|adam_m|adam_v]\n"
-    "                     [--buffer MIB]\n"
+    "                     [--buffer MIB] [--tokenizer TOKDIR]\n"
     "DIR: a --save directory (its `latest` step) or one step_<N> directory inside it.\n"
     "  --info     step, world size, stage, tensors, shard sizes; reads every shard and checks checksums\n"
     "  --export   streams the tensors into one safetensors (Hugging Face names) + config.json beside it\n"
-    "             (a FOLDER: FOLDER/model.safetensors + FOLDER/config.json, for from_pretrained);\n"
+    "             (a FOLDER: FOLDER/model.safetensors + FOLDER/config.json, for from_pretrained, with\n"
+    "             generation_config.json and the tokenizer files of TOKDIR, else of the folder the\n"
+    "             checkpoint records);\n"
     "             memory: the buffer (default 8 MiB; 1.5x with bf16) + 64 KiB per shard\n"
     "exit status: 0 ok, 1 bad checkpoint or I/O error, 2 usage\n";
 
@@ -106,6 +112,24 @@ static void parse_meta(const char *text, Meta *m)
     zr_json_free(&j);
 }
 
+/* What a folder export gets beside the weights, as the checkpoint records it (none before it did). */
+static void info_extra(const char *meta)
+{
+    ZrHfExtra x;
+    zr_hf_extra_init(&x);
+    if (zr_hf_extra_add_meta(&x, meta) < 0) {
+        printf("hf extras: %s\n", zr_train_error());
+        zr_hf_extra_free(&x);
+        return;
+    }
+    printf("token ids: bos %s, eos %s, pad %s; generation_config %s; tokenizer %s%s\n",
+           x.id[ZR_HF_BOS][0] ? x.id[ZR_HF_BOS] : "-", x.id[ZR_HF_EOS][0] ? x.id[ZR_HF_EOS] : "-",
+           x.id[ZR_HF_PAD][0] ? x.id[ZR_HF_PAD] : "-", x.gen_base ? "recorded" : "none",
+           x.tok_dir[0] ? x.tok_abs : x.tok_gone[0] ? x.tok_gone : "none",
+           x.tok_gone[0] ? " (holds no tokenizer now)" : "");
+    zr_hf_extra_free(&x);
+}
+
 static int info(ZrCkptSet *s, const Meta *m)
 {
     int nt, w = zr_ckpt_set_world(s), bad = 0;
@@ -118,6 +142,7 @@ static int info(ZrCkptSet *s, const Meta *m)
     if (zr_ckpt_set_get(s, 0, "state", state, sizeof state) == 0)
         printf("optimizer steps done %lld, applied %lld\n", (long long)state[0], (long long)state[1]);
     for (int i = 0; i < nt; i++) params += (uint64_t)t[i].numel;
+    info_extra(zr_ckpt_set_meta(s));
     printf("tensors %d, elements %llu (fp32 master %.1f MB; master + Adam m, v %.1f MB)\n", nt,
            (unsigned long long)params, params * 4 / 1e6, params * 12 / 1e6);
     for (int i = 0; i < nt; i++) {
@@ -152,9 +177,20 @@ static void make_parent(const char *path)
         if (*c == '/') { *c = 0; mkdir(p, 0755); *c = '/'; }
 }
 
-static int export(ZrCkptSet *s, const Meta *m, const char *path, int bf16, const char *state, int64_t buf_bytes)
+static int export(ZrCkptSet *s, const Meta *m, const char *path, int bf16, const char *state, int64_t buf_bytes,
+                  const char *tokenizer)
 {
     int nt, rc = 0;
+    ZrHfExtra x;
+    /* every source is checked before anything is written: a bad one leaves no half folder */
+    zr_hf_extra_init(&x);
+    const char *bad = tokenizer && zr_hf_extra_add_tokenizer(&x, tokenizer) < 0 ? "--tokenizer: "
+                      : zr_hf_extra_add_meta(&x, zr_ckpt_set_meta(s)) < 0 ? "" : NULL;
+    if (bad) {
+        fprintf(stderr, "zgen ckpt: %s%s\n", bad, zr_train_error());
+        zr_hf_extra_free(&x);
+        return 1;
+    }
     const ZrCkptTensor *t = zr_ckpt_set_tensors(s, &nt);
     ZrStTensor *st = calloc((size_t)nt + 1, sizeof *st);
     int64_t cap = buf_bytes / 4;
@@ -165,13 +201,16 @@ static int export(ZrCkptSet *s, const Meta *m, const char *path, int bf16, const
     if (!st || !buf || (bf16 && !half)) {
         fprintf(stderr, "zgen ckpt: out of memory\n");
         free(st); free(buf); free(half);
+        zr_hf_extra_free(&x);
         return 1;
     }
     /* PATH.safetensors: that file, config.json beside it; any other PATH: a folder that
     ** from_pretrained loads (PATH/model.safetensors + PATH/config.json; one file, unsharded) */
     char file[1100], cfg[1100];
+    const char *folder = path;
     size_t pl = strlen(path);
     if (pl > 12 && !strcmp(path + pl - 12, ".safetensors")) {
+        folder = NULL;
         const char *slash = strrchr(path, '/');
         snprintf(file, sizeof file, "%s", path);
         snprintf(cfg, sizeof cfg, "%.*s/config.json", slash ? (int)(slash - path) : 1, slash ? path : ".");
@@ -199,7 +238,8 @@ static int export(ZrCkptSet *s, const Meta *m, const char *path, int bf16, const
         }
     if ((rc = zr_st_stream_end(&out)) != 0) goto fail;
     if (m->n_hf > 0) {
-        if ((rc = zr_st_hf_config_write(cfg, m->hf, m->n_hf, bf16 ? "bfloat16" : "float32")) != 0) goto fail;
+        if ((rc = zr_hf_extra_config_write(cfg, m->hf, m->n_hf, bf16 ? "bfloat16" : "float32", &x)) != 0)
+            goto fail;
     } else if (m->have_model && !strcmp(m->arch, "gpt2")) {     /* saved before hf_config existed */
         ZrGpt2Config c = {(int)m->vocab, (int)m->context, (int)m->d_model, (int)m->n_layers, (int)m->n_heads,
                           (int)m->d_ff, m->eps, (int)m->tie};
@@ -208,20 +248,29 @@ static int export(ZrCkptSet *s, const Meta *m, const char *path, int bf16, const
         fprintf(stderr, "zgen ckpt: warning: the checkpoint's meta has no model description; no "
                 "config.json written\n");
     }
-    printf("zgen ckpt: %s: %d tensors, %s, step %lld, from %d shards (%llu bytes read)\n", path, nt,
+    if (folder && (rc = zr_hf_extra_write(&x, folder)) != 0) goto fail;
+    if (folder && !x.n_tok) {
+        char note[2400];
+        zr_hf_extra_note(&x, folder, note, sizeof note);
+        fprintf(stderr, "zgen ckpt: note: %s\n", note);
+    }
+    printf("zgen ckpt: %s: %d tensors, %s, step %lld, from %d shards (%llu bytes read)%s%s\n", path, nt,
            bf16 ? "bf16" : "fp32", (long long)zr_ckpt_set_step(s), zr_ckpt_set_world(s),
-           (unsigned long long)zr_ckpt_set_bytes_read(s));
+           (unsigned long long)zr_ckpt_set_bytes_read(s), x.n_tok ? "; tokenizer from " : "",
+           x.n_tok ? x.tok_dir : "");
     free(st); free(buf); free(half);
+    zr_hf_extra_free(&x);
     return 0;
 fail:
     fprintf(stderr, "zgen ckpt: %s\n", zr_train_error());
     free(st); free(buf); free(half);
+    zr_hf_extra_free(&x);
     return 1;
 }
 
 int zg_ckpt_main(int argc, char **argv)
 {
-    const char *dir = NULL, *exp = NULL, *state = "master";
+    const char *dir = NULL, *exp = NULL, *state = "master", *tokenizer = NULL;
     int do_info = 0, bf16 = 0, rc;
     int64_t buf_mib = 8;
     for (int i = 1; i < argc; i++) {
@@ -230,6 +279,7 @@ int zg_ckpt_main(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(CK_USAGE, stdout); return 0; }
         else if (!strcmp(a, "--info")) do_info = 1;
         else if (!strcmp(a, "--export") && has_val) exp = argv[++i];
+        else if (!strcmp(a, "--tokenizer") && has_val) tokenizer = argv[++i];
         else if (!strcmp(a, "--dtype") && has_val) {
             const char *v = argv[++i];
             if (!strcmp(v, "bf16")) bf16 = 1;
@@ -255,6 +305,12 @@ int zg_ckpt_main(int argc, char **argv)
         }
     }
     if (!dir || (!do_info && !exp)) { fprintf(stderr, "zgen ckpt: give DIR and --info or --export\n%s", CK_USAGE); return 2; }
+    size_t el = exp ? strlen(exp) : 0;
+    if (tokenizer && (!exp || (el > 12 && !strcmp(exp + el - 12, ".safetensors")))) {
+        fprintf(stderr, "zgen ckpt: --tokenizer goes with --export FOLDER (a .safetensors file carries no "
+                "tokenizer)\n%s", CK_USAGE);
+        return 2;
+    }
     ZrCkptSet *s;
     if (zr_ckpt_set_open(&s, dir, -1) < 0) { fprintf(stderr, "zgen ckpt: %s\n", zr_train_error()); return 1; }
     Meta m;
@@ -267,7 +323,7 @@ int zg_ckpt_main(int argc, char **argv)
         return 1;
     }
     rc = do_info ? info(s, &m) : 0;
-    if (!rc && exp) rc = export(s, &m, exp, bf16, state, buf_mib << 20);
+    if (!rc && exp) rc = export(s, &m, exp, bf16, state, buf_mib << 20, tokenizer);
     zr_ckpt_set_close(s);
     return rc;
 }

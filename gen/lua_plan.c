@@ -69,11 +69,13 @@ static void push_model(lua_State *L, const ZgModel *m)
 {
     lua_createtable(L, 0, 24);
     SETS("spec_path", m->spec_path); SETS("name", m->name); SETS("arch", m->arch);
+    SETS("gen_args", m->gen_args ? m->gen_args : m->spec_path);     /* rendered without main.c: the spec */
     SETI("vocab_size", m->vocab_size); SETI("context", m->context);
     SETI("d_model", m->d_model); SETI("n_layers", m->n_layers); SETI("n_heads", m->n_heads);
     SETI("d_ff", m->d_ff); SETN("norm_eps", m->norm_eps); SETB("tie_embeddings", m->tie_embeddings);
     SETI("seq_len", m->seq_len); SETI("world_size", m->world_size);
     SETI("seed", m->seed);      /* seeds >= 2^63 wrap: cfmt.u64 prints them unsigned */
+    SETB("shuffle", m->shuffle);
     SETI("device_memory", m->device_memory); SETI("host_memory", m->host_memory);
     SETI("gpus_per_node", m->gpus_per_node);
     SETI("train_micro_batch", m->train_micro_batch); SETI("train_batch", m->train_batch);

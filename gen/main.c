@@ -9,6 +9,7 @@
 #include "zg.h"
 #include "zg_render.h"
 #include "zg_ckpt.h"
+#include "zg_pytool.h"
 #include "zg_predict.h"
 #include "zg_cuda_dec.h"
 
@@ -21,10 +22,12 @@ typedef struct Opts {
     const char *dump;           /* --dump=plan|spec */
     bool predict;               /* --predict: the cost model instead of rendering */
     const char *hardware;       /* --hardware NAME|FILE (default h100-sxm) */
+    long long steps;            /* --steps N: fills scheduler total_num_steps "auto"; 0 = not given */
+    const char *gen_args;       /* the arguments minus -o / --world-size (ZG_GEN_ARGS) */
 } Opts;
 
 static const char USAGE[] =
-    "usage: zgen SPEC.yaml [-c DS_CONFIG] [-o DIR] [--world-size N] [--estimate] [--json]\n"
+    "usage: zgen SPEC.yaml [-c DS_CONFIG] [-o DIR] [--world-size N] [--steps N] [--estimate] [--json]\n"
     "            [--dump=plan|spec] [--predict [--hardware NAME|FILE]]\n"
     "\n"
     "Reads a model spec and a DeepSpeed ZeRO config, checks them, plans where every byte lives on\n"
@@ -33,6 +36,8 @@ static const char USAGE[] =
     "  -c FILE          DeepSpeed config (JSON or YAML); default: the spec's `deepspeed:`\n"
     "  -o DIR           output folder\n"
     "  --world-size N   plan for N ranks instead of the spec's train.world_size\n"
+    "  --steps N        the run's optimizer steps: fills scheduler total_num_steps \"auto\"\n"
+    "                   (HF's max_steps); zgen prints each \"auto\" it fills (docs/CONFIG.md)\n"
     "  --estimate       print DeepSpeed's memory estimator figures beside zgen's plan; no output\n"
     "  --json           with --estimate or --dump=plan: JSON instead of text\n"
     "  --dump=spec      print the parsed spec and config and stop\n"
@@ -46,7 +51,10 @@ static const char USAGE[] =
     "exit status: 0 ok, 1 input errors, 2 usage\n"
     "\n"
     "       zgen ckpt DIR --info | --export FILE [--dtype fp32|bf16]   (a checkpoint; zgen ckpt -h)\n"
-    "       zgen --spec-from-hf CONFIG.json [-o SPEC.yaml] [--name NAME]  (a Hugging Face model's spec)\n";
+    "       zgen --spec-from-hf CONFIG.json [-o SPEC.yaml] [--name NAME]  (a Hugging Face model's spec)\n"
+    "       zgen data IN.jsonl -o OUT.zgd --tokenizer HF_DIR [--seq-len N] [--pack|--pad] [--max-len N]\n"
+    "                                           (fine-tuning data for --data/--val; docs/DATA.md)\n"
+    "       zgen plot RUN.jsonl... -o PLOT.png   zgen log RUN.jsonl --tensorboard DIR   (a --log file)\n";
 
 static int usage_error(const char *msg, const char *arg)
 {
@@ -141,10 +149,13 @@ static int pipeline(const Opts *o)
     ** only a spec that names no config at all stops here. */
     if (zg_error_count() && !ds && !o->config) return errors_exit();
     if (o->world_size) zg_model_set_world_size(&m, o->world_size);
+    m.steps = o->steps;
+    m.gen_args = o->gen_args;
     if (o->config) zg_zero_load_file(o->config, &m, &z);
     else zg_zero_load(ds, &m, &z);
     zg_check(&m, &z);
     if (zg_error_count()) return errors_exit();
+    zg_zero_print_auto(&z, stderr);     /* each "auto" once, with what filled it */
     if (o->dump && !strcmp(o->dump, "spec")) {
         dump_spec(&m, &z);
         return 0;
@@ -190,6 +201,7 @@ int main(int argc, char **argv)
 {
     Opts o = {0};
     if (argc > 1 && !strcmp(argv[1], "ckpt")) return zg_ckpt_main(argc - 1, argv + 1);
+    if (argc > 1 && zg_pytool_is(argv[1])) return zg_pytool_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "--spec-from-hf")) return zg_hf_main(argc - 1, argv + 1);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -212,6 +224,13 @@ int main(int argc, char **argv)
             long n = strtol(a + 13, &end, 10);
             if (*end || n < 1 || n > (1 << 20)) return usage_error("bad --world-size", a + 13);
             o.world_size = (int)n;
+        } else if (!strcmp(a, "--steps") || !strncmp(a, "--steps=", 8)) {
+            if (!a[7] && i + 1 >= argc) return usage_error("missing value after", a);
+            const char *v = a[7] ? a + 8 : argv[++i];
+            char *end;
+            long long n = strtoll(v, &end, 10);
+            if (!*v || *end || n < 1 || n > 1000000000000LL) return usage_error("bad --steps", v);
+            o.steps = n;
         } else if (!strcmp(a, "--predict")) {
             o.predict = true;
         } else if (!strcmp(a, "--hardware")) {
@@ -237,5 +256,6 @@ int main(int argc, char **argv)
     }
     if (!o.spec) return usage_error("no spec given", NULL);
     if (o.hardware && !o.predict) return usage_error("--hardware needs --predict", o.hardware);
+    o.gen_args = zg_gen_args(argc, argv);
     return pipeline(&o);
 }

@@ -444,10 +444,12 @@ static void cost(ZgPlan *p)
         add_times(&c->nvme_read_bytes, g, gas);
     }
     /* what the device needs of the host each micro-step and gives back, whatever the stage: the
-    ** batch's token ids and targets up (int32 each) with the positions grouped by token for the wte
-    ** gradient (zk_tokbucket.h's ints), the per-token losses down (fp32) */
+    ** batch's token ids, targets and document positions up (int32 each) with the rows grouped by
+    ** token for the wte gradient (zk_tokbucket.h's ints) and, for a learned position table (no
+    ** rope), by position for its gradient; the per-token losses down (fp32) */
     int64_t bt = (int64_t)z->micro_batch * m->seq_len;
-    add_times(&c->batch_h2d_bytes, (2 * bt + ZK_TOKBUCKET_INTS(bt)) * 4, gas);
+    int64_t groupings = layout_arch(m)->rope ? 1 : 2;
+    add_times(&c->batch_h2d_bytes, (3 * bt + groupings * ZK_TOKBUCKET_INTS(bt)) * 4, gas);
     add_times(&c->loss_d2h_bytes, bt * 4, gas);
     /* the optimizer state on the device: Adam runs there, and only the gradient's sum of squares
     ** (one double) comes down for the step rule (the norm and the fp16 overflow decision) */

@@ -129,9 +129,10 @@ static const ZgDevArr gpt2_dev_layer[] = {        /* ln1, mean, rstd, qkv, atty,
     A(1, BTC), F(1, BT), F(1, BT), A(1, BTF), A(1, BTF), A(1, BTC), {0},
 };
 static const ZgDevArr gpt2_dev_scratch[] = {      /* dresidual, dln, dqkv, datty, D, dfch, dfch_gelu,
-                                                  ** ones, tokens, targets, colsum, token buckets */
+                                                  ** ones, position buckets, tokens, targets,
+                                                  ** positions, colsum, token buckets */
     A(1, BTC), A(1, BTC), A(3, BTC), A(1, BTC), F(1, LSE), A(1, BTF), A(1, BTF),
-    A(1, BT), F(1, BT), F(1, BT), F(1, COLSUM), F(1, TOKBKT), {0},
+    A(1, BT), F(1, TOKBKT), F(1, BT), F(1, BT), F(1, BT), F(1, COLSUM), F(1, TOKBKT), {0},
 };
 static const ZgDevArr llama_dev_fixed[] = {       /* encoded, lnf, lnf rstd, logits, losses */
     A(1, BTC), A(1, BTC), F(1, BT), A(1, BTV), F(1, BT), {0},
@@ -142,10 +143,10 @@ static const ZgDevArr llama_dev_layer[] = {       /* ln1, rstd, q, k, v, atty, l
     A(1, BTC), F(1, BT), A(1, BTF), A(1, BTF), A(1, BTF), A(1, BTC), {0},
 };
 static const ZgDevArr llama_dev_scratch[] = {     /* dresidual, dln, dq, dk, dv, datty, D, dgate, dup,
-                                                  ** dh, RoPE cos, sin, tokens, targets, colsum,
-                                                  ** token buckets */
+                                                  ** dh, RoPE cos, sin, tokens, targets, positions,
+                                                  ** colsum, token buckets */
     A(1, BTC), A(1, BTC), A(1, BTC), A(1, BTKV), A(1, BTKV), A(1, BTC), F(1, LSE), A(1, BTF), A(1, BTF),
-    A(1, BTF), F(1, ROPE), F(1, ROPE), F(1, BT), F(1, BT), F(1, COLSUM), F(1, TOKBKT), {0},
+    A(1, BTF), F(1, ROPE), F(1, ROPE), F(1, BT), F(1, BT), F(1, BT), F(1, COLSUM), F(1, TOKBKT), {0},
 };
 #undef A
 #undef F

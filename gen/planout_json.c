@@ -186,6 +186,22 @@ bool zg_plan_write_json(const ZgPlan *p, FILE *f)
     jint(j, "aio_queue_depth", z->aio_queue_depth);
     jclose(j, '}');
 
+    /* each training setting with where it came from (planout_train.c) */
+    ZgTrainRow rows[ZG_NS];
+    int nrows = zg_plan_training_rows(z, rows);
+    jopen(j, "training", '{');
+    for (int i = 0; i < nrows; i++) {
+        jopen(j, rows[i].key, '{');
+        if (rows[i].json_string) jstr(j, "value", rows[i].value);
+        else jline(j, "value", "%s", rows[i].value);
+        jstr(j, "from", rows[i].from);
+        if (rows[i].source) jstr(j, "source", rows[i].source);
+        if (rows[i].line) jint(j, "line", rows[i].line);
+        if (rows[i].note) jstr(j, "note", rows[i].note);
+        jclose(j, '}');
+    }
+    jclose(j, '}');
+
     jopen(j, "partition", '{');
     jint(j, "world_size", s->ws);
     jint(j, "align", s->align);

@@ -312,6 +312,7 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
             ? " (pinned)" : "", zg_offload_name(z->offload_param.device),
             z->offload_param.device == ZG_OFFLOAD_CPU && z->offload_param.pin_memory ? " (pinned)" : "",
             z->overlap_comm ? "on" : "off");
+    zg_plan_training_txt(p, f);
     memory_txt(p, f);
 
     hr(f, "partition");

@@ -28,6 +28,9 @@ static const char *const spec_keys[] = {
     "hardware.device_memory", "hardware.host_memory", "hardware.gpus_per_node",
     "hardware.device_headroom",
     "train.allow_tf32", "train.speculative_step", "train.device_grad_accum", "train.device_optimizer",
+    "train.shuffle",
+    "train.betas", "train.eps", "train.weight_decay", "train.warmup_steps", "train.max_grad_norm",
+    "train.dtype",
 };
 #define N_SPEC_KEYS ((int)(sizeof spec_keys / sizeof spec_keys[0]))
 
@@ -48,6 +51,7 @@ void zg_model_defaults(ZgModel *m)
     m->tie_embeddings = true;
     m->world_size = 1;
     m->seed = 1234;
+    m->shuffle = true;
     m->rope_theta = 10000.0;
     m->speculative_step = -1;
     m->device_grad_accum = -1;
@@ -282,15 +286,10 @@ static void load_train(const ZgNode *sec, ZgModel *m, Seen *seen)
             m->loc_world_size = v->loc;
         } else if (!strcmp(k, "seed")) {
             if (zg_node_int(v, what, 0, INT64_MAX, &x)) m->seed = (uint64_t)x;
-        } else if (!strcmp(k, "micro_batch_size")) zg_node_int(v, what, 1, 1 << 20, &m->train_micro_batch);
-        else if (!strcmp(k, "batch_size")) zg_node_int(v, what, 1, (int64_t)1 << 40, &m->train_batch);
-        else if (!strcmp(k, "grad_accum")) zg_node_int(v, what, 1, 1 << 20, &m->train_grad_accum);
-        else if (!strcmp(k, "lr")) {
-            double lr;
-            if (zg_node_num(v, what, 0, 10, &lr)) {
-                if (lr <= 0) zg_error(v->loc, "train.lr must be positive, not %g", lr);
-                else m->train_lr = lr;
-            }
+        } else if (!strcmp(k, "shuffle")) {
+            zg_node_bool(v, what, &m->shuffle);
+        } else if (zg_spec_train_arg(k, v, m)) {
+            /* the HF TrainingArguments keys (spec_train.c) */
         } else if (!strcmp(k, "activation_checkpointing")) {
             zg_node_bool(v, what, &m->activation_checkpointing);
         } else if (!strcmp(k, "allow_tf32")) {

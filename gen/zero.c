@@ -6,8 +6,9 @@
 ** invented key we know the real spelling of). Supported keys take effect with DeepSpeed's code
 ** defaults; recognised ones zgen cannot honour are errors naming what to do, or warnings when
 ** ignoring them is harmless. Semantic rules DeepSpeed itself enforces (offload_param needs stage 3,
-** fp16 and bf16 not both, ...) and the nvme_path checks are in zero_rules.c, run after the walk; batch
-** arithmetic, which needs the final world size, is in check.c. Every error is reported; nothing stops at the first.
+** fp16 and bf16 not both, ...) and the nvme_path checks are in zero_rules.c, run after the walk; "auto"
+** (Hugging Face's Trainer's placeholder) is filled in zero_auto.c; batch arithmetic, which needs the
+** final world size, is in check.c. Every error is reported; nothing stops at the first.
 */
 #include "zg.h"
 #include <math.h>
@@ -277,15 +278,10 @@ static void special(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v
             zg_note(kat, "set the top-level \"gradient_clipping\": %s instead", val_text(v));
         } else zg_unreachable();
     } else if (!strcmp(section, "scheduler.params")) {
-        if (c->sched && k->choices && !strstr(k->choices, c->sched)) {
-            zg_error(kat, "scheduler %s takes no parameter '%s'", c->sched, n);
-            zg_note(kat, "'%s' belongs to %s; DeepSpeed would fail with a TypeError", n, k->choices);
-            return;
-        }
         if (!strcmp(n, "warmup_min_lr")) z->warmup_min_lr = x->d;
         else if (!strcmp(n, "warmup_max_lr")) z->warmup_max_lr = x->d, z->warmup_max_lr_given = true;
         else if (!strcmp(n, "warmup_num_steps")) {
-            z->warmup_num_steps = x->i;
+            z->warmup_num_steps = c->warmup_raw = x->i;
             if (x->i < 2) {
                 /* DeepSpeed clamps with max(2, n): log warmup divides by ln(n). */
                 zg_warn(v->loc, "warmup_num_steps %lld is raised to 2, as DeepSpeed does", (long long)x->i);
@@ -309,48 +305,6 @@ static void special(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v
     } else {
         zg_unreachable();
     }
-}
-
-/* "auto" (HF Trainer's placeholder). Strict sections: the key takes its default, as DeepSpeed drops
-** it. Batch sizes and lr: the spec's train.* value. Returns after applying. */
-static void on_auto(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v, ZgLoc kat)
-{
-    const ZgModel *m = c->m;
-    ZgZero *z = c->z;
-    char *what = full_name(section, k->name);
-    if (!section[0] && !strcmp(k->name, "train_micro_batch_size_per_gpu")) {
-        if (m->train_micro_batch > 0) z->micro_batch = m->train_micro_batch, z->micro_given = true, z->loc_micro = kat;
-        else {
-            z->batch_unresolved = true;
-            zg_error(v->loc, "%s is \"auto\" but the spec has no train.micro_batch_size", what);
-            zg_note(v->loc, "add train.micro_batch_size to the spec, or give a number here");
-        }
-    } else if (!section[0] && !strcmp(k->name, "gradient_accumulation_steps")) {
-        /* HF's default accumulation is 1; the spec's train.grad_accum overrides it. */
-        z->grad_accum = m->train_grad_accum > 0 ? m->train_grad_accum : 1;
-        z->gas_given = true, z->loc_gas = kat;
-    } else if (!section[0] && !strcmp(k->name, "train_batch_size")) {
-        /* HF computes micro x accumulation x world size; check.c does the same when absent. */
-        if (m->train_batch > 0) z->train_batch_size = m->train_batch, z->tb_given = true, z->loc_tb = kat;
-    } else if (!strcmp(section, "optimizer.params") && !strcmp(k->name, "lr")) {
-        if (m->train_lr > 0) z->lr = m->train_lr, c->lr_given = true;
-        else {
-            zg_error(v->loc, "%s is \"auto\" but the spec has no train.lr", what);
-            zg_note(v->loc, "add train.lr to the spec, or give a number here");
-        }
-    } else if (!strcmp(section, "scheduler.params") && !strcmp(k->name, "total_num_steps")) {
-        zg_error(v->loc, "%s is \"auto\" but zgen cannot know the run's length", what);
-        zg_note(v->loc, "give the number of optimizer steps the schedule spans");
-    } else if (!strcmp(section, "scheduler.params") && !strcmp(k->name, "warmup_max_lr")) {
-        /* HF fills it with the optimizer's lr: leave unset so check.c takes lr. */
-    } else if (k->type == ZG_KT_SECTION || k->type == ZG_KT_ANY) {
-        zg_error(v->loc, "%s cannot be \"auto\"", what);
-    } else if (!strcmp(k->name, "enabled")) {
-        /* HF would substitute its --fp16/--bf16 flag; zgen has no such flag, so say what it did. */
-        zg_warn(v->loc, "%s \"auto\" is taken as false (DeepSpeed's default); write true or false", what);
-    }
-    /* else: the default stays (zg_zero_defaults) */
-    free(what);
 }
 
 /* The ZG_SET_* bit of a sizing key the planner sizes itself when the config leaves it out. */
@@ -389,11 +343,17 @@ static void value(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v, 
         walk(c, v, what);
         goto done;
     }
+    if (!strcmp(section, "scheduler.params") && c->sched && k->choices && !strstr(k->choices, c->sched)) {
+        zg_error(kat, "scheduler %s takes no parameter '%s'", c->sched, k->name);
+        zg_note(kat, "'%s' belongs to %s; DeepSpeed would fail with a TypeError", k->name, k->choices);
+        goto done;
+    }
     if (zg_node_is_auto(v)) {
-        on_auto(c, section, k, v, kat);
+        zg_zero_auto(c, what, k, v);
         goto done;
     }
     if (k->type == ZG_KT_ANY) {
+        if (!strcmp(what, "amp") && zg_zero_amp_auto(c, v)) goto done;
         if (!feature_off(v) && k->support == ZG_KS_IGNORED)
             zg_warn(kat, "'%s' is ignored by zgen: %s", what, k->why);
         else if (!feature_off(v) && k->support == ZG_KS_UNSUPPORTED) {
@@ -421,6 +381,7 @@ static void value(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v, 
         goto done;
     }
     if (!strcmp(what, "zero_optimization.sub_group_size")) c->z->loc_sub_group_size = v->loc;
+    zg_zero_mark(c, what, v->loc);
     c->z->sizes_set |= size_key_bit(what);
     switch (k->support) {
     case ZG_KS_SUPPORTED:
@@ -516,10 +477,16 @@ static bool read_optimizer_type(Ctx *c, const ZgNode *sec)
     }
     const char *s;
     if (!zg_node_str(t, "optimizer.type", &s)) return false;
+    if (zg_node_is_auto(t)) {
+        zg_error(t->loc, "optimizer.type cannot be \"auto\": Hugging Face's Trainer fills no value for it");
+        zg_note(t->loc, "zgen runs \"AdamW\" or \"Adam\"");
+        return false;
+    }
     char *low = zg_xstrdup(s);
     for (char *p = low; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
     if (!strcmp(low, "adam") || !strcmp(low, "adamw")) {
         c->z->optimizer = low;
+        zg_zero_mark(c, "optimizer.type", t->loc);
         return true;
     }
     bool builtin = false;
@@ -553,9 +520,15 @@ static bool read_scheduler_type(Ctx *c, const ZgNode *sec)
     }
     const char *s;
     if (!zg_node_str(t, "scheduler.type", &s)) return false;
+    if (zg_node_is_auto(t)) {
+        zg_error(t->loc, "scheduler.type cannot be \"auto\": Hugging Face's Trainer fills no value for it");
+        zg_note(t->loc, "zgen runs WarmupLR, WarmupDecayLR or WarmupCosineLR");
+        return false;
+    }
     for (int i = 0; i < 3; i++)
         if (!strcmp(s, ok[i])) {
             c->sched = ok[i];
+            zg_zero_mark(c, "scheduler.type", t->loc);
             c->z->sched = i == 0 ? ZG_SCHED_WARMUP : i == 1 ? ZG_SCHED_WARMUP_DECAY : ZG_SCHED_WARMUP_COSINE;
             return true;
         }

@@ -20,7 +20,19 @@ typedef struct Ctx {
     const char *sched;          /* scheduler type */
     bool total_given;
     bool stopped;               /* MAX_REPORTED errors: the walk stopped */
+    /* "auto" keys resolved once the walk has seen every key (zero_auto.c) */
+    bool fp16_auto, bf16_auto, wmax_auto, rbs_auto, prefetch_auto, persist_auto;
+    int64_t warmup_raw;         /* warmup_num_steps as written, before DeepSpeed's max(2, n) */
 } Ctx;
 
 void zg_zero_rules(Ctx *c);
+/* zero_auto.c: a config key read with a value (where the setting came from); an "auto" value,
+** filled as HF's Trainer fills it or refused; after the walk, what depends on other keys or on the
+** spec (the spec's train.* for keys the config leaves out, agreement with the ones it sets, the
+** precision, the sizing keys). */
+void zg_zero_mark(Ctx *c, const char *what, ZgLoc at);
+void zg_zero_auto(Ctx *c, const char *what, const ZgKey *k, const ZgNode *v);
+void zg_zero_auto_finish(Ctx *c);
+/* amp: {enabled: "auto"}: off (HF enables it only for its Apex backend), recorded; else false. */
+bool zg_zero_amp_auto(Ctx *c, const ZgNode *v);
 #endif

@@ -67,6 +67,7 @@ void zg_zero_rules(Ctx *c)
 {
     ZgZero *z = c->z;
     ZgOffloadCfg *op = &z->offload_param, *oo = &z->offload_optimizer;
+    zg_zero_auto_finish(c);     /* first: the precision and the schedule below depend on it */
     if (!c->overlap_set) z->overlap_comm = z->stage == 3;
     if (c->fp16 && c->bf16) {
         zg_error(c->bf16_loc, "fp16 and bf16 are both enabled");
@@ -150,7 +151,8 @@ void zg_zero_rules(Ctx *c)
     if (z->sched == ZG_SCHED_WARMUP_DECAY || z->sched == ZG_SCHED_WARMUP_COSINE) {
         if (!c->total_given) {
             zg_error(z->loc_sched, "scheduler %s needs params.total_num_steps", c->sched);
-            zg_note(z->loc_sched, "give the number of optimizer steps the schedule spans");
+            zg_note(z->loc_sched, "give the number of optimizer steps the schedule spans, or \"auto\" with "
+                    "zgen --steps N");
         } else if (z->total_num_steps < z->warmup_num_steps) {
             zg_warn(z->loc_sched, "total_num_steps %lld is less than warmup_num_steps %lld",
                     (long long)z->total_num_steps, (long long)z->warmup_num_steps);
@@ -158,7 +160,5 @@ void zg_zero_rules(Ctx *c)
     }
     /* DeepSpeed's "Adam" means decoupled weight decay unless adam_w_mode is false; AdamW always is. */
     if (!strcmp(z->optimizer, "adamw")) z->adam_w_mode = true;
-    if (!c->lr_given && c->m->train_lr > 0) z->lr = c->m->train_lr;
-    if (!z->warmup_max_lr_given && z->sched == ZG_SCHED_WARMUP) z->warmup_max_lr = z->lr;
 }
 

@@ -90,6 +90,22 @@ typedef enum { ZR_TIER_LIST(ZG_E_TIER) ZG_NTIERS } ZgTier;
 typedef enum { ZG_OFFLOAD_NONE, ZG_OFFLOAD_CPU, ZG_OFFLOAD_NVME } ZgOffload;
 typedef enum { ZG_SCHED_NONE, ZG_SCHED_WARMUP, ZG_SCHED_WARMUP_DECAY, ZG_SCHED_WARMUP_COSINE } ZgSchedKind;
 
+/* Added by the "auto" work (spec_train.c): the spec's train.* keys that play the part of Hugging Face
+** TrainingArguments, filling DeepSpeed "auto" values as HF's Trainer does (zero_auto.c). */
+typedef enum {
+    ZG_TA_MICRO,                /* train.micro_batch_size   (per_device_train_batch_size) */
+    ZG_TA_BATCH,                /* train.batch_size         (zgen's own: the global batch) */
+    ZG_TA_GAS,                  /* train.grad_accum         (gradient_accumulation_steps) */
+    ZG_TA_LR,                   /* train.lr                 (learning_rate) */
+    ZG_TA_BETAS,                /* train.betas              (adam_beta1, adam_beta2) */
+    ZG_TA_EPS,                  /* train.eps                (adam_epsilon) */
+    ZG_TA_WD,                   /* train.weight_decay       (weight_decay) */
+    ZG_TA_WARMUP,               /* train.warmup_steps       (warmup_steps) */
+    ZG_TA_CLIP,                 /* train.max_grad_norm      (max_grad_norm) */
+    ZG_TA_DTYPE,                /* train.dtype              (--bf16 / --fp16) */
+    ZG_NTA
+} ZgTrainArg;
+
 typedef struct ZgModel {
     const char *spec_path;      /* the spec file, as given */
     const char *name;           /* [a-z][a-z0-9_]* */
@@ -100,6 +116,7 @@ typedef struct ZgModel {
     int64_t seq_len;            /* tokens per sequence, <= context */
     int world_size;             /* ranks the plan is for (train.world_size or --world-size) */
     uint64_t seed;
+    bool shuffle;               /* train.shuffle: document files' order drawn per epoch (docs/DATA.md) */
     int64_t device_memory;      /* bytes per rank; 0 = not declared */
     int64_t host_memory;        /* bytes per node; 0 = not declared */
     int gpus_per_node;          /* hardware.gpus_per_node; default min(world_size, 8) */
@@ -144,7 +161,48 @@ typedef struct ZgModel {
     ** sub-groups that fit hardware.device_memory), else a fraction in (0, 1). */
     double device_optimizer;
     ZgLoc loc_device_optimizer;
+    /* Added by the "auto" work (spec_train.c, main.c). loc_train[k].file is NULL when train.<k> is
+    ** absent (the four train_* fields above keep 0 = absent as well). */
+    ZgLoc loc_train[ZG_NTA];
+    double train_beta1, train_beta2, train_eps, train_weight_decay, train_max_grad_norm;
+    int64_t train_warmup_steps;
+    ZgDtype train_dtype;        /* meaningful when loc_train[ZG_TA_DTYPE].file is set */
+    int64_t steps;              /* zgen --steps N (HF's max_steps): total_num_steps "auto"; 0 = not given */
+    const char *gen_args;       /* zgen's arguments as given, minus -o and --world-size, shell-quoted
+                                ** (ZG_GEN_ARGS); NULL = not run from the command line */
 } ZgModel;
+
+/* Added by the "auto" work: what gave a training setting its value. */
+typedef enum {
+    ZG_FROM_DEFAULT,            /* nobody set it: DeepSpeed's (or zgen's) default */
+    ZG_FROM_CONFIG,             /* the config gives the value */
+    ZG_FROM_AUTO,               /* the config says "auto"; filled as HF's Trainer fills it */
+    ZG_FROM_SPEC,               /* the config leaves it out; the spec's train.* key gives it */
+    ZG_FROM_DERIVED,            /* computed from other settings (the batch triple, warmup_max_lr) */
+} ZgFromKind;
+typedef struct ZgFrom {
+    ZgFromKind kind;
+    const char *src;            /* what gave it, for people: "spec train.lr", "zgen --steps", ... */
+    ZgLoc at;                   /* CONFIG / AUTO: the key in the config */
+} ZgFrom;
+/* The settings plan.txt's "training" section lists (zero_auto.c names them). */
+typedef enum {
+    ZG_S_MICRO, ZG_S_GAS, ZG_S_TB, ZG_S_CLIP, ZG_S_BF16, ZG_S_FP16,
+    ZG_S_LOSS_SCALE, ZG_S_INITIAL_SCALE_POWER, ZG_S_LOSS_SCALE_WINDOW, ZG_S_HYSTERESIS,
+    ZG_S_CONSECUTIVE_HYSTERESIS, ZG_S_MIN_LOSS_SCALE,
+    ZG_S_OPT_TYPE, ZG_S_LR, ZG_S_BETAS, ZG_S_EPS, ZG_S_WD, ZG_S_ADAM_W_MODE, ZG_S_BIAS_CORRECTION,
+    ZG_S_SCHED_TYPE, ZG_S_WARMUP_MIN_LR, ZG_S_WARMUP_MAX_LR, ZG_S_WARMUP_NUM_STEPS, ZG_S_WARMUP_TYPE,
+    ZG_S_TOTAL_NUM_STEPS, ZG_S_WARMUP_MIN_RATIO, ZG_S_COS_MIN_RATIO,
+    ZG_NS
+} ZgSetting;
+/* One "auto" in the config: the key, and the setting it resolved (-1: a sizing key, whose outcome
+** `text` states). */
+typedef struct ZgAutoKey {
+    ZgLoc at;
+    const char *key;            /* dotted DeepSpeed name */
+    int setting;                /* ZgSetting, or -1 */
+    const char *text;           /* setting -1: what became of it */
+} ZgAutoKey;
 
 typedef struct ZgOffloadCfg {
     ZgOffload device;
@@ -210,6 +268,12 @@ typedef struct ZgZero {
     ** does not count). The planner sizes the others from the model and the declared host memory
     ** (plan.c) and honours the ones set. */
     unsigned sizes_set;
+    /* Added by the "auto" work (zero.c, zero_auto.c, check.c): where each training setting came
+    ** from (plan.txt / plan.json "training"), and the config's "auto" keys in file order, each
+    ** printed once as it was resolved. */
+    ZgFrom from[ZG_NS];
+    ZgAutoKey *autos;
+    int n_autos;
 } ZgZero;
 
 enum {
@@ -239,6 +303,22 @@ void zg_check(const ZgModel *m, ZgZero *z);
 /* Added by the front end: loads the config the spec's `deepspeed:` node names (a path relative to the
 ** spec's folder, or an inline mapping). ds NULL -> error asking for -c or deepspeed:. */
 bool zg_zero_load(const ZgNode *ds, const ZgModel *m, ZgZero *z);
+/* Added by the "auto" work. spec_train.c: the train.* keys of ZgTrainArg (train.micro_batch_size,
+** train.lr, train.betas, ...); true when `key` (below train:) is one of them, the value read or
+** reported. zg_train_arg_set: the spec gives train.<k>. */
+bool zg_spec_train_arg(const char *key, const ZgNode *v, ZgModel *m);
+bool zg_train_arg_set(const ZgModel *m, ZgTrainArg k);
+const char *zg_train_arg_name(ZgTrainArg k);                /* "train.lr" */
+/* zero_auto.c: the resolution of each "auto" as one line per key on f ("zgen: FILE:LINE: KEY:
+** "auto" -> VALUE (WHERE FROM)"), in file order; the dotted DeepSpeed name of a setting; its value
+** as plan.txt shows it (malloc'd); a double as the shortest text that reads back the same. */
+void zg_zero_print_auto(const ZgZero *z, FILE *f);
+const char *zg_setting_key(ZgSetting s);
+char *zg_setting_text(const ZgZero *z, ZgSetting s);
+char *zg_num_text(double x);
+/* gen_args.c: argv[1..] as a shell command line (each word quoted where the shell needs it),
+** without -o DIR and --world-size N: what regenerates this trainer for another world size. */
+char *zg_gen_args(int argc, char *const argv[]);
 /* --world-size: sets m->world_size and re-derives the gpus_per_node default (min(ws, 8)). */
 void zg_model_set_world_size(ZgModel *m, int ws);
 /* Defaults of a ZgModel (before parsing; tests). */

@@ -545,6 +545,19 @@ char *zg_mem_headroom_parts(const ZgPlan *p);
 /* planout*.c */
 bool zg_plan_write_json(const ZgPlan *p, FILE *f);
 bool zg_plan_write_txt(const ZgPlan *p, FILE *f);
+/* planout_train.c: the training settings with where each came from, one row per setting the plan
+** uses (rows: room for ZG_NS); plan.txt's section of them. */
+typedef struct ZgTrainRow {
+    const char *key;            /* the DeepSpeed key, dotted */
+    char *value;                /* as text; valid JSON unless json_string (then quote it) */
+    bool json_string;
+    const char *from;           /* "config", "auto", "spec", "derived", "default" */
+    const char *source;         /* what gave it, for people; NULL for a plain config value */
+    int line;                   /* config / auto: the key's line in the config; else 0 */
+    const char *note;           /* what the value means when that is not obvious, or NULL */
+} ZgTrainRow;
+int zg_plan_training_rows(const ZgZero *z, ZgTrainRow *rows);
+void zg_plan_training_txt(const ZgPlan *p, FILE *f);
 /* planout_json.c: writes plan.json and plan.txt into dir (created if missing) via temp + rename. */
 bool zg_plan_write_files(const ZgPlan *p, const char *dir);
 /* estimate.c: DeepSpeed's estimator figures beside zgen's; json=true for --json */

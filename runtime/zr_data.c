@@ -4,6 +4,7 @@
 ** file holds and what was expected.
 */
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +13,23 @@
 #include <unistd.h>
 #include "zr_afile.h"
 #include "zr_data.h"
+#include "zr_data_docs.h"
 #include "zr_log.h"
+
+/* JSONL or other text given where tokens belong: the bytes of the first 4 KiB are all text
+** (printable ASCII, whitespace, UTF-8 continuation) with a line break among them. Token ids rarely
+** look so: both bytes of every uint16 would have to be text bytes. */
+static int looks_like_text(const unsigned char *p, size_t n)
+{
+    int lines = 0;
+    if (n > 4096) n = 4096;
+    for (size_t i = 0; i < n; i++) {
+        unsigned c = p[i];
+        if (c == '\n') lines++;
+        else if (!(c == '\t' || c == '\r' || (c >= 0x20 && c < 0x7f) || c >= 0x80)) return 0;
+    }
+    return lines > 0;
+}
 
 int zr_data_open(ZrData *d, const char *path, int seq_len)
 {
@@ -20,6 +37,7 @@ int zr_data_open(ZrData *d, const char *path, int seq_len)
     int fd, rc = 0;
     int32_t head[3] = { 0, 0, 0 };
     memset(d, 0, sizeof *d);
+    d->ids.bos = d->ids.eos = d->ids.pad = -1;
     snprintf(d->path, sizeof d->path, "%s", path);
     if (seq_len < 1) return zr_train_fail(-EINVAL, "data %s: seq_len %d", path, seq_len);
     fd = open(path, O_RDONLY);
@@ -46,6 +64,10 @@ int zr_data_open(ZrData *d, const char *path, int seq_len)
         return zr_train_fail(-e, "data %s: mmap failed: %s", path, strerror(e));
     }
     memcpy(head, d->map, d->map_bytes >= 12 ? 12 : 4);
+    if (head[0] == ZR_DATA_MAGIC_DOCS) {
+        if ((rc = zr_docs_open(d)) != 0) goto err;
+        return 0;               /* rows are padded: any document count makes whole rows */
+    }
     if (head[0] == ZR_DATA_MAGIC) {
         const int64_t hdr = ZR_DATA_HEADER_INTS * 4;
         int64_t avail;
@@ -105,6 +127,11 @@ int zr_data_open(ZrData *d, const char *path, int seq_len)
                            "header is damaged: regenerate the file)", path, head[0], ZR_DATA_MAGIC,
                            head[1], head[2]);
         goto err;
+    } else if (looks_like_text(d->map, d->map_bytes)) {
+        rc = zr_train_fail(-EINVAL, "data %s: this is text, not tokens (HINT: make the trainer's file "
+                           "with the model's tokenizer: bin/zgen data %s -o data.zgd --tokenizer "
+                           "MODEL_DIR; docs/DATA.md)", path, path);
+        goto err;
     } else {
         d->format = ZR_DATA_RAW;
         if (d->map_bytes % 2) {
@@ -130,6 +157,8 @@ err:
 void zr_data_close(ZrData *d)
 {
     if (d->map) munmap(d->map, d->map_bytes);
+    zr_docs_free(d->docs);
+    d->docs = NULL;
     d->map = NULL;
     d->tokens = NULL;
     d->tokens32 = NULL;
@@ -139,6 +168,10 @@ void zr_data_close(ZrData *d)
 int zr_data_check_vocab(const ZrData *d, int vocab_size)
 {
     int64_t i;
+    if (d->file_vocab > vocab_size)
+        return zr_train_fail(-EINVAL, "data %s: made with a tokenizer of %d tokens, but the model's "
+                             "vocabulary is %d (HINT: run bin/zgen data with this model's own tokenizer "
+                             "folder)", d->path, d->file_vocab, vocab_size);
     for (i = 0; i < d->ntokens; i++)
         if (zr_data_token(d, i) >= (uint32_t)vocab_size)
             return zr_train_fail(-EINVAL, "data %s: token %lld is %u, not below vocab_size %d (HINT: "
@@ -177,7 +210,7 @@ void zr_data_fill_row(const ZrData *d, int64_t step, int64_t tbs, int64_t j, int
 }
 
 int zr_data_fill_micro(const ZrData *d, int64_t step, int seq_len, int mb, int gas, int ws,
-                       int rank, int micro, int32_t *inputs, int32_t *targets)
+                       int rank, int micro, int32_t *inputs, int32_t *targets, int32_t *pos)
 {
     int64_t tbs = (int64_t)mb * gas * ws;
     int i;
@@ -186,11 +219,66 @@ int zr_data_fill_micro(const ZrData *d, int64_t step, int seq_len, int mb, int g
         return zr_train_fail(-EINVAL, "data: bad micro-batch (step %lld, mb %d, gas %d, ws %d, rank %d, "
                              "micro %d)", (long long)step, mb, gas, ws, rank, micro);
     for (i = 0; i < mb; i++) {
-        int64_t j = ((int64_t)micro * ws + rank) * mb + i;
-        zr_data_fill_row(d, step, tbs, j, seq_len, inputs + (int64_t)i * seq_len,
-                         targets + (int64_t)i * seq_len);
+        int64_t j = ((int64_t)micro * ws + rank) * mb + i, o = (int64_t)i * seq_len;
+        if (d->docs) {
+            int rc = zr_docs_fill_row(d, step * tbs + j, seq_len, inputs + o, targets + o,
+                                      pos ? pos + o : NULL);
+            if (rc) return rc;
+            continue;
+        }
+        zr_data_fill_row(d, step, tbs, j, seq_len, inputs + o, targets + o);
+        if (pos)
+            for (int t = 0; t < seq_len; t++) pos[o + t] = t;
     }
     return 0;
+}
+
+int64_t zr_data_step_targets(const ZrData *d, int64_t step, int seq_len, int64_t tbs)
+{
+    if (!d->docs) return tbs * seq_len;
+    int32_t *in = malloc((size_t)seq_len * 2 * sizeof *in), *tg = in + seq_len;
+    int64_t n = 0;
+    if (!in) return zr_train_fail(-ENOMEM, "data %s: out of memory", d->path);
+    for (int64_t j = 0; j < tbs; j++) {
+        int rc = zr_docs_fill_row(d, step * tbs + j, seq_len, in, tg, NULL);
+        if (rc) {
+            free(in);
+            return rc;
+        }
+        for (int t = 0; t < seq_len; t++) n += tg[t] >= 0;
+    }
+    free(in);
+    return n;
+}
+
+void zr_data_set_order(ZrData *d, uint64_t seed, int shuffle)
+{
+    if (d->docs) zr_docs_set_order(d->docs, seed, shuffle);
+}
+
+int64_t zr_data_eval_rows(const ZrData *d, int seq_len)
+{
+    if (d->docs) return zr_docs_eval_rows(d, seq_len);
+    return (d->ntokens - 1) / seq_len;
+}
+
+void zr_data_fill_eval_row(const ZrData *d, int64_t row, int seq_len, int32_t *inputs,
+                           int32_t *targets, int32_t *pos)
+{
+    if (d->docs) {
+        (void)zr_docs_fill_eval_row(d, row, seq_len, inputs, targets, pos);
+        return;
+    }
+    if (row >= zr_data_eval_rows(d, seq_len)) {
+        zr_docs_fill_empty(d, 0, seq_len, inputs, targets, pos);
+        return;
+    }
+    for (int t = 0; t < seq_len; t++) {
+        int64_t i = row * seq_len + t;
+        inputs[t] = (int32_t)zr_data_token(d, i);
+        targets[t] = (int32_t)zr_data_token(d, i + 1);
+        if (pos) pos[t] = t;
+    }
 }
 
 int zr_data_write(const char *path, const uint16_t *tokens, int64_t n, int llmc)

@@ -58,6 +58,7 @@ int zr_log_format(char *buf, size_t cap, const ZrLogStep *s)
     if (s->has_val) {
         ADD(snprintf(buf + n, cap - n, ",\"val_loss\":"));
         ADD(put_num(buf + n, cap - n, s->val_loss));
+        ADD(snprintf(buf + n, cap - n, ",\"val_tokens\":%lld", (long long)s->val_tokens));
     }
     ADD(snprintf(buf + n, cap - n, "}"));
 #undef ADD

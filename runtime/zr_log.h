@@ -6,7 +6,7 @@
 **    "tokens_per_s":10234.5,"ms":101.2}
 ** then ,"speculation":"kept"|"redone"|"undone" when the plan speculates (the speculative step's
 ** outcome: its second copy committed, redone because the step clipped, undone because it skipped),
-** and ,"val_loss":x before the closing brace when has_val. loss_scale is 1 without fp16.
+** and ,"val_loss":x,"val_tokens":n before the closing brace when has_val (n: the targets scored). loss_scale is 1 without fp16.
 ** step counts optimizer steps from 0, skipped ones included.
 */
 #ifndef ZR_LOG_H
@@ -26,6 +26,7 @@ typedef struct ZrLogStep {
     const char *speculation;    /* "kept", "redone", "undone", or NULL (no speculative step) */
     int has_val;
     double val_loss;
+    int64_t val_tokens;         /* targets the evaluation scored */
 } ZrLogStep;
 
 typedef struct ZrLog {

@@ -157,4 +157,60 @@ int zr_st_write_model(const char *dir, const ZrStTensor *t, int n, int dtype, ui
 int zr_st_write_dtype(const char *path, const ZrStTensor *t, int n, int dtype, const char *const *metadata);
 
 /* }===== */
+/* {===== what a folder carries beside the weights (zr_hf_tok.c) */
+
+/* For AutoTokenizer.from_pretrained and generate() to work on an export: the special-token ids
+** (config.json and generation_config.json), the generation defaults of the model it came from, and
+** the tokenizer's own files. Each source fills only what the ones before it left unset, so the
+** callers' order is the precedence: zr_hf_extra_set_tokens (the data's tokenizer), then
+** zr_hf_extra_add_tokenizer (--tokenizer DIR), zr_hf_extra_add_folder (--init-from DIR),
+** zr_hf_extra_add_meta (a checkpoint's record of all of it). Sources are read and checked when
+** added, so a bad one is refused before anything is written. */
+enum { ZR_HF_BOS, ZR_HF_EOS, ZR_HF_PAD, ZR_HF_NIDS };
+extern const char *const zr_hf_id_keys[ZR_HF_NIDS];   /* "bos_token_id", "eos_token_id", ... */
+#define ZR_HF_ID_TEXT 256
+#define ZR_HF_TOK_FILES 12
+
+typedef struct ZrHfExtra {
+    char id[ZR_HF_NIDS][ZR_HF_ID_TEXT]; /* each id's JSON value (1, or [128001, 128009]); "" omitted */
+    int id_from_tokens[ZR_HF_NIDS];     /* set by zr_hf_extra_set_tokens */
+    char *gen_base;             /* malloc'd JSON object of the source's generation_config.json, or NULL */
+    char tok_dir[4096];         /* the folder the tokenizer files come from ("" none), as given */
+    char tok_abs[4096];         /* the same, absolute (what a checkpoint records) */
+    int n_tok;
+    const char *tok_files[ZR_HF_TOK_FILES];   /* the tokenizer files found there, in copy order */
+    char tok_gone[4096];        /* a recorded tokenizer folder that no longer holds one ("" none) */
+} ZrHfExtra;
+
+void zr_hf_extra_init(ZrHfExtra *x);
+void zr_hf_extra_free(ZrHfExtra *x);
+/* tok[ZR_HF_NIDS]: bos, eos, pad ids of the data's tokenizer, -1 where unknown. */
+void zr_hf_extra_set_tokens(ZrHfExtra *x, const int *tok);
+/* A tokenizer folder that must hold one: -ENOENT / -ENOTDIR when it is missing or not a folder,
+** or holds none of tokenizer.json, tokenizer.model, vocab.json, vocab.txt; an unreadable file is
+** an error naming it. */
+int zr_hf_extra_add_tokenizer(ZrHfExtra *x, const char *dir);
+/* A model folder (a file path adds nothing): its config.json ids, its generation_config.json, its
+** tokenizer files if it has some. Where the data's eos is one id and the folder's eos is a list
+** holding it (LLaMA 3 Instruct's [128001, 128008, 128009]), the list is kept: generate() then stops
+** at every end token the model knows. */
+int zr_hf_extra_add_folder(ZrHfExtra *x, const char *dir);
+/* A checkpoint meta's "hf_extra" object (zr_hf_extra_meta's text; a meta without one adds
+** nothing). The tokenizer folder it names is used if it still holds a tokenizer. */
+int zr_hf_extra_add_meta(ZrHfExtra *x, const char *meta);
+/* The "hf_extra" object a checkpoint meta records: malloc'd JSON text, NULL when out of memory. */
+char *zr_hf_extra_meta(const ZrHfExtra *x);
+/* config.json as zr_st_hf_config_write writes it, the ids that are set appended (replacing rows of
+** the same key). */
+int zr_hf_extra_config_write(const char *path, const ZrHfKey *k, int n, const char *torch_dtype,
+                             const ZrHfExtra *x);
+/* Into folder dir: generation_config.json (the ids that are set, then every other member of
+** gen_base but "_from_model_config"; not written when that is empty), and the tokenizer files,
+** each copied atomically; known tokenizer files in dir that the source lacks are removed (a stale
+** tokenizer.model beside a new tokenizer.json would load as another tokenizer). */
+int zr_hf_extra_write(const ZrHfExtra *x, const char *dir);
+/* The stderr line an export without tokenizer files prints once: what is missing and how to add it. */
+void zr_hf_extra_note(const ZrHfExtra *x, const char *dir, char *out, size_t cap);
+
+/* }===== */
 #endif

@@ -3,7 +3,7 @@
 # Safe to run repeatedly; needs root (or sudo) only when something is missing.
 set -euo pipefail
 pkgs=(build-essential pkg-config libyaml-dev liblua5.4-dev liburing-dev
-      libopenmpi-dev openmpi-bin libopenblas-dev python3-numpy python3-torch fio
+      libopenmpi-dev openmpi-bin libopenblas-dev python3-numpy python3-torch python3-matplotlib python3-venv fio
       clang libclang-rt-14-dev)   # clang + libFuzzer/ASan runtimes: tests/fuzz (make fuzz)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -11,10 +11,23 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#pkgs[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+
+# The project's Python (build/py): a venv over Debian's python3, so torch/numpy/matplotlib are
+# Debian's, with the pinned Hugging Face packages of scripts/requirements.txt on top (--no-deps:
+# pip resolves nothing, downloads nothing that is not pinned there). Made again when the pins change.
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PYV="$ROOT/build/py"
+if ! cmp -s "$ROOT/scripts/requirements.txt" "$PYV/.requirements" 2>/dev/null; then
+  echo "install-deps: making $PYV (scripts/requirements.txt)"
+  rm -rf "$PYV"
+  /usr/bin/python3 -m venv --system-site-packages "$PYV"
+  "$PYV/bin/pip" install -q --disable-pip-version-check --no-deps -r "$ROOT/scripts/requirements.txt"
+  cp "$ROOT/scripts/requirements.txt" "$PYV/.requirements"
+fi

@@ -6,7 +6,8 @@ set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMP_WAIT_POLICY=PASSIVE
-PY=/usr/bin/python3                    # Debian's python3, which has torch and numpy
+PY=$PWD/build/py/bin/python           # the project's venv (scripts/install-deps.sh): Debian's torch
+[ -x "$PY" ] || PY=/usr/bin/python3    # and numpy, the pinned Hugging Face packages
 P=0; F=0; S=0
 ok()    { echo "$1 ... ok"; P=$((P+1)); }
 fail()  { echo "$1 ... FAIL${2:+ ($2)}"; F=$((F+1)); }

@@ -238,7 +238,7 @@ static void forward(const ZrOpRow *op)
     case ZR_MOD_BLOCK: cz_block_forward(mr->layer, p, op->slot == ZR_RECOMPUTE); break;
     case ZR_MOD_FINAL_NORM: cz_final_norm_forward(p); break;
     case ZR_MOD_HEAD:
-        cz_head_forward(T.micro, p, (float)(T.loss_scale / (double)ZG_TOKENS_PER_STEP), !T.forward_only);
+        cz_head_forward(T.micro, p, (float)(T.loss_scale / T.step_targets), !T.forward_only);
         break;
     }
 }

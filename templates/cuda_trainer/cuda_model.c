@@ -56,6 +56,7 @@ void cz_carve_end(char *acts_start, char *acts_end, char *scratch_start, char *s
     char *cur = scratch_cur;
     a->tokens = cz_take(&cur, N_ROWS, 4);
     a->targets = cz_take(&cur, N_ROWS, 4);
+    a->pos = cz_take(&cur, N_ROWS, 4);
     a->colsum = cz_take(&cur, (size_t)ZK_COLSUM_FLOATS(N_ROWS, ZG_D_MODEL, ZG_D_FF), 4);
     a->tok_buckets = cz_take(&cur, ZK_TOKBUCKET_INTS(N_ROWS), 4);
     a->acts_bytes = (size_t)(acts_end - acts_start);
@@ -99,10 +100,25 @@ void cz_gemm(int ta, int tb, int M, int N, int K, const void *A, int lda, const 
 }
 
 /* ---------------------------------------------------------------------- batch */
+/* The attention kernels rely on each row's documents being runs that restart at 0 (kernels/zk_doc.cuh:
+** document starts never decrease along a row), and the position tables on pos < seq_len: the data
+** layer guarantees both (train.h T.pos), so a violation is this program's fault. */
+static void check_pos(const int32_t *pos, int micro)
+{
+    for (int i = 0; i < N_ROWS; i++) {
+        int t = i % ZG_SEQ_LEN, want = t ? pos[i - 1] + 1 : 0;
+        if (pos[i] != want && (pos[i] != 0 || !t))
+            tr_die("internal: micro-step %d, row %d, token %d has document position %d (after %d)", micro,
+                   i / ZG_SEQ_LEN, t, pos[i], t ? pos[i - 1] : -1);
+    }
+}
+
 void cz_upload_batch(int micro)
 {
     memcpy(CZ.tok_h[micro], T.inputs, sizeof CZ.tok_h[micro]);
     memcpy(CZ.tgt_h[micro], T.targets, sizeof CZ.tgt_h[micro]);
+    memcpy(CZ.pos_h[micro], T.pos, sizeof CZ.pos_h[micro]);
+    check_pos(CZ.pos_h[micro], micro);
     /* the token table's gradient grouping by token (encoder.cu): the data were checked against the
     ** vocabulary when opened (zr_data_check_vocab), so an id out of range here is this program's fault */
     if (zk_tok_buckets(CZ.tok_h[micro], N_ROWS, ZG_VOCAB_SIZE, CZ.tok_count, CZ.bkt_h[micro]) < 0)
@@ -110,6 +126,11 @@ void cz_upload_batch(int micro)
     CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, CZ.a.tokens, CZ.tok_h[micro], sizeof CZ.tok_h[micro]));
     CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, CZ.a.targets, CZ.tgt_h[micro], sizeof CZ.tgt_h[micro]));
     CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, CZ.a.tok_buckets, CZ.bkt_h[micro], sizeof CZ.bkt_h[micro]));
+    CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, CZ.a.pos, CZ.pos_h[micro], sizeof CZ.pos_h[micro]));
+    if (CZ.a.pos_buckets) {   /* the position table's gradient, grouped the same way (check_pos: pos < T) */
+        zk_tok_buckets(CZ.pos_h[micro], N_ROWS, ZG_SEQ_LEN, CZ.pos_count, CZ.pbkt_h[micro]);
+        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, CZ.a.pos_buckets, CZ.pbkt_h[micro], sizeof CZ.pbkt_h[micro]));
+    }
 }
 
 /* ---------------------------------------------------------------------- head */

@@ -37,8 +37,10 @@ void *cz_take(char **cur, size_t n, size_t es);
 ** carves its arrays (CzDevActs' and its own); it carves the first ones of "acts", the embedding's
 ** output and the N_AREAS block areas of layer_bytes each, returns the areas and leaves *cur after
 ** them. cz_carve_end: carves the scratch's common tail
-** (tokens, targets, colsum, token buckets) at scratch_cur, records both sizes in CZ.a and dies when
-** they differ from the plan's regions (ZG_ACTS_BYTES, ZG_SCRATCH_BYTES: a plan from another zgen). */
+** (tokens, targets, positions, colsum, token buckets) at scratch_cur, records both sizes in CZ.a and
+** dies when they differ from the plan's regions (ZG_ACTS_BYTES, ZG_SCRATCH_BYTES: a plan from another
+** zgen). An arch with a learned position table carves CZ.a.pos_buckets before it (the batch upload
+** then fills it). */
 void *cz_carve_begin(char **acts, char **scratch, char **cur, size_t layer_bytes);
 void cz_carve_end(char *acts_start, char *acts_end, char *scratch_start, char *scratch_cur);
 /* The kept block outputs of activation checkpointing (none without it), carved at *cur. */

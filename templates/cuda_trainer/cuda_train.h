@@ -39,6 +39,9 @@ typedef struct CzDevActs {
     void *dresidual, *dln;      /* the residual stream's gradient; a norm output's gradient */
     float *colsum;              /* the column sums' partials (zk_colsum.h) */
     int *tokens, *targets, *tok_buckets;
+    int *pos;                   /* each token's position in its document (train.h T.pos) */
+    int *pos_buckets;           /* the positions grouped by position (zk_tokbucket.h), for a learned
+                                ** position table's gradient (gpt2); NULL where the arch has none */
     size_t acts_bytes, scratch_bytes;
 } CzDevActs;
 
@@ -60,9 +63,12 @@ typedef struct Cz {
         _Alignas(4096) int32_t tok_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
         int32_t tgt_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
         int32_t bkt_h[ZG_GRAD_ACCUM][ZK_TOKBUCKET_INTS(ZG_MICRO_BATCH * ZG_SEQ_LEN)];  /* zk_tokbucket.h */
+        int32_t pos_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
+        int32_t pbkt_h[ZG_GRAD_ACCUM][ZK_TOKBUCKET_INTS(ZG_MICRO_BATCH * ZG_SEQ_LEN)]; /* with pos_buckets */
         float loss_h[ZG_GRAD_ACCUM][ZG_MICRO_BATCH * ZG_SEQ_LEN];
     };
     int tok_count[ZG_VOCAB_SIZE + 1];       /* zk_tok_buckets' workspace */
+    int pos_count[ZG_SEQ_LEN + 1];          /* ... for the positions */
     int loss_pending[ZG_GRAD_ACCUM];
     int check;                  /* --check */
     int sync_debug;             /* --sync-debug */

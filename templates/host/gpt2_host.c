@@ -111,7 +111,8 @@ void zk_embed_forward(const ZkDims *d, const int *tokens, const float *wte, cons
     int BT = d->B * d->T, C = d->C;
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < BT; r++) {
-        const float *e = wte + (size_t)tokens[r] * C, *p = wpe + (size_t)(r % d->T) * C;
+        int t = d->pos ? d->pos[r] : r % d->T;
+        const float *e = wte + (size_t)tokens[r] * C, *p = wpe + (size_t)t * C;
         float *o = a->encoded + (size_t)r * C;
 #pragma omp simd
         for (int i = 0; i < C; i++) o[i] = e[i] + p[i];
@@ -127,7 +128,7 @@ void zk_block_recompute(const ZkDims *d, int l, const ZkBlockParams *p, const Zk
     ZkLayerActs v = zk_layer_acts(d, a, l);
     zk_layernorm_forward(BT, C, d->eps, x, p->ln1_w, p->ln1_b, v.ln1, v.ln1_mean, v.ln1_rstd);
     zk_linear_forward(BT, C, 3 * C, v.ln1, p->qkv_w, p->qkv_b, NULL, v.qkv, NULL);
-    zk_attention_forward(d->B, d->T, C, d->NH, v.qkv, v.att, v.atty);
+    zk_attention_forward(d->B, d->T, C, d->NH, d->pos, v.qkv, v.att, v.atty);
     zk_linear_forward(BT, C, C, v.atty, p->attproj_w, p->attproj_b, x, v.residual2, NULL);
     zk_layernorm_forward(BT, C, d->eps, v.residual2, p->ln2_w, p->ln2_b, v.ln2, v.ln2_mean,
                          v.ln2_rstd);
@@ -238,7 +239,7 @@ void zk_block_backward(const ZkDims *d, int l, const ZkBlockParams *p, const ZkB
     /* attention branch: residual2 = x + attention(ln1 @ qkv_w + qkv_b) @ attproj_w + attproj_b */
     zk_linear_backward(BT, C, C, v.atty, p->attproj_w, a->dresidual, a->datty, g->attproj_w,
                        g->attproj_b, NULL, NULL);
-    zk_attention_backward(d->B, d->T, C, d->NH, v.qkv, v.att, a->datty, a->datt, a->dqkv);
+    zk_attention_backward(d->B, d->T, C, d->NH, d->pos, v.qkv, v.att, a->datty, a->datt, a->dqkv);
     zk_linear_backward(BT, C, 3 * C, v.ln1, p->qkv_w, a->dqkv, a->dln, g->qkv_w, g->qkv_b, NULL,
                        NULL);
     zk_layernorm_backward(BT, C, x, p->ln1_w, v.ln1_mean, v.ln1_rstd, a->dln, a->dresidual,
@@ -257,7 +258,8 @@ void zk_embed_backward(const ZkDims *d, const int *tokens, float *dwte, float *d
         int c0 = k * EMB_COLS, c1 = c0 + EMB_COLS < C ? c0 + EMB_COLS : C;
         for (int r = 0; r < BT; r++) {
             const float *g = a->dresidual + (size_t)r * C;
-            float *e = dwte + (size_t)tokens[r] * C, *p = dwpe + (size_t)(r % d->T) * C;
+            int t = d->pos ? d->pos[r] : r % d->T;
+            float *e = dwte + (size_t)tokens[r] * C, *p = dwpe + (size_t)t * C;
             for (int i = c0; i < c1; i++) { /* e and p may not alias (dwte, dwpe) */
                 e[i] += g[i];
                 p[i] += g[i];

@@ -48,6 +48,9 @@ typedef struct ZkDims {
     int V;                      /* vocabulary */
     int L;                      /* blocks */
     float eps;                  /* LayerNorm epsilon */
+    const int *pos;             /* (B,T) each token's position in its document (docs/DATA.md): the
+                                ** position table's row, and attention over keys t-pos[t] .. t;
+                                ** NULL: 0 .. T-1 in every row */
 } ZkDims;
 
 /* One block's parameters, Hugging Face names h.{l}.<...> in brackets, shapes [in, out]. */
@@ -119,7 +122,7 @@ void zk_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, 
               const float *B, int ldb, float beta, float *C, int ldc);
 
 /* ---------------------------------------------------------------------- forward, in this order */
-/* encoded[b,t] = wte[tokens[b,t]] + wpe[t]; tokens (B,T) in [0, V); wte (V,C), wpe (>=T, C). */
+/* encoded[b,t] = wte[tokens[b,t]] + wpe[pos[b,t]]; tokens (B,T) in [0, V); wte (V,C), wpe (>=T, C). */
 void zk_embed_forward(const ZkDims *d, const int *tokens, const float *wte, const float *wpe,
                       const ZkActs *a);
 /* Block l: reads encoded (l == 0) or block l-1's residual3, writes block l's activations. */
@@ -148,7 +151,7 @@ void zk_final_norm_backward(const ZkDims *d, const float *lnf_w, float *dlnf_w, 
 /* Block l: dresidual holds dL/d(block output) on entry and dL/d(block input) on return. */
 void zk_block_backward(const ZkDims *d, int l, const ZkBlockParams *p, const ZkBlockGrads *g,
                        const ZkActs *a);
-/* dwte[tokens[b,t]] += dresidual[b,t]; dwpe[t] += sum_b dresidual[b,t]. */
+/* dwte[tokens[b,t]] += dresidual[b,t]; dwpe[pos[b,t]] += dresidual[b,t], rows in (b,t) order. */
 void zk_embed_backward(const ZkDims *d, const int *tokens, float *dwte, float *dwpe,
                        const ZkActs *a);
 
@@ -172,10 +175,12 @@ void zk_linear_forward(int n, int in, int out, const float *x, const float *w, c
 ** dx, dw and db share one parallel loop (one barrier). */
 void zk_linear_backward(int n, int in, int out, const float *x, const float *w, const float *dy,
                         float *dx, float *dw, float *db, const float *gelu_x, float *dgelu);
-/* Causal self-attention of one block: qkv (B,T,3C) -> y (B,T,C), probabilities into att. */
-void zk_attention_forward(int B, int T, int C, int NH, const float *qkv, float *att, float *y);
+/* Causal self-attention of one block: qkv (B,T,3C) -> y (B,T,C), probabilities into att. The query
+** at t sees keys t - pos[t] .. t (its document; pos NULL: 0 .. t); the others get probability 0. */
+void zk_attention_forward(int B, int T, int C, int NH, const int *pos, const float *qkv, float *att,
+                          float *y);
 /* dqkv = gradient of qkv (overwrite); datt: (B,NH,T,T) scratch for dL/d(scores). */
-void zk_attention_backward(int B, int T, int C, int NH, const float *qkv, const float *att,
-                           const float *dy, float *datt, float *dqkv);
+void zk_attention_backward(int B, int T, int C, int NH, const int *pos, const float *qkv,
+                           const float *att, const float *dy, float *datt, float *dqkv);
 
 #endif

@@ -13,6 +13,9 @@
 ** set to 0 so the following matmul can take the block whole. Entries right of column i1 are never
 ** written nor read.
 **
+** Documents: the query at i sees keys [i - pos[i], i] only; probabilities left of that are 0, and
+** so are their score gradients, so the block matmuls stay whole and add exact zeros there.
+**
 ** Threads: the tasks run on OpenMP threads and each calls a single-threaded sgemm (one pool, see
 ** gpt2_host.h), so each small matmul runs in the calling thread without a hand-off.
 */
@@ -27,7 +30,8 @@ enum { ROWS = 32 };             /* query rows per block */
 
 ZK_VECTOR_BEGIN
 
-void zk_attention_forward(int B, int T, int C, int NH, const float *qkv, float *att, float *y)
+void zk_attention_forward(int B, int T, int C, int NH, const int *pos, const float *qkv, float *att,
+                          float *y)
 {
     int hs = C / NH, ld = 3 * C, solo = zk_blas_solo();
     float scale = 1.0f / sqrtf((float)hs);
@@ -43,16 +47,18 @@ void zk_attention_forward(int B, int T, int C, int NH, const float *qkv, float *
                         q + (size_t)i0 * ld, ld, k, ld, 0.0f, p + (size_t)i0 * T, T);
             for (int i = i0; i < i1; i++) {
                 float *pi = p + (size_t)i * T, mx = -INFINITY, sum = 0.0f;
+                int j0 = pos ? i - pos[b * T + i] : 0;
 #pragma omp simd reduction(max : mx)
-                for (int j = 0; j <= i; j++) mx = pi[j] > mx ? pi[j] : mx;
+                for (int j = j0; j <= i; j++) mx = pi[j] > mx ? pi[j] : mx;
 #pragma omp simd reduction(+ : sum)
-                for (int j = 0; j <= i; j++) {
+                for (int j = j0; j <= i; j++) {
                     pi[j] = zk_exp(pi[j] - mx);
                     sum += pi[j];
                 }
                 float inv = 1.0f / sum;
 #pragma omp simd
-                for (int j = 0; j <= i; j++) pi[j] *= inv;
+                for (int j = j0; j <= i; j++) pi[j] *= inv;
+                for (int j = 0; j < j0; j++) pi[j] = 0.0f;
                 for (int j = i + 1; j < i1; j++) pi[j] = 0.0f;
             }
             /* y = p v */
@@ -63,8 +69,8 @@ void zk_attention_forward(int B, int T, int C, int NH, const float *qkv, float *
     zk_blas_restore(solo);
 }
 
-void zk_attention_backward(int B, int T, int C, int NH, const float *qkv, const float *att,
-                           const float *dy, float *datt, float *dqkv)
+void zk_attention_backward(int B, int T, int C, int NH, const int *pos, const float *qkv,
+                           const float *att, const float *dy, float *datt, float *dqkv)
 {
     int hs = C / NH, ld = 3 * C, solo = zk_blas_solo();
     float scale = 1.0f / sqrtf((float)hs);
@@ -85,10 +91,12 @@ void zk_attention_backward(int B, int T, int C, int NH, const float *qkv, const 
             for (int i = i0; i < i1; i++) {
                 const float *pi = p + (size_t)i * T;
                 float *di = ds + (size_t)i * T, s = 0.0f;
+                int j0 = pos ? i - pos[b * T + i] : 0;
 #pragma omp simd reduction(+ : s)
-                for (int j = 0; j <= i; j++) s += pi[j] * di[j];
+                for (int j = j0; j <= i; j++) s += pi[j] * di[j];
 #pragma omp simd
-                for (int j = 0; j <= i; j++) di[j] = pi[j] * (di[j] - s);
+                for (int j = j0; j <= i; j++) di[j] = pi[j] * (di[j] - s);
+                for (int j = 0; j < j0; j++) di[j] = 0.0f;
                 for (int j = i + 1; j < i1; j++) di[j] = 0.0f;
             }
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, scale, db, T, k, ld,

@@ -32,10 +32,16 @@
 /* ---------------------------------------------------------------------- command line */
 typedef struct TrArgs {
     const char *data, *val, *log, *init_from, *export_path, *save, *resume, *trace;
+    const char *tokenizer;      /* --tokenizer DIR: the tokenizer files an export carries (else
+                                ** --init-from's folder) */
     const char *dump_grads;     /* debug: after step 1's backward, write fp32 gradients (safetensors) */
     const char *export_dtype;   /* --export-dtype: "fp32" (NULL) or "bf16" */
     int64_t export_shard_bytes; /* --export-shard-size: folder shard limit; 0 = ZR_ST_SHARD_BYTES */
     int64_t steps;              /* optimizer steps to reach (from the resumed step if any) */
+    int64_t more_steps;         /* --more-steps K: K steps past the resumed one (0: --steps rules) */
+    int steps_given;            /* --steps was on the command line */
+    int64_t eval_every;         /* --eval-every K: score --val every K steps (and at the last) */
+    int eval_only;              /* --eval-only: score --val at the loaded weights, then exit */
     int64_t save_every;
     int threads;                /* per rank; 0 = cores / ranks on this node */
     int quiet;
@@ -140,6 +146,12 @@ typedef struct Trainer {
     float *ckpt_out;
     int area_layer;             /* the block whose activations the block area holds, -1 */
     int32_t inputs[ZG_MICRO_BATCH * ZG_SEQ_LEN], targets[ZG_MICRO_BATCH * ZG_SEQ_LEN];
+    /* each input token's position in its document (docs/DATA.md): positions, and attention of the
+    ** token at t over keys t - pos[t] .. t; 0, 1, .. seq_len-1 in every row of a token file */
+    int32_t pos[ZG_MICRO_BATCH * ZG_SEQ_LEN];
+    double step_targets;        /* targets of the whole global batch this step (or evaluation
+                                ** chunk): the loss's divisor, the same on every rank */
+    ZrTokIds tok;               /* bos/eos/pad of the data's tokenizer (-1: unknown), for the export */
 
     /* run state */
     TrReq gather_req[TR_MAX_SLOTS];          /* per gather slot */
@@ -247,7 +259,11 @@ extern const TrOps tr_host_ops;         /* train_ops.c */
 
 /* train_exec.c: the loop, run with a backend's op table */
 void tr_exec_micro(const TrOps *ops, int micro, int last);  /* loads its batch, runs its op list */
-float tr_eval_batch(const TrOps *ops, const ZrData *d, int64_t step);  /* mean loss of one batch */
+/* The step's loss divisor into T.step_targets: the targets of the whole global batch of T.step. */
+void tr_step_targets(void);
+/* Every row of d scored once at the current weights: the mean loss over its targets, *targets their
+** count (docs/DATA.md, Evaluation). */
+double tr_eval(const TrOps *ops, const ZrData *d, int64_t *targets);
 void tr_grads_zero(const TrOps *ops);   /* start of an optimizer step */
 /* train_exec.c: the address computations every backend shares. Pointers are plan addresses (a
 ** region's place in its tier's arena); a backend maps them to its own memory (the CUDA backend's
@@ -334,6 +350,7 @@ void tr_export(const char *path);       /* rank 0 writes a file or a HF folder (
 /* Command-line values of --export-dtype / --export-shard-size, checked (exit 2 with a message). */
 const char *tr_export_dtype_arg(const char *v);
 int64_t tr_size_arg(const char *flag, const char *v);
+int64_t tr_count_arg(const char *flag, const char *v);   /* a whole number >= 0, or exit 2 naming the flag */
 void tr_dump_grads(const char *path);   /* debug: the reduced gradients, fp32, HF names */
 
 /* train_ckpt.c */

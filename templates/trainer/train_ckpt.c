@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "train.h"
+#include "train_hf.h"     /* defines: tr_hf_extra (the export's ids, generation config, tokenizer) */
 
 /* the meta of format-1 checkpoints (no tensor index): those load only into the very same plan */
 #define META_V1 "{\"name\":\"" ZG_NAME "\",\"stage\":%d,\"world\":%d,\"dtype\":\"" ZG_DTYPE_NAME \
@@ -26,12 +27,49 @@
 static const char *const part_name[3] = {"master", "adam_m", "adam_v"};
 static const char *const offload_name[3] = {"none", "cpu", "nvme"};
 
+/* The --resume checkpoint's meta: a resumed run without --init-from still exports the ids,
+** generation defaults and tokenizer of the model the first run started from. */
+static char *resumed_meta;
+
+int tr_hf_extra(ZrHfExtra *x, char *why, size_t cap)
+{
+    const int tok[ZR_HF_NIDS] = {T.tok.bos, T.tok.eos, T.tok.pad};
+    const char *flag = NULL;
+    zr_hf_extra_init(x);
+    zr_hf_extra_set_tokens(x, tok);
+    if (T.a.tokenizer && zr_hf_extra_add_tokenizer(x, T.a.tokenizer) < 0) flag = "--tokenizer";
+    else if (T.a.init_from && zr_hf_extra_add_folder(x, T.a.init_from) < 0) flag = "--init-from";
+    else if (resumed_meta && zr_hf_extra_add_meta(x, resumed_meta) < 0) flag = "--resume";
+    if (flag) snprintf(why, cap, "%s: %s", flag, zr_train_error());
+    return flag ? -1 : 0;
+}
+
+void tr_hf_check(void)
+{
+    ZrHfExtra x;
+    char why[1200];
+    if (T.rank != 0) return;         /* only rank 0 writes the export; the files need only be there */
+    int rc = tr_hf_extra(&x, why, sizeof why);
+    zr_hf_extra_free(&x);
+    if (rc) tr_die("%s", why);
+}
+
 /* What the manifest says about the run: the plan (informative on resume), the model's
-** hyperparameters, and the model's Hugging Face config.json keys (the rows zgen emitted), from
-** which `zgen ckpt --export` writes config.json for any arch. Returns malloc'd text. */
+** hyperparameters, the model's Hugging Face config.json keys (the rows zgen emitted), from
+** which `zgen ckpt --export` writes config.json for any arch, and "hf_extra": the export's token
+** ids, generation defaults and tokenizer folder (zr_hf_extra_meta), so that `zgen ckpt --export`
+** writes what this run's --export would. Returns malloc'd text. */
 static char *make_meta(void)
 {
-    size_t cap = 1024, len;
+    ZrHfExtra x;
+    char why[1200];
+    /* a source that went bad during the run (checked at startup) must not cost the checkpoint */
+    if (tr_hf_extra(&x, why, sizeof why) < 0)
+        fprintf(stderr, "train: warning: --save records no full tokenizer information: %s\n", why);
+    char *extra = zr_hf_extra_meta(&x);
+    zr_hf_extra_free(&x);
+    if (!extra) tr_die("out of memory for the checkpoint's manifest");
+    size_t cap = 1024 + strlen(extra), len;
     for (int r = 0; r < ZG_N_HF_CONFIG; r++)
         if (zg_hf_config[r].write) cap += strlen(zg_hf_config[r].key) + strlen(zg_hf_config[r].value) + 8;
     char *out = malloc(cap);
@@ -52,7 +90,8 @@ static char *make_meta(void)
                                 zg_hf_config[r].value);
         sep = ",";
     }
-    snprintf(out + len, cap - len, "}}");
+    snprintf(out + len, cap - len, "},\"hf_extra\":%s}", extra);
+    free(extra);
     return out;
 }
 
@@ -239,6 +278,8 @@ void tr_ckpt_load(const char *dir)
 {
     LoadCtx c = {NULL, dir};
     if (zr_ckpt_set_open(&c.s, dir, -1) < 0) tr_die("--resume: %s", zr_train_error());
+    if (!(resumed_meta = strdup(zr_ckpt_set_meta(c.s)))) tr_die("out of memory");
+    tr_hf_check();                    /* a bad --tokenizer fails now, not after the training */
     int nt;
     const ZrCkptTensor *ct = zr_ckpt_set_tensors(c.s, &nt);
     if (!ct) {

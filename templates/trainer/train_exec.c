@@ -188,8 +188,17 @@ static void load_batch(const TrOps *ops, const ZrData *d, int64_t step, int micr
 {
     T.micro = micro;
     ZR_CHECK(zr_data_fill_micro(d, step, ZG_SEQ_LEN, ZG_MICRO_BATCH, ZG_GRAD_ACCUM, T.ws, T.rank,
-                                micro, T.inputs, T.targets));
+                                micro, T.inputs, T.targets, T.pos));
     if (ops->batch) ops->batch(micro);
+}
+
+void tr_step_targets(void)
+{
+    int64_t n = zr_data_step_targets(&T.data, T.step, ZG_SEQ_LEN,
+                                     (int64_t)ZG_MICRO_BATCH * ZG_GRAD_ACCUM * T.ws);
+    if (n < 0) tr_die("--data: %s", zr_train_error());
+    /* a batch of padding alone has loss 0 and no gradient; 1 keeps the divisions finite */
+    T.step_targets = n > 0 ? (double)n : 1.0;
 }
 
 void tr_exec_micro(const TrOps *ops, int micro, int last)
@@ -201,20 +210,40 @@ void tr_exec_micro(const TrOps *ops, int micro, int last)
     if (last && ops->flush) ops->flush();
 }
 
-float tr_eval_batch(const TrOps *ops, const ZrData *d, int64_t step)
+/* Chunks of ZG_MICRO_BATCH rows per rank, every rank running every chunk (the forward's gathers are
+** collective); rows past the file's end are padding without targets. Each chunk's loss sum is
+** all-reduced, the chunks added in double. */
+double tr_eval(const TrOps *ops, const ZrData *d, int64_t *targets)
 {
-    float saved = T.loss_sum, sum;
-    T.loss_sum = 0;
+    const int L = ZG_SEQ_LEN;
+    int64_t rows = zr_data_eval_rows(d, L), per = (int64_t)ZG_MICRO_BATCH * T.ws, n = 0;
+    if (rows < 0) tr_die("--val: %s", zr_train_error());
+    float saved = T.loss_sum;
+    double sum = 0;
     T.forward_only = 1;
-    for (int micro = 0; micro < ZG_GRAD_ACCUM; micro++) {
-        load_batch(ops, d, step, micro);
+    for (int64_t c = 0; c * per < rows; c++) {
+        for (int64_t r = c * per; r < (c + 1) * per && r < rows; r++) {
+            static int32_t in[ZG_SEQ_LEN], tg[ZG_SEQ_LEN];
+            zr_data_fill_eval_row(d, r, L, in, tg, NULL);
+            for (int t = 0; t < L; t++) n += tg[t] >= 0;
+        }
+        for (int i = 0; i < ZG_MICRO_BATCH; i++) {
+            int64_t r = c * per + (int64_t)T.rank * ZG_MICRO_BATCH + i, o = (int64_t)i * L;
+            zr_data_fill_eval_row(d, r, L, T.inputs + o, T.targets + o, T.pos + o);
+        }
+        T.micro = 0;
+        T.loss_sum = 0;
+        if (ops->batch) ops->batch(0);
         for (int i = 0; i < ZG_N_LAST_MICRO_OPS; i++) run_op(ops, &zg_last_micro_ops[i]);
+        if (ops->flush) ops->flush();
+        float part;
+        ZR_CHECK(zr_all_reduce(T.comm, &T.loss_sum, &part, 1, ZR_DT_FP32, NULL));
+        sum += part;
     }
-    if (ops->flush) ops->flush();
     T.forward_only = 0;
-    ZR_CHECK(zr_all_reduce(T.comm, &T.loss_sum, &sum, 1, ZR_DT_FP32, NULL));
     T.loss_sum = saved;
-    return sum / (float)ZG_TOKENS_PER_STEP;
+    *targets = n;
+    return n > 0 ? sum / (double)n : 0.0;
 }
 
 void tr_grads_zero(const TrOps *ops)

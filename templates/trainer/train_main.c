@@ -3,8 +3,9 @@
 ** (arenas, data, schedule state, init or resume), the step loop (micro-steps, then the optimizer
 ** step), the JSONL log, progress on stderr, --trace, --save/--save-every, --export.
 **
-**   train --data FILE [--val FILE] [--steps N] [--log FILE.jsonl] [--init-from F.safetensors]
-**         [--export F.safetensors] [--save DIR] [--save-every K] [--resume DIR] [--trace FILE.json]
+**   train --data FILE [--val FILE] [--steps N | --more-steps K] [--eval-every K] [--eval-only]
+**         [--log FILE.jsonl] [--init-from F.safetensors|DIR] [--export F.safetensors|DIR]
+**         [--tokenizer DIR] [--save DIR] [--save-every K] [--resume DIR] [--trace FILE.json]
 **         [--threads N] [--dump-grads F.safetensors] [--quiet] [the backend's flags]
 ** Everything a backend does differently goes through tr_backend (train.h, TrBackend): this file
 ** is the one main of every build, the host trainer's and train-cuda's.
@@ -58,12 +59,16 @@ void tr_span(int track, const char *name, double t0)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: train --data FILE [--val FILE] [--steps N] [--log FILE.jsonl]\n"
-            "             [--init-from F.safetensors] [--export F.safetensors] [--save DIR]\n"
-            "             [--save-every K] [--resume DIR] [--trace FILE.json] [--threads N]\n"
-            "             [--dump-grads F.safetensors] [--quiet] %s\n"
+            "usage: train --data FILE [--val FILE] [--steps N | --more-steps K] [--eval-every K]\n"
+            "             [--eval-only] [--log FILE.jsonl] [--init-from F.safetensors|DIR]\n"
+            "             [--export F.safetensors|DIR] [--tokenizer DIR] [--save DIR] [--save-every K]\n"
+            "             [--resume DIR] [--trace FILE.json] [--threads N] [--dump-grads F.safetensors]\n"
+            "             [--quiet] %s\n"
+            "  --data/--val: a document file of bin/zgen data (docs/DATA.md) or a token file\n"
+            "  --steps N: train until step N (a total, also on --resume); --more-steps K: K more steps\n"
             "  --init-from: a .safetensors file or a Hugging Face model folder; --export: F.safetensors,\n"
-            "  or a folder [--export-dtype fp32|bf16] [--export-shard-size 5GB]\n"
+            "  or a folder [--export-dtype fp32|bf16] [--export-shard-size 5GB] with the tokenizer of\n"
+            "  --tokenizer DIR (else the --init-from folder's)\n"
             "plan %s: %d ranks, ZeRO stage %d, %s, micro-batch %d x %d steps of accumulation\n",
             tr_backend->usage, ZG_NAME, ZG_WORLD_SIZE, ZG_STAGE, ZG_DTYPE_NAME, ZG_MICRO_BATCH, ZG_GRAD_ACCUM);
     exit(2);
@@ -76,12 +81,16 @@ static void parse_args(int argc, char **argv, TrArgs *a)
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
         if (strcmp(k, "--quiet") == 0) { a->quiet = 1; continue; }
+        if (strcmp(k, "--eval-only") == 0) { a->eval_only = 1; continue; }
         if (tr_backend->flag && tr_backend->flag(k)) continue;
         if (strcmp(k, "--help") == 0 || i + 1 >= argc) usage();
         const char *v = argv[++i];
         if (strcmp(k, "--data") == 0) a->data = v;
         else if (strcmp(k, "--val") == 0) a->val = v;
-        else if (strcmp(k, "--steps") == 0) a->steps = atoll(v);
+        else if (strcmp(k, "--steps") == 0) a->steps = tr_count_arg(k, v), a->steps_given = 1;
+        else if (strcmp(k, "--more-steps") == 0) a->more_steps = tr_count_arg(k, v);
+        else if (strcmp(k, "--eval-every") == 0) a->eval_every = tr_count_arg(k, v);
+        else if (strcmp(k, "--tokenizer") == 0) a->tokenizer = v;
         else if (strcmp(k, "--log") == 0) a->log = v;
         else if (strcmp(k, "--init-from") == 0) a->init_from = v;
         else if (strcmp(k, "--export") == 0) a->export_path = v;
@@ -96,6 +105,28 @@ static void parse_args(int argc, char **argv, TrArgs *a)
         else { fprintf(stderr, "train: unknown option %s\n", k); usage(); }
     }
     if (!a->data) usage();
+    if (a->more_steps && a->steps_given) {
+        fprintf(stderr, "train: error: --steps and --more-steps both given; --steps N trains until step N, "
+                "--more-steps K trains K steps past the resumed one: pass one\n");
+        exit(2);
+    }
+    if ((a->eval_only || a->eval_every) && !a->val) {
+        fprintf(stderr, "train: error: %s needs --val FILE, the data to score (bin/zgen data makes it)\n",
+                a->eval_only ? "--eval-only" : "--eval-every");
+        exit(2);
+    }
+}
+
+/* The step and count flags: a whole number >= 0, or the run stops here saying which flag. */
+int64_t tr_count_arg(const char *flag, const char *v)
+{
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end || x < 0) {
+        fprintf(stderr, "train: error: %s %s: expected a whole number >= 0\n", flag, v);
+        exit(2);
+    }
+    return x;
 }
 
 /* The rank dies (or freezes) with no cleanup, as on a node failure: tests check that the others
@@ -186,6 +217,9 @@ static void setup(int argc, char **argv)
     if (T.a.val && (zr_data_open(&T.val, T.a.val, ZG_SEQ_LEN) < 0 ||
                     zr_data_check_vocab(&T.val, ZG_VOCAB_SIZE) < 0))
         tr_die("--val: %s", zr_train_error());
+    zr_data_set_order(&T.data, ZG_SEED, ZG_SHUFFLE);
+    T.tok = T.data.ids;
+    if (T.tok.eos < 0 && T.a.val) T.tok = T.val.ids;
     tr_backend->layout_init();
     if (T.rank == 0 && !T.a.quiet) {
         /* the stage number: a label for the user (see usage()) */
@@ -199,6 +233,13 @@ static void setup(int argc, char **argv)
     setup_schedules();
     if (T.a.resume) tr_backend->ckpt_load(T.a.resume);
     else tr_backend->params_init();
+    if (T.a.more_steps) T.a.steps = T.step + T.a.more_steps;
+    else if (T.a.resume && !T.a.eval_only && T.a.steps <= T.step && T.rank == 0)
+        /* a load-and-export round trip is a use, so this is said, not refused */
+        fprintf(stderr, "train: note: --resume %s is at step %lld and --steps %lld is not past it: no "
+                "step to train (--steps counts from step 0, the run's total).\n---> HINT: --steps %lld or "
+                "more, or --more-steps K for K steps past the checkpoint\n", T.a.resume, (long long)T.step,
+                (long long)T.a.steps, (long long)T.step + 1);
     if (T.a.trace) {
         char path[1100];
         double origin = zr_trace_now_us();
@@ -252,8 +293,18 @@ static void progress(const ZrLogStep *s, int64_t done, int64_t left, const char 
 int main(int argc, char **argv)
 {
     setup(argc, argv);
+    if (T.a.eval_only) {
+        int64_t n;
+        double v = tr_eval(tr_backend->ops, &T.val, &n);
+        if (T.rank == 0) printf("{\"step\":%lld,\"val_loss\":%.9g,\"val_tokens\":%lld}\n", (long long)T.step, v,
+                                (long long)n);
+        finish();
+        return 0;
+    }
     ZrLog lg = {0};
-    if (T.rank == 0 && T.a.log && zr_log_open(&lg, T.a.log, T.a.resume != NULL) < 0)
+    /* on --resume the log keeps the steps before the checkpoint and drops any a run logged past it */
+    if (T.rank == 0 && T.a.log &&
+        (T.a.resume ? zr_log_open_at(&lg, T.a.log, T.step) : zr_log_open(&lg, T.a.log, 0)) < 0)
         tr_die("--log: %s", zr_train_error());
     char mem[160];
     mem_text(mem, sizeof mem);
@@ -267,6 +318,7 @@ int main(int argc, char **argv)
         T.loss_scale = ZG_FP16 ? T.scaler.scale : 1.0;
         double lr = zr_lr_at(&T.lr, T.applied);
         int64_t skipped = T.scaler.skipped, redone = T.spec_redone, undone = T.spec_undone;
+        tr_step_targets();
         for (int micro = 0; micro < ZG_GRAD_ACCUM; micro++)
             tr_exec_micro(tr_backend->ops, micro, micro == ZG_GRAD_ACCUM - 1);
         if (T.a.dump_grads && T.step == first) tr_dump_grads(T.a.dump_grads);
@@ -274,7 +326,7 @@ int main(int argc, char **argv)
         T.step++;
         ZrLogStep ls = {0};
         ls.step = T.step - 1;
-        ls.loss = T.loss_sum / (double)ZG_TOKENS_PER_STEP;
+        ls.loss = T.loss_sum / T.step_targets;
         ls.lr = lr;
         ls.grad_norm = T.grad_norm;
         ls.loss_scale = T.loss_scale;
@@ -283,9 +335,9 @@ int main(int argc, char **argv)
             ls.speculation = T.spec_undone != undone ? "undone" : T.spec_redone != redone ? "redone" : "kept";
         ls.ms = (zr_trace_now_us() - t0) / 1000.0;
         ls.tokens_per_s = ZG_TOKENS_PER_STEP / (ls.ms / 1000.0);
-        if (T.a.val && T.step == T.a.steps) {
+        if (T.a.val && (T.step == T.a.steps || (T.a.eval_every > 0 && T.step % T.a.eval_every == 0))) {
             ls.has_val = 1;
-            ls.val_loss = tr_eval_batch(tr_backend->ops, &T.val, 0);
+            ls.val_loss = tr_eval(tr_backend->ops, &T.val, &ls.val_tokens);
         }
         if (T.rank == 0) {
             if (T.a.log && zr_log_step(&lg, &ls) < 0) tr_die("--log: %s", zr_train_error());

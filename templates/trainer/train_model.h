@@ -36,7 +36,9 @@ float *tr_model_stream0(void);          /* (B,T,C) the embedding's output: block
 float *tr_model_block_out(int l);       /* (B,T,C) block l's output in the carved area */
 
 /* ---------------------------------------------------------------------- forward, in this order */
-void tr_model_embed_forward(const int *tokens, const float *const *p);
+/* pos: each token's position in its document (T.pos, docs/DATA.md), which the blocks' attention
+** (and RoPE) of this micro-step read too: the adapter keeps the pointer until the next call. */
+void tr_model_embed_forward(const int *tokens, const int *pos, const float *const *p);
 void tr_model_block_forward(int l, const float *in, const float *const *p);
 /* Activation checkpointing's recompute: block l's forward less its last linear layer, whose only
 ** product is the block's output (already kept), which no backward reads. */
@@ -50,6 +52,6 @@ float tr_model_head_forward(const int *targets, const float *const *p, int *coun
 void tr_model_head_backward(const int *targets, const float *const *p, float *const *g, float dloss);
 void tr_model_final_norm_backward(const float *in, const float *const *p, float *const *g);
 void tr_model_block_backward(int l, const float *in, const float *const *p, float *const *g);
-void tr_model_embed_backward(const int *tokens, float *const *g);
+void tr_model_embed_backward(const int *tokens, const int *pos, float *const *g);
 
 #endif

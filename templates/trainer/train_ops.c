@@ -90,7 +90,7 @@ static void forward(const ZrOpRow *op)
     const float *const *p = P + first;
     switch (mr->kind) {
     case ZR_MOD_EMBED:
-        tr_model_embed_forward(T.inputs, p);
+        tr_model_embed_forward(T.inputs, T.pos, p);
         break;
     case ZR_MOD_BLOCK:
         if (!T.act_ckpt) {
@@ -130,7 +130,7 @@ static void backward(const ZrOpRow *op)
     float *const *g = Gp + first;
     switch (mr->kind) {
     case ZR_MOD_HEAD:
-        tr_model_head_backward(T.targets, p, g, (float)(T.loss_scale / (double)ZG_TOKENS_PER_STEP));
+        tr_model_head_backward(T.targets, p, g, (float)(T.loss_scale / T.step_targets));
         break;
     case ZR_MOD_FINAL_NORM:
         tr_model_final_norm_backward(T.act_ckpt ? stream_in_ckpt(ZG_N_LAYERS) : NULL, p, g);
@@ -143,7 +143,7 @@ static void backward(const ZrOpRow *op)
         tr_model_block_backward(mr->layer, NULL, p, g);
         break;
     case ZR_MOD_EMBED:
-        tr_model_embed_backward(T.inputs, g);
+        tr_model_embed_backward(T.inputs, T.pos, g);
         break;
     }
     finish_grads(op);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "train.h"
+#include "train_hf.h"     /* defines: tr_hf_extra, tr_hf_check (the export's ids, generation config, tokenizer) */
 
 /* ---------------------------------------------------------------------- chunked state I/O */
 static int64_t chunk_floats(void)
@@ -136,10 +137,12 @@ void tr_params_init(void)
         for (int t = 0; t < ZG_N_TENSORS; t++)
             if (zr_st_model_find(&src->m, zg_tensors[t].name, &src->file[t], &src->idx[t]) != 0)
                 tr_die("--init-from %s: no %s", T.a.init_from, zg_tensors[t].name);
+        tr_hf_check();                /* a bad --tokenizer fails now, not after the training */
         tr_state_load(init_fill, src);
         zr_st_model_close(&src->m);
         free(src);
     } else {
+        tr_hf_check();
         tr_state_load(init_fill, NULL);
     }
 }
@@ -239,9 +242,15 @@ int64_t tr_size_arg(const char *flag, const char *v)
 
 /* --export PATH: PATH.safetensors is one file with config.json beside it; any other PATH is a
 ** Hugging Face folder (config.json, model.safetensors or shards above --export-shard-size with their
-** index). The config.json rows are the plan's (zg_hf_config): nothing here depends on the arch. */
+** index, generation_config.json and the tokenizer's files: a folder from_pretrained loads whole).
+** The config.json rows are the plan's (zg_hf_config): nothing here depends on the arch; the token
+** ids and the rest come from tr_hf_extra. */
 void tr_export(const char *path)
 {
+    ZrHfExtra x;
+    char why[1200];
+    int late = 0;
+    if (T.rank == 0) late = tr_hf_extra(&x, why, sizeof why) < 0;
     float *shard = malloc((size_t)T.opt_numel * 4 + 4);
     if (!shard) tr_die("out of memory for the export");
     tr_state_store(collect_master, shard);
@@ -249,12 +258,13 @@ void tr_export(const char *path)
     if (T.rank == 0) {
         int bf16 = T.a.export_dtype && !strcmp(T.a.export_dtype, "bf16");
         int dt = bf16 ? ZR_DT_BF16 : ZR_DT_FP32;
+        int folder = !ends_with(path, ".safetensors");
         const char *torch_dtype = bf16 ? "bfloat16" : "float32";
         ZrStTensor t[ZG_N_TENSORS];
         char cfg[1100];
         struct stat sb;
         model_rows(t, flat);
-        if (ends_with(path, ".safetensors")) {
+        if (!folder) {
             const char *slash = strrchr(path, '/');
             make_parent(path);
             if (zr_st_write_dtype(path, t, ZG_N_TENSORS, dt, st_meta) < 0)
@@ -270,8 +280,22 @@ void tr_export(const char *path)
                 tr_die("--export %s: %s", path, zr_train_error());
             snprintf(cfg, sizeof cfg, "%s/config.json", path);
         }
-        if (zr_st_hf_config_write(cfg, zg_hf_config, ZG_N_HF_CONFIG, torch_dtype) < 0)
+        if (zr_hf_extra_config_write(cfg, zg_hf_config, ZG_N_HF_CONFIG, torch_dtype, &x) < 0)
             tr_die("%s: %s", cfg, zr_train_error());
+        /* the sources were checked at startup; one that went bad since must not cost the weights,
+        ** which are written by now */
+        if (late)
+            tr_die("--export %s: the weights and config.json are written, the rest is not: %s", path, why);
+        if (folder && zr_hf_extra_write(&x, path) < 0) tr_die("--export %s: %s", path, zr_train_error());
+        if (folder && !x.n_tok) {
+            char note[2400];
+            zr_hf_extra_note(&x, path, note, sizeof note);
+            fprintf(stderr, "train: note: --export %s\n", note);
+        } else if (!folder && T.a.tokenizer && !T.a.quiet) {
+            fprintf(stderr, "train: note: --export %s is one file: the tokenizer of --tokenizer %s goes "
+                    "only into a folder export (--export DIR)\n", path, T.a.tokenizer);
+        }
+        zr_hf_extra_free(&x);
     }
     free(flat);
     free(shard);

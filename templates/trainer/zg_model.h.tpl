@@ -17,6 +17,9 @@
 /* ---------------------------------------------------------------------- identity */
 #define ZG_NAME                         ${cfmt.str(m.name)}
 #define ZG_SPEC                         ${cfmt.str(m.spec_path)}
+/* zgen's arguments as given, minus -o and --world-size, each word quoted for a POSIX shell where it
+** needs it: `bin/zgen ZG_GEN_ARGS --world-size N` regenerates this trainer for N ranks */
+#define ZG_GEN_ARGS                     ${cfmt.str(m.gen_args)}
 #define ZG_ARCH                         ${cfmt.str(m.arch)}
 
 /* ---------------------------------------------------------------------- model */
@@ -53,6 +56,7 @@
 #define ZG_GPUS_PER_NODE                ${cfmt.int(m.gpus_per_node)}
 #define ZG_TOKENS_PER_STEP              ${cfmt.i64(z.train_batch_size * m.seq_len)}
 #define ZG_SEED                         ${cfmt.u64(m.seed)}
+#define ZG_SHUFFLE                      ${m.shuffle and 1 or 0}
 #define ZG_DEVICE_MEMORY                ${cfmt.i64(m.device_memory)}  /* bytes per rank, 0 = undeclared */
 #define ZG_HOST_MEMORY                  ${cfmt.i64(m.host_memory)}  /* bytes per node, 0 = undeclared */
 

@@ -7,14 +7,41 @@
 ** key tiles, the last partial), HS = 144 with T = 11 (the smaller tiles used beyond HS = 128, five
 ** dimensions per lane); B = 1 or 2; fp32, bf16 and fp16 storage.
 ** Also checked: lse against log(sum exp) computed here in double.
+** Documents (docs/DATA.md): every set runs again with each row cut into documents (zk_doc_pos:
+** documents of length 1, boundaries on and off the 32-key tiles, a row ending in a padding segment),
+** against a double-precision reference computed here with the mask (the query at t sees keys
+** t - pos[t] .. t only), forward and backward; and with pos[t] = t, whose results must be the bits of
+** the run without positions (pos NULL).
 ** Tolerances: fp32 2e-5 + 1e-4|ref|; 16-bit adds 2 roundings of the type at the scale of the
-** largest |ref| (inputs and output are each rounded once).
+** largest |ref| (inputs and output are each rounded once), 4 for the gradients.
 */
 #ifndef ZK_BODY
 #define ZR_SIMT_IMPL
 #include "zr_simt.h"
 #include "zk_test.h"
 #include "kernels/zk_attn.cuh"   /* the shape-free bodies (templates), once */
+#include <string.h>
+
+/* Positions of B rows of T tokens cut into documents. Row 0: documents of lengths 1, 2, 1, 29 (to 33,
+** so the query tile 32..39 holds a row whose document began in an earlier key tile and rows whose
+** documents begin in its own), 1, 29, 37 (63..99: across the 64 boundary), then from 100. Row 1: a
+** document after 7 tokens, two of length 1, then documents from 32 and 64 (key-tile boundaries) and
+** 67. Further rows alternate these, and each row b ends in a padding segment (a document of its own)
+** from 3T/4 + b on. */
+static std::vector<int> zk_doc_pos(int B, int T)
+{
+    static const int r0[] = {0, 1, 3, 4, 33, 34, 63, 100}, r1[] = {0, 7, 8, 9, 32, 64, 67};
+    std::vector<int> pos((size_t)B * T);
+    for (int b = 0; b < B; b++) {
+        std::vector<char> start(T, 0);
+        const int *r = b % 2 ? r1 : r0, n = b % 2 ? 7 : 8;
+        for (int k = 0; k < n; k++)
+            if (r[k] < T) start[r[k]] = 1;
+        if (3 * T / 4 + b < T) start[3 * T / 4 + b] = 1;
+        for (int t = 0; t < T; t++) pos[(size_t)b * T + t] = start[t] ? 0 : pos[(size_t)b * T + t - 1] + 1;
+    }
+    return pos;
+}
 #define ZK_BODY
 
 #define ZK_V 64
@@ -75,6 +102,69 @@ int main(void)
 #else /* ------------------------------------------------------------ body, once per shape set */
 #include "kernels/attention.cu"
 
+/* Attention of qkv (B*T, 3C) in double with documents (pos NULL: causal): y, lse, dqkv; D from the
+** kernel's own y (ykern), as the trainer feeds the backward. */
+static void ref_attention(const std::vector<float> &qkv, const std::vector<float> &dy, const std::vector<float> &ykern,
+                          const int *pos, std::vector<float> &y, std::vector<float> &lse, std::vector<float> &dqkv)
+{
+    const int B = ZK_TEST_B, T = ZK_T, C = ZK_C, NH = ZK_NH, HS = C / NH;
+    const double scale = 1 / sqrt((double)HS);
+    std::vector<double> yd((size_t)B * T * C, 0), g((size_t)B * T * 3 * C, 0), p(T);
+    lse.assign((size_t)B * NH * T, 0);
+    auto X = [&](int b, int i, int part, int h, int d) { return (double)qkv[((size_t)b * T + i) * 3 * C + part * C + h * HS + d]; };
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++) {
+                int lo = pos ? i - pos[(size_t)b * T + i] : 0;
+                double mx = -1e300, s = 0;
+                for (int j = lo; j <= i; j++) {
+                    double dot = 0;
+                    for (int d = 0; d < HS; d++) dot += X(b, i, 0, h, d) * X(b, j, 1, h, d);
+                    p[j] = dot * scale;
+                    mx = p[j] > mx ? p[j] : mx;
+                }
+                for (int j = lo; j <= i; j++) s += exp(p[j] - mx);
+                lse[((size_t)b * NH + h) * T + i] = (float)(mx + log(s));
+                for (int j = lo; j <= i; j++) p[j] = exp(p[j] - mx) / s;
+                size_t row = ((size_t)b * T + i) * C + h * HS;
+                double D = 0;
+                for (int d = 0; d < HS; d++) {
+                    for (int j = lo; j <= i; j++) yd[row + d] += p[j] * X(b, j, 2, h, d);
+                    D += (double)dy[row + d] * ykern[row + d];
+                }
+                for (int j = lo; j <= i; j++) {
+                    double dp = 0;
+                    for (int d = 0; d < HS; d++) dp += (double)dy[row + d] * X(b, j, 2, h, d);
+                    double ds = p[j] * (dp - D);
+                    size_t gi = ((size_t)b * T + i) * 3 * C + h * HS, gj = ((size_t)b * T + j) * 3 * C + h * HS;
+                    for (int d = 0; d < HS; d++) {
+                        g[gi + d] += scale * ds * X(b, j, 1, h, d);
+                        g[gj + C + d] += scale * ds * X(b, i, 0, h, d);
+                        g[gj + 2 * C + d] += p[j] * dy[row + d];
+                    }
+                }
+            }
+    y.assign(yd.begin(), yd.end());
+    dqkv.assign(g.begin(), g.end());
+}
+
+/* q, k, v parts apart, so a failure names the part */
+static void close_parts(const char *tag, const std::vector<float> &got, const std::vector<float> &want, double tol)
+{
+    const int C = ZK_C;
+    for (int part = 0; part < 3; part++) {
+        std::vector<float> g1, w1;
+        for (size_t r = 0; r < got.size() / (3 * C); r++)
+            for (int c = 0; c < C; c++) {
+                g1.push_back(got[r * 3 * C + part * C + c]);
+                w1.push_back(want[r * 3 * C + part * C + c]);
+            }
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", tag, part == 0 ? "dq" : part == 1 ? "dk" : "dv");
+        zk_close(what, g1, w1, tol, 1e-4);
+    }
+}
+
 static void run(void)
 {
     const int B = ZK_TEST_B, T = ZK_T, C = ZK_C, NH = ZK_NH, HS = C / NH;
@@ -87,9 +177,9 @@ static void run(void)
     /* forward */
     std::vector<zk_io> yd((size_t)B * T * C);
     std::vector<float> lse((size_t)B * NH * T, -99.0f);
-    ZT_EQ_INT(zd_attention_forward_launch(yd.data(), lse.data(), qkvd.data(), B), 0);
+    ZT_EQ_INT(zd_attention_forward_launch(yd.data(), lse.data(), qkvd.data(), NULL, B), 0);
     std::vector<float> att((size_t)B * NH * T * T), y((size_t)B * T * C);
-    zk_attention_forward(B, T, C, NH, qkv.data(), att.data(), y.data());
+    zk_attention_forward(B, T, C, NH, NULL, qkv.data(), att.data(), y.data());
     double ty = 2e-5 + 2 * e16 * zk_maxabs(y);
     zk_close("y", zk_from(yd), y, ty, 1e-4);
 
@@ -115,20 +205,37 @@ static void run(void)
     /* backward: the kernel from its own forward (y, lse), the host from its probabilities */
     std::vector<zk_io> dqkvd((size_t)B * T * 3 * C);
     std::vector<float> Dbuf((size_t)B * NH * T);
-    ZT_EQ_INT(zd_attention_backward_launch(dqkvd.data(), Dbuf.data(), qkvd.data(), yd.data(), dyd.data(), lse.data(), B), 0);
+    ZT_EQ_INT(zd_attention_backward_launch(dqkvd.data(), Dbuf.data(), qkvd.data(), yd.data(), dyd.data(), lse.data(),
+                                           NULL, B), 0);
     std::vector<float> datt((size_t)B * NH * T * T), dqkv((size_t)B * T * 3 * C);
-    zk_attention_backward(B, T, C, NH, qkv.data(), att.data(), dy.data(), datt.data(), dqkv.data());
+    zk_attention_backward(B, T, C, NH, NULL, qkv.data(), att.data(), dy.data(), datt.data(), dqkv.data());
     std::vector<float> got = zk_from(dqkvd);
-    double tg = 2e-5 + 4 * e16 * zk_maxabs(dqkv);
-    /* q, k, v parts apart, so a failure names the part */
-    for (int part = 0; part < 3; part++) {
-        std::vector<float> g1, w1;
-        for (size_t r = 0; r < (size_t)B * T; r++)
-            for (int c = 0; c < C; c++) {
-                g1.push_back(got[r * 3 * C + part * C + c]);
-                w1.push_back(dqkv[r * 3 * C + part * C + c]);
-            }
-        zk_close(part == 0 ? "dq" : part == 1 ? "dk" : "dv", g1, w1, tg, 1e-4);
-    }
+    close_parts("causal", got, dqkv, 2e-5 + 4 * e16 * zk_maxabs(dqkv));
+
+    /* pos[t] = t: one document per row, the bits of the run without positions */
+    std::vector<int> ident((size_t)B * T);
+    for (size_t n = 0; n < ident.size(); n++) ident[n] = (int)(n % T);
+    std::vector<zk_io> yi(yd.size()), dqkvi(dqkvd.size());
+    std::vector<float> lsei(lse.size()), Di(Dbuf.size());
+    ZT_EQ_INT(zd_attention_forward_launch(yi.data(), lsei.data(), qkvd.data(), ident.data(), B), 0);
+    ZT_EQ_INT(zd_attention_backward_launch(dqkvi.data(), Di.data(), qkvd.data(), yi.data(), dyd.data(), lsei.data(),
+                                           ident.data(), B), 0);
+    ZT_CHECKM(memcmp(yi.data(), yd.data(), yd.size() * sizeof yd[0]) == 0, "pos = t: y differs from pos NULL");
+    ZT_CHECKM(memcmp(lsei.data(), lse.data(), lse.size() * 4) == 0, "pos = t: lse differs from pos NULL");
+    ZT_CHECKM(memcmp(dqkvi.data(), dqkvd.data(), dqkvd.size() * sizeof dqkvd[0]) == 0,
+              "pos = t: dqkv differs from pos NULL");
+
+    /* documents, against the double reference with the mask */
+    std::vector<int> pos = zk_doc_pos(B, T);
+    std::vector<zk_io> ydoc(yd.size()), dqkvdoc(dqkvd.size());
+    std::vector<float> lsedoc(lse.size(), -99.0f), Ddoc(Dbuf.size());
+    ZT_EQ_INT(zd_attention_forward_launch(ydoc.data(), lsedoc.data(), qkvd.data(), pos.data(), B), 0);
+    ZT_EQ_INT(zd_attention_backward_launch(dqkvdoc.data(), Ddoc.data(), qkvd.data(), ydoc.data(), dyd.data(),
+                                           lsedoc.data(), pos.data(), B), 0);
+    std::vector<float> yk = zk_from(ydoc), yr, lr, gr;
+    ref_attention(qkv, dy, yk, pos.data(), yr, lr, gr);
+    zk_close("docs y", yk, yr, 2e-5 + 2 * e16 * zk_maxabs(yr), 1e-4);
+    zk_close("docs lse", lsedoc, lr, 1e-4 + 4 * e16, 1e-5);
+    close_parts("docs", zk_from(dqkvdoc), gr, 2e-5 + 4 * e16 * zk_maxabs(gr));
 }
 #endif

@@ -10,7 +10,11 @@
 ** two tiles, no tail), bf16.
 ** Checked: y, lse, dq, dk, dv, every element. The backward is checked against the reference given
 ** the kernel's own forward outputs as its inputs (D = dy . y uses the kernel's 16-bit y), as the
-** trainer feeds it.
+** trainer feeds it. Each set runs causal (pos NULL), with pos[t] = t (whose results must be the bits
+** of the causal run), and with its rows cut into documents (docs/DATA.md; zk_doc_pos: documents of
+** length 1, boundaries on and off the 64-key tiles and 16-key sub-tiles, a document across a tile
+** boundary, a row ending in a padding segment), the reference masking every key outside the query's
+** document (keys t - pos[t] .. t only).
 ** Tolerances, per element: |got - ref| <= 1e-5 + 4 u mag, u the unit roundoff of the storage type
 ** (2^-8 bf16, 2^-11 fp16), mag the sum of the magnitudes of the terms of that element, in the
 ** reference (y_id: sum_j p_ij |v_jd|; dv_jd: sum_i p_ij |dy_id|; dk_jd: scale sum_i p_ij (|dp_ij| +
@@ -27,6 +31,28 @@
 #include "zk_test.h"
 #include "kernels/zk_wmma.cuh"     /* at global scope, once: the per-set part is only zk_wt */
 #include "kernels/zk_attn_tc.cuh"  /* the shape-free bodies (templates), once */
+#include <string.h>
+
+/* Positions of B rows of T tokens cut into documents. Row 0: documents of lengths 1, 2, 1, 29, 1,
+** 29, 37 (63..99: across the 64 boundary, so the second query tile starts inside a document begun in
+** the first key tile's last sub-tile), then from 100. Row 1: a document after 7 tokens, two of length
+** 1, then documents from 32, 64 (a key-tile boundary: the first key tile is all before it) and 67.
+** Further rows alternate these, and each row b ends in a padding segment (a document of its own)
+** from 3T/4 + b on. */
+static std::vector<int> zk_doc_pos(int B, int T)
+{
+    static const int r0[] = {0, 1, 3, 4, 33, 34, 63, 100}, r1[] = {0, 7, 8, 9, 32, 64, 67};
+    std::vector<int> pos((size_t)B * T);
+    for (int b = 0; b < B; b++) {
+        std::vector<char> start(T, 0);
+        const int *r = b % 2 ? r1 : r0, n = b % 2 ? 7 : 8;
+        for (int k = 0; k < n; k++)
+            if (r[k] < T) start[r[k]] = 1;
+        if (3 * T / 4 + b < T) start[3 * T / 4 + b] = 1;
+        for (int t = 0; t < T; t++) pos[(size_t)b * T + t] = start[t] ? 0 : pos[(size_t)b * T + t - 1] + 1;
+    }
+    return pos;
+}
 #define ZK_BODY
 
 #define ZK_V 64
@@ -146,27 +172,30 @@ static void close_mag(const char *what, const std::vector<float> &got, const std
     if (getenv("ZK_VERBOSE")) printf("  %s: max |err| / mag = %.3g (allowed %.3g)\n", what, maxrel, k);
 }
 
-static void run(void)
+/* The kernels' outputs for one set of positions (NULL: causal). */
+struct outs { std::vector<zk_io> y, dqkv; std::vector<float> lse; };
+
+static outs run_kernels(const std::vector<zk_io> &qkvd, const std::vector<zk_io> &dyd, const int *pos)
+{
+    const int B = ZK_TEST_B, T = ZK_T, C = ZK_C, NH = ZK_NH;
+    outs o;
+    o.y.resize((size_t)B * T * C);
+    o.lse.assign((size_t)B * NH * T, -99.0f);
+    o.dqkv.resize((size_t)B * T * 3 * C);
+    std::vector<float> Dbuf((size_t)B * NH * T);
+    ZT_EQ_INT(zd_attention_tc_forward_launch(o.y.data(), o.lse.data(), qkvd.data(), pos, B), 0);
+    ZT_EQ_INT(zd_attention_tc_backward_launch(o.dqkv.data(), Dbuf.data(), qkvd.data(), o.y.data(), dyd.data(),
+                                              o.lse.data(), pos, B), 0);
+    return o;
+}
+
+/* The kernels' results against the reference in double, with keys t - pos[t] .. t (pos NULL: 0 .. t). */
+static void check(const char *tag, const std::vector<float> &qkv, const std::vector<float> &dy, const outs &o,
+                  const int *pos)
 {
     const int B = ZK_TEST_B, T = ZK_T, C = ZK_C, NH = ZK_NH, HS = C / NH;
     const double u = ZK_IO == 2 ? 1.0 / 2048 : 1.0 / 256, k4 = 4 * u, scale = 1 / sqrt((double)HS);
-    zk_seed((uint64_t)C * 7919 + T * 31 + ZK_IO);
-    std::vector<float> qkv = zk_rand((size_t)B * T * 3 * C, -1.5f, 1.5f), dy = zk_rand((size_t)B * T * C);
-    zk_round<zk_io>(qkv); zk_round<zk_io>(dy);
-#if ZK_IO == 0
-    zk_round<zk_bf16>(qkv); zk_round<zk_bf16>(dy);   /* staged as bf16: exact for these inputs */
-#endif
-    std::vector<zk_io> qkvd = zk_to<zk_io>(qkv), dyd = zk_to<zk_io>(dy);
-
-    std::vector<zk_io> yd((size_t)B * T * C);
-    std::vector<float> lse((size_t)B * NH * T, -99.0f);
-    ZT_EQ_INT(zd_attention_tc_forward_launch(yd.data(), lse.data(), qkvd.data(), B), 0);
-    std::vector<float> ykern = zk_from(yd);
-    std::vector<zk_io> dqkvd((size_t)B * T * 3 * C);
-    std::vector<float> Dbuf((size_t)B * NH * T);
-    ZT_EQ_INT(zd_attention_tc_backward_launch(dqkvd.data(), Dbuf.data(), qkvd.data(), yd.data(), dyd.data(),
-                                              lse.data(), B), 0);
-    std::vector<float> got = zk_from(dqkvd);
+    std::vector<float> ykern = zk_from(o.y), got = zk_from(o.dqkv);
 
     /* the reference, in double */
     size_t ny = (size_t)B * T * C;
@@ -178,32 +207,33 @@ static void run(void)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int i = 0; i < T; i++) {
+                const int lo = pos ? i - pos[(size_t)b * T + i] : 0;
                 double mx = -1e300, s = 0;
-                for (int j = 0; j <= i; j++) {
+                for (int j = lo; j <= i; j++) {
                     double dot = 0;
                     for (int d = 0; d < HS; d++) dot += Q(b, i, h, d) * K(b, j, h, d);
                     p[j] = dot * scale;
                     mx = p[j] > mx ? p[j] : mx;
                 }
-                for (int j = 0; j <= i; j++) s += exp(p[j] - mx);
+                for (int j = lo; j <= i; j++) s += exp(p[j] - mx);
                 L[((size_t)b * NH + h) * T + i] = mx + log(s);
-                for (int j = 0; j <= i; j++) p[j] = exp(p[j] - mx) / s;
+                for (int j = lo; j <= i; j++) p[j] = exp(p[j] - mx) / s;
                 size_t row = ((size_t)b * T + i) * C + h * HS;
                 double D = 0, Dm = 0;
                 for (int d = 0; d < HS; d++) {
                     double a = 0, am = 0;
-                    for (int j = 0; j <= i; j++) { a += p[j] * V(b, j, h, d); am += p[j] * fabs(V(b, j, h, d)); }
+                    for (int j = lo; j <= i; j++) { a += p[j] * V(b, j, h, d); am += p[j] * fabs(V(b, j, h, d)); }
                     y[row + d] = a;
                     ymag[row + d] = am;
                     D += (double)dy[row + d] * ykern[row + d];
                     Dm += fabs((double)dy[row + d] * ykern[row + d]);
                 }
-                for (int j = 0; j <= i; j++) {
+                for (int j = lo; j <= i; j++) {
                     double a = 0;
                     for (int d = 0; d < HS; d++) a += (double)dy[row + d] * V(b, j, h, d);
                     dp[j] = a;
                 }
-                for (int j = 0; j <= i; j++) {
+                for (int j = lo; j <= i; j++) {
                     double ds = p[j] * (dp[j] - D), dsm = p[j] * (fabs(dp[j]) + Dm);
                     size_t rj = ((size_t)b * T + j) * C + h * HS;
                     for (int d = 0; d < HS; d++) {
@@ -216,10 +246,12 @@ static void run(void)
                     }
                 }
             }
-    close_mag("y", ykern, y, ymag, k4);
+    char what[64];
+    auto name = [&](const char *x) { snprintf(what, sizeof what, "%s %s", tag, x); return what; };
+    close_mag(name("y"), ykern, y, ymag, k4);
     std::vector<double> Lmag(L.size());
     for (size_t n = 0; n < L.size(); n++) Lmag[n] = 9 + fabs(L[n]);    /* 1e-5 + 1e-5 (9 + |L|) ~ 1e-4 + 1e-5 |L| */
-    close_mag("lse", lse, L, Lmag, 1e-5);
+    close_mag(name("lse"), o.lse, L, Lmag, 1e-5);
     std::vector<float> gq(ny), gk(ny), gv(ny);
     for (size_t r = 0; r < (size_t)B * T; r++)
         for (int c = 0; c < C; c++) {
@@ -227,8 +259,35 @@ static void run(void)
             gk[r * C + c] = got[r * 3 * C + C + c];
             gv[r * C + c] = got[r * 3 * C + 2 * C + c];
         }
-    close_mag("dq", gq, dq, dqm, k4);
-    close_mag("dk", gk, dk, dkm, k4);
-    close_mag("dv", gv, dv, dvm, k4);
+    close_mag(name("dq"), gq, dq, dqm, k4);
+    close_mag(name("dk"), gk, dk, dkm, k4);
+    close_mag(name("dv"), gv, dv, dvm, k4);
+}
+
+static void run(void)
+{
+    const int B = ZK_TEST_B, T = ZK_T, C = ZK_C;
+    zk_seed((uint64_t)C * 7919 + T * 31 + ZK_IO);
+    std::vector<float> qkv = zk_rand((size_t)B * T * 3 * C, -1.5f, 1.5f), dy = zk_rand((size_t)B * T * C);
+    zk_round<zk_io>(qkv); zk_round<zk_io>(dy);
+#if ZK_IO == 0
+    zk_round<zk_bf16>(qkv); zk_round<zk_bf16>(dy);   /* staged as bf16: exact for these inputs */
+#endif
+    std::vector<zk_io> qkvd = zk_to<zk_io>(qkv), dyd = zk_to<zk_io>(dy);
+
+    outs causal = run_kernels(qkvd, dyd, NULL);
+    check("causal", qkv, dy, causal, NULL);
+
+    std::vector<int> ident((size_t)B * T);
+    for (size_t n = 0; n < ident.size(); n++) ident[n] = (int)(n % T);
+    outs id = run_kernels(qkvd, dyd, ident.data());
+    ZT_CHECKM(memcmp(id.y.data(), causal.y.data(), causal.y.size() * sizeof causal.y[0]) == 0,
+              "pos = t: y differs from pos NULL");
+    ZT_CHECKM(memcmp(id.lse.data(), causal.lse.data(), causal.lse.size() * 4) == 0, "pos = t: lse differs from pos NULL");
+    ZT_CHECKM(memcmp(id.dqkv.data(), causal.dqkv.data(), causal.dqkv.size() * sizeof causal.dqkv[0]) == 0,
+              "pos = t: dqkv differs from pos NULL");
+
+    std::vector<int> pos = zk_doc_pos(B, T);
+    check("docs", qkv, dy, run_kernels(qkvd, dyd, pos.data()), pos.data());
 }
 #endif

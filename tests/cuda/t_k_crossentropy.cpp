@@ -98,7 +98,7 @@ static void run(void)
 
     /* the host head: same losses and dlogits (fp32 only: it computes its own fp32 logits) */
     if (ZK_IO != 0) return;
-    ZkDims d = {B, T, C, ZK_NH, ZK_F, V, 1, 1e-5f};
+    ZkDims d = {B, T, C, ZK_NH, ZK_F, V, 1, 1e-5f, nullptr};
     ZkActs a;
     memset(&a, 0, sizeof a);
     std::vector<float> hlog((size_t)N * V), hloss(N), dln((size_t)N * C), dwte((size_t)V * C);

@@ -1,6 +1,11 @@
 /*
 ** t_k_elementwise.cpp — the elementwise and reduction kernels under the SIMT emulation:
 **   encoder.cu   against zk_embed_forward / zk_embed_backward (host), repeated token ids included;
+**                with document positions (docs/DATA.md; zk_doc_pos: length-1 documents, a padding
+**                segment, a row of single tokens): out = wte[tok] + wpe[pos] exactly, and dwpe[p]
+**                the sum of the rows with pos = p, within 1e-6 of it in double and bit for bit the
+**                fp32 sum in row order from 0 added once (the kernel's stated order, which with
+**                pos[t] = t is the order without positions);
 **   gelu.cu      against zk_gelu_forward / zk_gelu_backward (host) plus the bias column sums (7
 **                and 150 rows: one and three chunks of the two-stage sum);
 **   adamw.cu     bit for bit against the CPU optimizer (runtime/zr_adam.c, zr_adam_step_scalar), and
@@ -16,6 +21,21 @@
 #include "kernels/zk_tokbucket.h"     /* outside the shape sets' namespaces: it has one definition */
 extern "C" {
 #include "zr_adam.h"
+}
+
+/* Positions of B rows of T tokens cut into documents: row b % 3 == 0 has documents of lengths 1, 2,
+** then from 3T/4 on a padding segment (a document of its own); b % 3 == 1 two halves; b % 3 == 2 a
+** document per token. */
+static std::vector<int> zk_doc_pos(int B, int T)
+{
+    std::vector<int> pos((size_t)B * T);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            bool start = t == 0 || (b % 3 == 0 && (t == 1 || t == 3 || t == 3 * T / 4)) || (b % 3 == 1 && t == T / 2) ||
+                         b % 3 == 2;
+            pos[(size_t)b * T + t] = start ? 0 : pos[(size_t)b * T + t - 1] + 1;
+        }
+    return pos;
 }
 #define ZK_BODY
 
@@ -108,8 +128,8 @@ static void encoder(void)
     std::vector<int> tok(N);
     for (int i = 0; i < N; i++) tok[i] = (i * 17 + 3) % 11;   /* ids repeat */
     std::vector<zk_io> wted = zk_to<zk_io>(wte), wped = zk_to<zk_io>(wpe), outd((size_t)N * C);
-    ZT_EQ_INT(zd_encoder_forward_launch(outd.data(), tok.data(), wted.data(), wped.data(), N), 0);
-    ZkDims d = {B, T, C, ZK_NH, ZK_F, V, 1, 1e-5f};
+    ZT_EQ_INT(zd_encoder_forward_launch(outd.data(), tok.data(), nullptr, wted.data(), wped.data(), N), 0);
+    ZkDims d = {B, T, C, ZK_NH, ZK_F, V, 1, 1e-5f, nullptr};
     ZkActs a;
     memset(&a, 0, sizeof a);
     std::vector<float> enc((size_t)N * C);
@@ -121,12 +141,50 @@ static void encoder(void)
     std::vector<float> dwte = zk_rand((size_t)V * C), dwpe = zk_rand((size_t)T * C);
     std::vector<float> kdwte = dwte, kdwpe = dwpe;
     std::vector<zk_io> doutd = zk_to<zk_io>(dout);
-    std::vector<int> bkt(ZK_TOKBUCKET_INTS(N)), cnt(V + 1);
+    std::vector<int> bkt(ZK_TOKBUCKET_INTS(N)), cnt(V + 1), ident(N), pbkt(ZK_TOKBUCKET_INTS(N)), pcnt(T + 1);
     ZT_EQ_INT(zk_tok_buckets(tok.data(), N, V, cnt.data(), bkt.data()), 11);
-    ZT_EQ_INT(zd_encoder_backward_launch(kdwte.data(), kdwpe.data(), bkt.data(), doutd.data(), N), 0);
+    for (int n = 0; n < N; n++) ident[n] = n % T;
+    ZT_EQ_INT(zk_tok_buckets(ident.data(), N, T, pcnt.data(), pbkt.data()), T);
+    ZT_EQ_INT(zd_encoder_backward_launch(kdwte.data(), kdwpe.data(), bkt.data(), pbkt.data(), doutd.data(), N), 0);
     zk_embed_backward(&d, tok.data(), dwte.data(), dwpe.data(), &a);
     zk_close("dwte", kdwte, dwte, 0, 0);     /* the host's additions in the host's order: the same bits */
     zk_close("dwpe", kdwpe, dwpe, 1e-6, 1e-6);
+
+    /* dwpe[p] in fp32: the rows with pos = p in row order summed from 0, then added onto dwpe */
+    auto wpe_sums = [&](const std::vector<int> &pos, std::vector<float> g) {
+        for (int p = 0; p < T; p++)
+            for (int c = 0; c < C; c++) {
+                float acc = 0.0f;
+                for (int n = 0; n < N; n++)
+                    if (pos[n] == p) acc += zk_ld(&doutd[(size_t)n * C + c]);
+                g[(size_t)p * C + c] += acc;
+            }
+        return g;
+    };
+    std::vector<float> dwpe0 = zk_rand((size_t)T * C);
+    std::vector<float> kd0 = dwpe0, kdt = dwte;
+    ZT_EQ_INT(zd_encoder_backward_launch(kdt.data(), kd0.data(), bkt.data(), pbkt.data(), doutd.data(), N), 0);
+    zk_close("dwpe, pos = t: the sums over the sequences in order", kd0, wpe_sums(ident, dwpe0), 0, 0);
+
+    /* documents: each token at its position in its document */
+    std::vector<int> pos = zk_doc_pos(B, T);
+    int npos = 0;
+    for (int n = 0; n < N; n++) npos = pos[n] + 1 > npos ? pos[n] + 1 : npos;
+    ZT_EQ_INT(zk_tok_buckets(pos.data(), N, T, pcnt.data(), pbkt.data()), npos);
+    ZT_EQ_INT(zd_encoder_forward_launch(outd.data(), tok.data(), pos.data(), wted.data(), wped.data(), N), 0);
+    std::vector<float> encd((size_t)N * C);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) encd[(size_t)n * C + c] = wte[(size_t)tok[n] * C + c] + wpe[(size_t)pos[n] * C + c];
+    zk_round<zk_io>(encd);
+    zk_close("encoded, documents", zk_from(outd), encd, 0, 0);
+    kd0 = dwpe0;
+    kdt = dwte;
+    ZT_EQ_INT(zd_encoder_backward_launch(kdt.data(), kd0.data(), bkt.data(), pbkt.data(), doutd.data(), N), 0);
+    std::vector<double> sum(dwpe0.begin(), dwpe0.end());
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) sum[(size_t)pos[n] * C + c] += zk_ld(&doutd[(size_t)n * C + c]);
+    zk_close("dwpe, documents", kd0, std::vector<float>(sum.begin(), sum.end()), 1e-6, 1e-6);
+    zk_close("dwpe, documents: the stated order", kd0, wpe_sums(pos, dwpe0), 0, 0);
 }
 
 /* N 7: one chunk of the bias sums; 150: three, the last partial (zk_colsum.h's 64 rows) */

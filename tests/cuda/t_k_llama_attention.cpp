@@ -21,6 +21,11 @@
 ** the kernel's own 16-bit y, where the host's D is exact: |dD_i| <= sum_d |dy_id| |dy_id error| <=
 ** 5 u Dm_i (y within 4 u ymag plus the storage of y), weighted by p_ij like dp: k = 8. lse is fp32 end
 ** to end, against a double reference computed here: 1e-4 + 1e-5 |ref|.
+** Documents (docs/DATA.md): each set runs again with pos[t] = t, whose results must be the bits of
+** the causal run (pos NULL), and with its rows cut into documents (zk_doc_pos: documents of length 1,
+** boundaries on and off the 64-key tiles, a document across a tile boundary, a row ending in a
+** padding segment), against a reference computed here in double with the mask (the query at t sees
+** keys t - pos[t] .. t only), with the same tolerances and magnitudes (D exact there, as the host's).
 */
 #ifndef ZK_BODY
 #define ZR_SIMT_IMPL
@@ -30,6 +35,26 @@
 #include "kernels/zk_attn_tc.cuh"  /* the shape-free bodies (templates), once */
 extern "C" {
 #include "llama/llama_host.h"
+}
+#include <string.h>
+
+/* Positions of B rows of T tokens cut into documents. Row 0: documents of lengths 1, 2, 1, 29, 1,
+** 29, 37 (63..99: across the 64 boundary), then from 100. Row 1: a document after 7 tokens, two of
+** length 1, then documents from 32, 64 (a key-tile boundary) and 67. Further rows alternate these,
+** and each row b ends in a padding segment (a document of its own) from 3T/4 + b on. */
+static std::vector<int> zk_doc_pos(int B, int T)
+{
+    static const int r0[] = {0, 1, 3, 4, 33, 34, 63, 100}, r1[] = {0, 7, 8, 9, 32, 64, 67};
+    std::vector<int> pos((size_t)B * T);
+    for (int b = 0; b < B; b++) {
+        std::vector<char> start(T, 0);
+        const int *r = b % 2 ? r1 : r0, n = b % 2 ? 7 : 8;
+        for (int k = 0; k < n; k++)
+            if (r[k] < T) start[r[k]] = 1;
+        if (3 * T / 4 + b < T) start[3 * T / 4 + b] = 1;
+        for (int t = 0; t < T; t++) pos[(size_t)b * T + t] = start[t] ? 0 : pos[(size_t)b * T + t - 1] + 1;
+    }
+    return pos;
 }
 #define ZK_BODY
 
@@ -129,6 +154,73 @@ static void close_mag(const char *what, const std::vector<float> &got, const std
     if (getenv("ZK_VERBOSE")) printf("  %s: max |err| / mag = %.3g (allowed %.3g)\n", what, maxrel, k);
 }
 
+/* Grouped-query attention in double with keys t - pos[t] .. t: y, lse, dq, dk, dv and the magnitudes
+** of the head comment's tolerances (ymag, dqm, dkm, dvm). */
+struct ref_t { std::vector<double> y, L, dq, dk, dv, ymag, dqm, dkm, dvm; };
+static ref_t reference(const std::vector<float> &q, const std::vector<float> &k, const std::vector<float> &v,
+                       const std::vector<float> &dy, const int *pos)
+{
+    const int B = ZK_TEST_B, T = ZK_T, NH = ZK_NH, NKV = ZK_NKV, HS = ZK_C / NH, C = ZK_C, KV = NKV * HS;
+    const int rep = NH / NKV;
+    const double scale = 1 / sqrt((double)HS);
+    const size_t nq = (size_t)B * T * C, nk = (size_t)B * T * KV;
+    ref_t r;
+    r.y.assign(nq, 0); r.ymag.assign(nq, 0); r.dq.assign(nq, 0); r.dqm.assign(nq, 0);
+    r.dk.assign(nk, 0); r.dkm.assign(nk, 0); r.dv.assign(nk, 0); r.dvm.assign(nk, 0);
+    r.L.assign((size_t)B * NH * T, 0);
+    std::vector<double> p(T), dp(T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            int g = h / rep;
+            for (int i = 0; i < T; i++) {
+                const int lo = pos ? i - pos[(size_t)b * T + i] : 0;
+                size_t qi = ((size_t)b * T + i) * C + h * HS;
+                double mx = -1e300, s = 0, D = 0, Dm = 0;
+                for (int j = lo; j <= i; j++) {
+                    size_t kj = ((size_t)b * T + j) * KV + g * HS;
+                    double dot = 0, a = 0;
+                    for (int dd = 0; dd < HS; dd++) {
+                        dot += (double)q[qi + dd] * k[kj + dd];
+                        a += (double)dy[qi + dd] * v[kj + dd];
+                    }
+                    p[j] = dot * scale;
+                    dp[j] = a;
+                    mx = p[j] > mx ? p[j] : mx;
+                }
+                for (int j = lo; j <= i; j++) s += exp(p[j] - mx);
+                r.L[((size_t)b * NH + h) * T + i] = mx + log(s);
+                for (int j = lo; j <= i; j++) p[j] = exp(p[j] - mx) / s;
+                for (int dd = 0; dd < HS; dd++) {
+                    double a = 0, am = 0;
+                    for (int j = lo; j <= i; j++) {
+                        double vj = v[((size_t)b * T + j) * KV + g * HS + dd];
+                        a += p[j] * vj;
+                        am += p[j] * fabs(vj);
+                    }
+                    r.y[qi + dd] = a;
+                    r.ymag[qi + dd] = am;
+                    D += (double)dy[qi + dd] * a;
+                    Dm += fabs((double)dy[qi + dd]) * am;
+                }
+                for (int j = lo; j <= i; j++) {
+                    size_t kj = ((size_t)b * T + j) * KV + g * HS;
+                    double ds = p[j] * (dp[j] - D), dsm = p[j] * (fabs(dp[j]) + Dm);
+                    for (int dd = 0; dd < HS; dd++) {
+                        r.dq[qi + dd] += scale * ds * k[kj + dd];
+                        r.dqm[qi + dd] += scale * dsm * fabs((double)k[kj + dd]);
+                        r.dk[kj + dd] += scale * ds * q[qi + dd];
+                        r.dkm[kj + dd] += scale * dsm * fabs((double)q[qi + dd]);
+                        r.dv[kj + dd] += p[j] * dy[qi + dd];
+                        r.dvm[kj + dd] += p[j] * fabs((double)dy[qi + dd]);
+                    }
+                }
+            }
+        }
+    return r;
+}
+
+static std::vector<float> to_f(const std::vector<double> &x) { return std::vector<float>(x.begin(), x.end()); }
+
 static void run(void)
 {
     const int B = ZK_TEST_B, T = ZK_T, NH = ZK_NH, NKV = ZK_NKV, HS = ZK_C / NH, C = ZK_C, KV = NKV * HS;
@@ -144,14 +236,14 @@ static void run(void)
     /* the kernels */
     std::vector<zk_io> yd(nq), dqd(nq), dkd(nk), dvd(nk);
     std::vector<float> lse((size_t)B * NH * T, -99.0f), Dbuf((size_t)B * NH * T);
-    ZT_EQ_INT(zd_attention_gqa_tc_forward_launch(yd.data(), lse.data(), qd.data(), kd.data(), vd.data(), B), 0);
+    ZT_EQ_INT(zd_attention_gqa_tc_forward_launch(yd.data(), lse.data(), qd.data(), kd.data(), vd.data(), nullptr, B), 0);
     ZT_EQ_INT(zd_attention_gqa_tc_backward_launch(dqd.data(), dkd.data(), dvd.data(), Dbuf.data(), qd.data(), kd.data(),
-                                                  vd.data(), yd.data(), dyd.data(), lse.data(), B), 0);
+                                                  vd.data(), yd.data(), dyd.data(), lse.data(), nullptr, B), 0);
 
     /* the host */
     std::vector<float> att((size_t)B * NH * T * T), datt(att.size()), y(nq), dq(nq), dk(nk), dv(nk);
-    zl_attention_forward(B, T, NH, NKV, HS, q.data(), k.data(), v.data(), att.data(), y.data());
-    zl_attention_backward(B, T, NH, NKV, HS, q.data(), k.data(), v.data(), att.data(), dy.data(), datt.data(),
+    zl_attention_forward(B, T, NH, NKV, HS, nullptr, q.data(), k.data(), v.data(), att.data(), y.data());
+    zl_attention_backward(B, T, NH, NKV, HS, nullptr, q.data(), k.data(), v.data(), att.data(), dy.data(), datt.data(),
                           dq.data(), dk.data(), dv.data());
 
     /* magnitudes (double) from the host's P, and lse in double */
@@ -202,5 +294,34 @@ static void run(void)
     close_mag("dq", zk_from(dqd), dq, dqm, 8 * u);
     close_mag("dk", zk_from(dkd), dk, dkm, 8 * u);
     close_mag("dv", zk_from(dvd), dv, dvm, 4 * u);
+
+    /* pos[t] = t: the bits of the causal run */
+    std::vector<int> ident((size_t)B * T);
+    for (size_t n = 0; n < ident.size(); n++) ident[n] = (int)(n % T);
+    std::vector<zk_io> y2(nq), dq2(nq), dk2(nk), dv2(nk);
+    std::vector<float> lse2(lse.size()), D2(Dbuf.size());
+    ZT_EQ_INT(zd_attention_gqa_tc_forward_launch(y2.data(), lse2.data(), qd.data(), kd.data(), vd.data(), ident.data(),
+                                                 B), 0);
+    ZT_EQ_INT(zd_attention_gqa_tc_backward_launch(dq2.data(), dk2.data(), dv2.data(), D2.data(), qd.data(), kd.data(),
+                                                  vd.data(), y2.data(), dyd.data(), lse2.data(), ident.data(), B), 0);
+    ZT_CHECKM(memcmp(y2.data(), yd.data(), nq * sizeof yd[0]) == 0 && memcmp(lse2.data(), lse.data(), lse.size() * 4) == 0,
+              "pos = t: y or lse differs from pos NULL");
+    ZT_CHECKM(memcmp(dq2.data(), dqd.data(), nq * sizeof dqd[0]) == 0 && memcmp(dk2.data(), dkd.data(), nk * sizeof dkd[0]) == 0 &&
+                  memcmp(dv2.data(), dvd.data(), nk * sizeof dvd[0]) == 0,
+              "pos = t: dq, dk or dv differs from pos NULL");
+
+    /* documents, against the double reference with the mask */
+    std::vector<int> pos = zk_doc_pos(B, T);
+    ZT_EQ_INT(zd_attention_gqa_tc_forward_launch(y2.data(), lse2.data(), qd.data(), kd.data(), vd.data(), pos.data(),
+                                                 B), 0);
+    ZT_EQ_INT(zd_attention_gqa_tc_backward_launch(dq2.data(), dk2.data(), dv2.data(), D2.data(), qd.data(), kd.data(),
+                                                  vd.data(), y2.data(), dyd.data(), lse2.data(), pos.data(), B), 0);
+    ref_t r = reference(q, k, v, dy, pos.data());
+    close_mag("docs y", zk_from(y2), to_f(r.y), r.ymag, 4 * u);
+    for (size_t n = 0; n < r.L.size(); n++) Lmag[n] = 9 + fabs(r.L[n]);
+    close_mag("docs lse", lse2, to_f(r.L), Lmag, 1e-5);
+    close_mag("docs dq", zk_from(dq2), to_f(r.dq), r.dqm, 8 * u);
+    close_mag("docs dk", zk_from(dk2), to_f(r.dk), r.dkm, 8 * u);
+    close_mag("docs dv", zk_from(dv2), to_f(r.dv), r.dvm, 4 * u);
 }
 #endif

@@ -26,6 +26,10 @@
 **   - the RoPE tables: equal bits. The kernel computes zl_rope_inv_freq's double arithmetic and cos/sin
 **     in double, as the host, with the same libm here (on a GPU, CUDA's double functions put it within
 **     an ulp of fp32, which this emulation cannot show).
+** Documents (docs/DATA.md): RoPE rotates each token by its position in its document; checked with
+** pos[t] = t (the bits of the run without positions, pos NULL) and with rows cut into documents
+** (zk_doc_pos: length-1 documents, a padding segment, a row of single tokens), forward and inverse,
+** against the rotation by the table row pos[n] computed here in double, with the 16-bit bounds above.
 */
 #ifndef ZK_BODY
 #define ZR_SIMT_IMPL
@@ -33,6 +37,22 @@
 #include "zk_test.h"
 extern "C" {
 #include "llama/llama_host.h"
+}
+#include <string.h>
+
+/* Positions of B rows of T tokens cut into documents: row b % 3 == 0 has documents of lengths 1, 2,
+** then from 3T/4 on a padding segment (a document of its own); b % 3 == 1 two halves; b % 3 == 2 a
+** document per token. */
+static std::vector<int> zk_doc_pos(int B, int T)
+{
+    std::vector<int> pos((size_t)B * T);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            bool start = t == 0 || (b % 3 == 0 && (t == 1 || t == 3 || t == 3 * T / 4)) || (b % 3 == 1 && t == T / 2) ||
+                         b % 3 == 2;
+            pos[(size_t)b * T + t] = start ? 0 : pos[(size_t)b * T + t - 1] + 1;
+        }
+    return pos;
 }
 #define ZK_BODY
 
@@ -200,18 +220,56 @@ static void run(void)
     std::vector<float> q = zk_rand((size_t)N * C, -2, 2), k = zk_rand((size_t)N * KV, -2, 2);
     zk_round<zk_io>(q); zk_round<zk_io>(k);
     std::vector<zk_io> qd = zk_to<zk_io>(q), kd = zk_to<zk_io>(k);
-    ZT_EQ_INT(zd_rope_launch(qd.data(), kd.data(), kcos.data(), ksin.data(), N, 0), 0);
-    zl_rope(d.B, d.T, ZK_NH, HS, ha.rope_cos, ha.rope_sin, q.data(), 0);
-    zl_rope(d.B, d.T, ZK_NKV, HS, ha.rope_cos, ha.rope_sin, k.data(), 0);
+    ZT_EQ_INT(zd_rope_launch(qd.data(), kd.data(), kcos.data(), ksin.data(), nullptr, N, 0), 0);
+    zl_rope(d.B, d.T, ZK_NH, HS, nullptr, ha.rope_cos, ha.rope_sin, q.data(), 0);
+    zl_rope(d.B, d.T, ZK_NKV, HS, nullptr, ha.rope_cos, ha.rope_sin, k.data(), 0);
     zk_close("rope q", zk_from(qd), q, a16, r16);
     zk_close("rope k", zk_from(kd), k, a16, r16);
     q = zk_from(qd);
     k = zk_from(kd);
-    ZT_EQ_INT(zd_rope_launch(qd.data(), kd.data(), kcos.data(), ksin.data(), N, 1), 0);
-    zl_rope(d.B, d.T, ZK_NH, HS, ha.rope_cos, ha.rope_sin, q.data(), 1);
-    zl_rope(d.B, d.T, ZK_NKV, HS, ha.rope_cos, ha.rope_sin, k.data(), 1);
+    ZT_EQ_INT(zd_rope_launch(qd.data(), kd.data(), kcos.data(), ksin.data(), nullptr, N, 1), 0);
+    zl_rope(d.B, d.T, ZK_NH, HS, nullptr, ha.rope_cos, ha.rope_sin, q.data(), 1);
+    zl_rope(d.B, d.T, ZK_NKV, HS, nullptr, ha.rope_cos, ha.rope_sin, k.data(), 1);
     zk_close("rope inverse q", zk_from(qd), q, a16, r16);
     zk_close("rope inverse k", zk_from(kd), k, a16, r16);
+
+    /* ---- RoPE by document positions: pos[t] = t gives the bits of pos NULL; documents against the
+    ** rotation by table row pos[n] in double, forward and then inverse on the kernel's values */
+    {
+        std::vector<float> q0 = zk_rand((size_t)N * C, -2, 2), k0 = zk_rand((size_t)N * KV, -2, 2);
+        zk_round<zk_io>(q0); zk_round<zk_io>(k0);
+        std::vector<zk_io> qa = zk_to<zk_io>(q0), ka = zk_to<zk_io>(k0), qb = qa, kb = ka;
+        std::vector<int> ident(N), pos = zk_doc_pos(d.B, d.T);
+        for (int n = 0; n < N; n++) ident[n] = n % ZK_T;
+        for (int inv = 0; inv < 2; inv++) {
+            ZT_EQ_INT(zd_rope_launch(qa.data(), ka.data(), kcos.data(), ksin.data(), nullptr, N, inv), 0);
+            ZT_EQ_INT(zd_rope_launch(qb.data(), kb.data(), kcos.data(), ksin.data(), ident.data(), N, inv), 0);
+        }
+        ZT_CHECKM(memcmp(qa.data(), qb.data(), qa.size() * sizeof qa[0]) == 0 &&
+                      memcmp(ka.data(), kb.data(), ka.size() * sizeof ka[0]) == 0,
+                  "rope: pos = t differs from pos NULL");
+        qa = zk_to<zk_io>(q0);
+        ka = zk_to<zk_io>(k0);
+        for (int inv = 0; inv < 2; inv++) {
+            std::vector<float> qr = zk_from(qa), kr = zk_from(ka);
+            auto rot = [&](std::vector<float> &x, int heads) {
+                for (int n = 0; n < N; n++)
+                    for (int h = 0; h < heads; h++)
+                        for (int i = 0; i < HS / 2; i++) {
+                            float *v = &x[((size_t)n * heads + h) * HS];
+                            double c = kcos[(size_t)pos[n] * (HS / 2) + i], sn = (inv ? -1 : 1) * (double)ksin[(size_t)pos[n] * (HS / 2) + i];
+                            double a = v[i], b = v[i + HS / 2];
+                            v[i] = (float)(a * c - b * sn);
+                            v[i + HS / 2] = (float)(b * c + a * sn);
+                        }
+            };
+            rot(qr, ZK_NH);
+            rot(kr, ZK_NKV);
+            ZT_EQ_INT(zd_rope_launch(qa.data(), ka.data(), kcos.data(), ksin.data(), pos.data(), N, inv), 0);
+            zk_close(inv ? "rope docs inverse q" : "rope docs q", zk_from(qa), qr, a16, r16);
+            zk_close(inv ? "rope docs inverse k" : "rope docs k", zk_from(ka), kr, a16, r16);
+        }
+    }
 
     /* ---- SwiGLU forward and backward; the backward again in place (dgate over gate, dup over up) */
     const size_t nf = (size_t)N * F;

@@ -211,7 +211,8 @@ static int basic(ZrGpu *g)
         TRY(zr_gpu_host_register(g, lse, sizeof lse));
         TRY(zr_gpu_malloc(g, &dq, nq)); TRY(zr_gpu_malloc(g, &dy, nq)); TRY(zr_gpu_malloc(g, &dl, nl));
         TRY(zr_gpu_memset(s, dq, 0, nq));
-        void *aa[] = {&dy, &dl, &dq, NULL};
+        const int *np = NULL;           /* no document positions: causal */
+        void *aa[] = {&dy, &dl, &dq, &np, NULL};
         unsigned ag[3] = {(ZK_T + 63) / 64, ZK_NH, 1}, ab[3] = {256, 1, 1};
         TRY(zr_gpu_launch(s, "zd_attention_tc_forward", ag, ab, ZK_ATT_TC_FWD_SMEM, aa));
         TRY(zr_gpu_copy(s, ZR_GPU_D2H, lse, dl, nl));

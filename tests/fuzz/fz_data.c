@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int32_t *tg = malloc((size_t)mb * (size_t)seq_len * sizeof *tg);
         if (in && tg)
             for (int r = 0; r < ws; r++)
-                for (int k = 0; k < gas; k++) (void)zr_data_fill_micro(&d, step, seq_len, mb, gas, ws, r, k, in, tg);
+                for (int k = 0; k < gas; k++) (void)zr_data_fill_micro(&d, step, seq_len, mb, gas, ws, r, k, in, tg, NULL);
         free(in);
         free(tg);
     }

@@ -215,12 +215,15 @@ static void t_auto(void)
 {
     ZgModel m = model(2);
     ZgZero z;
-    /* strict sections: "auto" keeps DeepSpeed's default */
+    /* the sizing keys HF derives from the hidden size: zgen sizes the buckets and the prefetch
+    ** itself (the stored value stays DeepSpeed's, unset), and takes HF's 10 x d_model (64) for the
+    ** persistence threshold; tests/gen/t_auto.c has the rest */
     ZT_EQ_INT(load("{\"train_micro_batch_size_per_gpu\": 1, \"zero_optimization\": {\"stage\": 3, \"reduce_bucket_size\": \"auto\","
                    " \"stage3_prefetch_bucket_size\": \"auto\", \"stage3_param_persistence_threshold\": \"auto\"}}", &m, &z), 0);
     ZT_EQ_INT(z.reduce_bucket_size, 500000000);
     ZT_EQ_INT(z.prefetch_bucket_size, 50000000);
-    ZT_EQ_INT(z.param_persistence_threshold, 100000);
+    ZT_CHECK(!(z.sizes_set & (ZG_SET_REDUCE_BUCKET | ZG_SET_PREFETCH)));
+    ZT_EQ_INT(z.param_persistence_threshold, 640);
     /* unquoted auto (YAML) is the same */
     ZT_EQ_INT(load("train_micro_batch_size_per_gpu: 1\ngradient_clipping: auto\n", &m, &z), 0);
     ZT_NEAR(z.gradient_clipping, 1.0, 0, 0);
@@ -250,6 +253,7 @@ static void t_auto(void)
     ZT_EQ_INT(z.grad_accum, 1);
     ZT_EQ_INT(z.train_batch_size, 10);
     /* lr absent from the config's params: the spec's train.lr is used */
+    m.train_micro_batch = 0;
     ZT_EQ_INT(load("{\"train_batch_size\": 2, \"optimizer\": {\"type\": \"Adam\", \"params\": {}}}", &m, &z), 0);
     ZT_NEAR(z.lr, 2.5e-4, 0, 1e-15);
     /* no spec value for an "auto" that needs one: the error names the spec key */

@@ -381,8 +381,8 @@ static int64_t dev_scratch(int64_t B, int64_t T, int64_t C, int64_t F, int64_t N
 {
     int64_t AB = 4, BT = B * T, BTC = BT * C;
     return al256(BTC * AB) + al256(BTC * AB) + al256(3 * BTC * AB) + al256(BTC * AB) + al256(B * NH * T * 4) +
-           2 * al256(BT * F * AB) + al256(BT * AB) + 2 * al256(BT * 4) + al256(ZK_COLSUM_FLOATS(BT, C, F) * 4) +
-           al256(ZK_TOKBUCKET_INTS(BT) * 4);
+           2 * al256(BT * F * AB) + al256(BT * AB) + 3 * al256(BT * 4) + al256(ZK_COLSUM_FLOATS(BT, C, F) * 4) +
+           2 * al256(ZK_TOKBUCKET_INTS(BT) * 4);
 }
 
 static void t_activations(void)
@@ -570,13 +570,14 @@ static void t_regions_by_config(void)
     /* the parameters offloaded without the optimizer: the host runs Adam (the device cannot write
     ** the offloaded working copy), so the plan is an offloaded one. Up: each gathered tensor's own
     ** part read from NVMe (not the persistent slices between), the persistent tensors' slices after
-    ** the step (rank 0's: min(part, numel) each), each micro-step's token ids and targets (int32
-    ** each) and its positions grouped by token (an order, a token and a start per position, the end
-    ** of the last group and the count: int32 each). Down: this rank's chunk of every reduced bucket for the host's Adam, and each
+    ** the step (rank 0's: min(part, numel) each), each micro-step's token ids, targets and document
+    ** positions (int32 each) and its rows grouped by token and by position (gpt2's learned position
+    ** table; each grouping an order, a key and a start per row, the end of the last group and the
+    ** count: int32 each). Down: this rank's chunk of every reduced bucket for the host's Adam, and each
     ** micro-step's per-token losses (fp32); no sum of squares (the host sums it). */
     ZT_CHECK(!p->adam_device);
     int64_t tokens = (int64_t)z.micro_batch * m.seq_len * z.grad_accum, down = 4 * tokens;
-    int64_t up = 8 * tokens + (3 * tokens + 2 * z.grad_accum) * 4;
+    int64_t up = 12 * tokens + 2 * (3 * tokens + 2 * z.grad_accum) * 4;
     for (int i = 0; i < p->sched.n_last; i++) {
         const ZgOp *o = &p->sched.last[i];
         if (o->kind == ZG_OP_PARAM_SWAP_IN)

@@ -27,6 +27,8 @@ static const Case cases[] = {
     {"specs/llama2-7b.yaml", NULL, true, NULL, 0},
     {"specs/llama3-8b.yaml", NULL, true, NULL, 0},
     {"specs/gpt2-124m.yaml", "specs/configs/hf_auto_zero3.yaml", true, NULL, 0},
+    {"specs/tiny.yaml", "specs/configs/hf_auto.json", true, NULL, 0},      /* with --steps 20 */
+    {"specs/tiny.yaml", "specs/configs/hf_auto.json", false, "zgen was given no --steps", 28},
     {"specs/gpt2-124m-bf16.yaml", NULL, true, NULL, 0},
     {"specs/gpt2-10b-ckpt.yaml", "specs/configs/zero_offload_tutorial_mb10.json", true, NULL, 0},
     {"specs/tiny.yaml", "specs/configs/rejected_stage2_offload_param.json", false,
@@ -41,15 +43,21 @@ static const Case cases[] = {
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
-static int run(const char *spec, const char *config, ZgModel *m, ZgZero *z)
+static int run_steps(const char *spec, const char *config, int64_t steps, ZgModel *m, ZgZero *z)
 {
     zg_diag_reset();
     zg_diag_quiet(true);
     const ZgNode *ds = zg_spec_load(spec, m);
+    m->steps = steps;
     if (config) zg_zero_load_file(config, m, z);
     else zg_zero_load(ds, m, z);
     zg_check(m, z);
     return zg_error_count();
+}
+
+static int run(const char *spec, const char *config, ZgModel *m, ZgZero *z)
+{
+    return run_steps(spec, config, 0, m, z);
 }
 
 static double gpt2_params(const ZgModel *m)
@@ -65,7 +73,9 @@ static void t_accept_reject(void)
         const Case *c = &cases[i];
         ZgModel m;
         ZgZero z;
-        int e = run(c->spec, c->config, &m, &z);
+        /* hf_auto.json's total_num_steps "auto" needs zgen --steps: accepted with it, refused without */
+        bool steps = c->accept && c->config && !strcmp(c->config, "specs/configs/hf_auto.json");
+        int e = run_steps(c->spec, c->config, steps ? 20 : 0, &m, &z);
         const char *name = c->config ? c->config : c->spec;
         if (c->accept) {
             ZT_CHECKM(e == 0, "%s must be accepted:\n%s", name, zg_diag_log());
@@ -169,8 +179,27 @@ static void t_shapes(void)
 
     run("specs/gpt2-124m.yaml", "specs/configs/hf_auto_zero3.yaml", &m, &z);
     ZT_EQ_INT(z.stage, 3);
-    ZT_EQ_INT(z.prefetch_bucket_size, 50000000);     /* "auto" -> DeepSpeed's default */
+    /* "auto" with stage3_max_live_parameters set: HF's 0.9 x d_model^2, rounded down; 10 x d_model */
+    ZT_EQ_INT(z.prefetch_bucket_size, 530841);
+    ZT_EQ_INT(z.param_persistence_threshold, 7680);
+
     ZT_EQ_INT(z.train_batch_size, 512);
+
+    /* hf_auto.json's "auto" become what tiny_zero3.json writes out by hand (tiny.yaml's train.* keys
+    ** agree with it), except what HF itself fills: no schedule length in tiny_zero3 */
+    ZgZero ex;
+    ZT_EQ_INT(run("specs/tiny.yaml", NULL, &m, &ex), 0);
+    ZT_EQ_INT(run_steps("specs/tiny.yaml", "specs/configs/hf_auto.json", 20, &m, &z), 0);
+    ZT_EQ_INT(z.micro_batch, ex.micro_batch);
+    ZT_EQ_INT(z.grad_accum, ex.grad_accum);
+    ZT_EQ_INT(z.train_batch_size, ex.train_batch_size);
+    ZT_CHECK(z.lr == ex.lr && z.beta1 == ex.beta1 && z.beta2 == ex.beta2 && z.eps == ex.eps);
+    ZT_CHECK(z.weight_decay == ex.weight_decay && z.gradient_clipping == ex.gradient_clipping);
+    ZT_CHECK(z.warmup_min_lr == ex.warmup_min_lr && z.warmup_max_lr == ex.warmup_max_lr);
+    ZT_EQ_INT(z.warmup_num_steps, ex.warmup_num_steps);
+    ZT_EQ_INT(z.dtype, ex.dtype);
+    ZT_EQ_INT(z.sched, ZG_SCHED_WARMUP_DECAY);
+    ZT_EQ_INT(z.total_num_steps, 20);
 }
 
 int main(void)

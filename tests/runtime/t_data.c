@@ -131,8 +131,8 @@ static void t_tokens32(void)
     ZT_EQ_INT(zr_data_open(&e, tmp("n.bin"), T), 0);
     int32_t in32[2 * T], tg32[2 * T], in16[2 * T], tg16[2 * T];
     for (int step = 0; step < 40; step += 13) {
-        ZT_EQ_INT(zr_data_fill_micro(&d, step, T, 2, 2, 2, 1, 1, in32, tg32), 0);
-        ZT_EQ_INT(zr_data_fill_micro(&e, step, T, 2, 2, 2, 1, 1, in16, tg16), 0);
+        ZT_EQ_INT(zr_data_fill_micro(&d, step, T, 2, 2, 2, 1, 1, in32, tg32, NULL), 0);
+        ZT_EQ_INT(zr_data_fill_micro(&e, step, T, 2, 2, 2, 1, 1, in16, tg16, NULL), 0);
         for (int k = 0; k < 2 * T; k++) {
             ZT_CHECK(in32[k] == in16[k] || in32[k] == in16[k] + 100000);
             ZT_CHECK(tg32[k] == tg16[k] || tg32[k] == tg16[k] + 100000);
@@ -204,7 +204,7 @@ static void t_world_independent(void)
             memset(got_in, 0xff, sizeof got_in);
             for (int k = 0; k < gas; k++)
                 for (int r = 0; r < ws; r++) {
-                    ZT_EQ_INT(zr_data_fill_micro(&d, s, T, mb, gas, ws, r, k, in, tg), 0);
+                    ZT_EQ_INT(zr_data_fill_micro(&d, s, T, mb, gas, ws, r, k, in, tg, NULL), 0);
                     for (int i = 0; i < mb; i++) {
                         int j = (k * ws + r) * mb + i;
                         dup |= seen[j]++;
@@ -219,8 +219,8 @@ static void t_world_independent(void)
     }
     {
         int32_t in[T], tg[T];
-        ZT_EQ_INT(zr_data_fill_micro(&d, 0, T, 1, 1, 2, 2, 0, in, tg), -EINVAL); /* rank >= ws */
-        ZT_EQ_INT(zr_data_fill_micro(&d, 0, T, 1, 2, 2, 0, 2, in, tg), -EINVAL); /* micro >= gas */
+        ZT_EQ_INT(zr_data_fill_micro(&d, 0, T, 1, 1, 2, 2, 0, in, tg, NULL), -EINVAL); /* rank >= ws */
+        ZT_EQ_INT(zr_data_fill_micro(&d, 0, T, 1, 2, 2, 0, 2, in, tg, NULL), -EINVAL); /* micro >= gas */
     }
     zr_data_close(&d);
 }

@@ -123,9 +123,10 @@ static void t_log_format(void)
     s.skipped = 1;
     s.has_val = 1;
     s.val_loss = 4.25;
+    s.val_tokens = 3071;
     ZT_CHECK(zr_log_format(buf, sizeof buf, &s) > 0);
     ZT_EQ_STR(buf, "{\"step\":12,\"loss\":null,\"lr\":0.0006,\"grad_norm\":null,\"loss_scale\":65536,"
-                   "\"skipped\":1,\"tokens_per_s\":10234.5,\"ms\":101.25,\"val_loss\":4.25}");
+                   "\"skipped\":1,\"tokens_per_s\":10234.5,\"ms\":101.25,\"val_loss\":4.25,\"val_tokens\":3071}");
     ZT_EQ_INT(zr_log_format(buf, 20, &s), -ENOSPC);
 }
 

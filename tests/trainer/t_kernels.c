@@ -301,7 +301,7 @@ static void attention_case(int B, int T, int C, int NH)
     fill(qkv, nq, 1.5f, 0.0f);
     fill(dy, ny, 1.0f, 0.0f);
     to_double(qkv, Q, nq);
-    zk_attention_forward(B, T, C, NH, qkv, att, y);
+    zk_attention_forward(B, T, C, NH, NULL, qkv, att, y);
     ref_attention(B, T, C, NH, Q, Y);
     ZT_CHECKM(relerr(y, Y, ny) < 1e-6, "T=%d forward rel err %g", T, relerr(y, Y, ny));
     /* each probability row sums to 1 over j <= i */
@@ -314,7 +314,7 @@ static void attention_case(int B, int T, int C, int NH)
     }
     ZT_CHECKM(worst < 1e-6, "probability rows off by %g", worst);
     for (size_t i = 0; i < nq; i++) dqkv[i] = 7.0f; /* must be overwritten */
-    zk_attention_backward(B, T, C, NH, qkv, att, dy, datt, dqkv);
+    zk_attention_backward(B, T, C, NH, NULL, qkv, att, dy, datt, dqkv);
     double h = 1e-6;
     for (size_t i = 0; i < nq; i++) {
         double save = Q[i], jp = 0, jm = 0;
@@ -553,8 +553,8 @@ static void t_accumulate_and_threads(void)
     for (int pass = 0; pass < 2; pass++) {
         omp_set_num_threads(pass ? 3 : 1);
         float *q = pass ? q2 : q1, *x = pass ? x2 : x1, *w = pass ? w2 : w1;
-        zk_attention_forward(d->B, d->T, d->C, d->NH, v.qkv, v.att, v.atty);
-        zk_attention_backward(d->B, d->T, d->C, d->NH, v.qkv, v.att, v.atty, a.datt, q);
+        zk_attention_forward(d->B, d->T, d->C, d->NH, NULL, v.qkv, v.att, v.atty);
+        zk_attention_backward(d->B, d->T, d->C, d->NH, NULL, v.qkv, v.att, v.atty, a.datt, q);
         zk_layernorm_backward(BT, d->C, v.residual2, P, v.ln2_mean, v.ln2_rstd, v.ln2, x, w,
                               w + d->C);
     }

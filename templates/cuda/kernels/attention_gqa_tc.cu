@@ -8,7 +8,9 @@
 ** zk_attn_tc.cuh. What this file adds is llama's layout and the group:
 **   q, y, dq (N = B*T, NH*HS), k, v, dk, dv (N, NKV*HS), zk_io (bf16 in training), separate tensors
 **   as the q/k/v projections leave them (q and k already rotated, rope.cu); query head h reads
-**   key/value head h / REP; lse, Dbuf (B, NH, T) fp32; HS = ZK_C / ZK_NH; scale 1/sqrt(HS).
+**   key/value head h / REP; lse, Dbuf (B, NH, T) fp32; HS = ZK_C / ZK_NH; scale 1/sqrt(HS); pos (N)
+**   int32, each token's position in its document (docs/DATA.md; NULL: one document per row): the
+**   query at t attends keys t - pos[t] .. t.
 ** Kernels: forward, grid (T/64, NH, B); dq (and Dbuf = rowsum(dy * y)), grid (T/64, NH, B); dkv,
 ** grid (T/64, NKV, B): a block owns a key tile of one key/value head and walks the REP query heads
 ** of its group in order, each over its query tiles from the diagonal on, accumulating dK and dV in
@@ -37,21 +39,21 @@ typedef zk_atc<ZK_ATC_HS, ZK_T, zk_wt, zk_io> zk_agq;
 
 /* ------------------------------------------------------------------ forward */
 ZK_KERNEL void __launch_bounds__(ZK_ATC_NT)
-zd_attention_gqa_tc_forward(zk_io *y, float *lse, const zk_io *q, const zk_io *k, const zk_io *v)
+zd_attention_gqa_tc_forward(zk_io *y, float *lse, const zk_io *q, const zk_io *k, const zk_io *v, const int *pos)
 {
     ZK_ATC_SMEM(smem, ZK_ATC_FWD_SMEM);
     const int h = blockIdx.y, b = blockIdx.z;
     const long oq = (long)b * ZK_T * ZK_C + h * ZK_ATC_HS;
     const long ok = (long)b * ZK_T * ZK_AGQ_KV + (h / ZK_AGQ_REP) * ZK_ATC_HS;
     zk_agq::forward(smem, blockIdx.x * ZK_ATC_BQ, y + oq, ZK_C, lse + ((long)b * ZK_NH + h) * ZK_T, q + oq, ZK_C,
-                    k + ok, ZK_AGQ_KV, v + ok, ZK_AGQ_KV);
+                    k + ok, ZK_AGQ_KV, v + ok, ZK_AGQ_KV, zk_doc_row(pos, b, ZK_T));
 }
 
 /* ------------------------------------------------------------------ backward */
 /* dq (overwritten) and Dbuf = rowsum(dy * y). */
 ZK_KERNEL void __launch_bounds__(ZK_ATC_NT)
 zd_attention_gqa_tc_backward_dq(zk_io *dq, float *Dbuf, const zk_io *q, const zk_io *k, const zk_io *v,
-                                const zk_io *y, const zk_io *dy, const float *lse)
+                                const zk_io *y, const zk_io *dy, const float *lse, const int *pos)
 {
     ZK_ATC_SMEM(smem, ZK_ATC_DQ_SMEM);
     const int h = blockIdx.y, b = blockIdx.z;
@@ -59,42 +61,45 @@ zd_attention_gqa_tc_backward_dq(zk_io *dq, float *Dbuf, const zk_io *q, const zk
     const long ok = (long)b * ZK_T * ZK_AGQ_KV + (h / ZK_AGQ_REP) * ZK_ATC_HS;
     const long ol = ((long)b * ZK_NH + h) * ZK_T;
     zk_agq::dq(smem, blockIdx.x * ZK_ATC_BQ, dq + oq, ZK_C, Dbuf + ol, q + oq, ZK_C, k + ok, ZK_AGQ_KV, v + ok,
-               ZK_AGQ_KV, y + oq, dy + oq, ZK_C, lse + ol);
+               ZK_AGQ_KV, y + oq, dy + oq, ZK_C, lse + ol, zk_doc_row(pos, b, ZK_T));
 }
 
 /* dk, dv (overwritten): each key/value head's sum over its group's query heads, in head order.
 ** Needs Dbuf from zd_attention_gqa_tc_backward_dq. */
 ZK_KERNEL void __launch_bounds__(ZK_ATC_NT)
 zd_attention_gqa_tc_backward_dkv(zk_io *dk, zk_io *dv, const zk_io *q, const zk_io *k, const zk_io *v,
-                                 const zk_io *dy, const float *lse, const float *Dbuf)
+                                 const zk_io *dy, const float *lse, const float *Dbuf, const int *pos)
 {
     ZK_ATC_SMEM(smem, ZK_ATC_DKV_SMEM);
     const int g = blockIdx.y, b = blockIdx.z, h0 = g * ZK_AGQ_REP;   /* the group's first query head */
     const long oq = (long)b * ZK_T * ZK_C + h0 * ZK_ATC_HS, ok = (long)b * ZK_T * ZK_AGQ_KV + g * ZK_ATC_HS;
     const long ol = ((long)b * ZK_NH + h0) * ZK_T;
     zk_agq::dkv<ZK_AGQ_REP>(smem, blockIdx.x * ZK_ATC_BK, dk + ok, ZK_AGQ_KV, dv + ok, ZK_AGQ_KV, k + ok, ZK_AGQ_KV, v + ok,
-                ZK_AGQ_KV, q + oq, ZK_C, dy + oq, ZK_C, lse + ol, Dbuf + ol);
+                ZK_AGQ_KV, q + oq, ZK_C, dy + oq, ZK_C, lse + ol, Dbuf + ol, zk_doc_row(pos, b, ZK_T));
 }
 
 /* ------------------------------------------------------------------ launchers */
 #if ZK_HOST_LAUNCHERS
-/* B sequences of ZK_T tokens. Dynamic shared memory above 48 KiB: the caller has raised the kernels'
-** limit (cudaFuncSetAttribute / cuFuncSetAttribute) to ZK_ATC_*_SMEM. */
+/* B sequences of ZK_T tokens; pos (B, T) document positions, or NULL. Dynamic shared memory above
+** 48 KiB: the caller has raised the kernels' limit (cudaFuncSetAttribute / cuFuncSetAttribute) to
+** ZK_ATC_*_SMEM. */
 inline int zd_attention_gqa_tc_forward_launch(zk_io *y, float *lse, const zk_io *q, const zk_io *k, const zk_io *v,
-                                              int B)
+                                              const int *pos, int B)
 {
     dim3 grid = {(unsigned)CEIL_DIV(ZK_T, ZK_ATC_BQ), (unsigned)ZK_NH, (unsigned)B};
-    return ZK_LAUNCH(zd_attention_gqa_tc_forward, grid, ZK_ATC_NT, ZK_ATC_FWD_SMEM, y, lse, q, k, v);
+    return ZK_LAUNCH(zd_attention_gqa_tc_forward, grid, ZK_ATC_NT, ZK_ATC_FWD_SMEM, y, lse, q, k, v, pos);
 }
 inline int zd_attention_gqa_tc_backward_launch(zk_io *dq, zk_io *dk, zk_io *dv, float *Dbuf, const zk_io *q,
                                                const zk_io *k, const zk_io *v, const zk_io *y, const zk_io *dy,
-                                               const float *lse, int B)
+                                               const float *lse, const int *pos, int B)
 {
     dim3 g1 = {(unsigned)CEIL_DIV(ZK_T, ZK_ATC_BQ), (unsigned)ZK_NH, (unsigned)B};
     dim3 g2 = {(unsigned)CEIL_DIV(ZK_T, ZK_ATC_BK), (unsigned)ZK_NKV, (unsigned)B};
-    int rc = ZK_LAUNCH(zd_attention_gqa_tc_backward_dq, g1, ZK_ATC_NT, ZK_ATC_DQ_SMEM, dq, Dbuf, q, k, v, y, dy, lse);
+    int rc = ZK_LAUNCH(zd_attention_gqa_tc_backward_dq, g1, ZK_ATC_NT, ZK_ATC_DQ_SMEM, dq, Dbuf, q, k, v, y, dy, lse,
+                       pos);
     if (rc) return rc;
-    return ZK_LAUNCH(zd_attention_gqa_tc_backward_dkv, g2, ZK_ATC_NT, ZK_ATC_DKV_SMEM, dk, dv, q, k, v, dy, lse, Dbuf);
+    return ZK_LAUNCH(zd_attention_gqa_tc_backward_dkv, g2, ZK_ATC_NT, ZK_ATC_DKV_SMEM, dk, dv, q, k, v, dy, lse, Dbuf,
+                     pos);
 }
 #endif
 #endif /* ZK_NKV && ZK_ATC_FITS */

@@ -3,8 +3,10 @@
 ** accumulation), FlashAttention-2's scheme: online softmax, no T x T matrix in memory, backward
 ** recomputing the probabilities from the saved log-sum-exp. The same contract as attention.cu:
 ** qkv is (N = B*T, 3C): q | k | v, head h at columns h*HS, HS = C/NH; y is (N, C); lse (B, NH, T)
-** fp32; dqkv (N, 3C) is overwritten; Dbuf (B, NH, T) fp32 scratch. Storage zk_io is bf16 or fp16
-** (fp32 storage also works: values are rounded to bf16 when staged).
+** fp32; dqkv (N, 3C) is overwritten; Dbuf (B, NH, T) fp32 scratch; pos (N) int32, each token's
+** position in its document (docs/DATA.md; NULL: one document per row), the query at t attending keys
+** t - pos[t] .. t. Storage zk_io is bf16 or fp16 (fp32 storage also works: values are rounded to bf16
+** when staged).
 **
 ** Tiles: 64 query rows x 64 keys per step, 8 warps (256 threads). Every product goes through WMMA
 ** 16 x 16 x 16 tiles with operands in shared memory; the head size is padded to a multiple of 16
@@ -15,9 +17,11 @@
 ** so a warp's 32 reads of a row-major tile fall in 32 banks). The only element-wise fragment code,
 ** multiplying every element by the softmax scale, is correct for any layout.
 ** Forward (block: query tile, head, sequence): S = Q K^T (fp32) -> shared; each row's threads mask
-** (key > query or key >= T), update the running max m and sum l, write P (16-bit) and rescale their
-** part of the output O (fp32, in shared memory); then O += P V by WMMA on O loaded as an accumulator.
-** Key tiles above the diagonal are never loaded; 16 x 16 sub-tiles above it are skipped.
+** (key > query, key before the query's document, or key >= T), update the running max m and sum l,
+** write P (16-bit) and rescale their part of the output O (fp32, in shared memory); then O += P V by
+** WMMA on O loaded as an accumulator. Key tiles above the diagonal or wholly before the query tile's
+** first document are never loaded; 16 x 16 sub-tiles above the diagonal or before that document are
+** skipped (zk_attn_tc.cuh, documents).
 ** Backward, deterministic (no atomics; each output element is written by one block, summed in a
 ** fixed order), two kernels as attention.cu's:
 **   dq  (block: query tile): D_i = dy_i . y_i (saved to Dbuf), then per key tile S = Q K^T and
@@ -54,32 +58,35 @@ typedef zk_atc<ZK_ATC_HS, ZK_T, zk_wt, zk_io> zk_atc_qkv;
 
 /* ------------------------------------------------------------------ forward */
 ZK_KERNEL void __launch_bounds__(ZK_ATC_NT)
-zd_attention_tc_forward(zk_io *y, float *lse, const zk_io *qkv)
+zd_attention_tc_forward(zk_io *y, float *lse, const zk_io *qkv, const int *pos)
 {
     ZK_ATC_SMEM(smem, ZK_ATC_FWD_SMEM);
     const int h = blockIdx.y, b = blockIdx.z;
     const zk_io *q = qkv + (long)b * ZK_T * 3 * ZK_C + h * ZK_ATC_HS;
     zk_atc_qkv::forward(smem, blockIdx.x * ZK_ATC_BQ, y + (long)b * ZK_T * ZK_C + h * ZK_ATC_HS, ZK_C,
-                        lse + ((long)b * ZK_NH + h) * ZK_T, q, 3 * ZK_C, q + ZK_C, 3 * ZK_C, q + 2 * ZK_C, 3 * ZK_C);
+                        lse + ((long)b * ZK_NH + h) * ZK_T, q, 3 * ZK_C, q + ZK_C, 3 * ZK_C, q + 2 * ZK_C, 3 * ZK_C,
+                        zk_doc_row(pos, b, ZK_T));
 }
 
 /* ------------------------------------------------------------------ backward */
 /* The dq part of dqkv and Dbuf = rowsum(dy * y). */
 ZK_KERNEL void __launch_bounds__(ZK_ATC_NT)
 zd_attention_tc_backward_dq(zk_io *dqkv, float *Dbuf, const zk_io *qkv, const zk_io *y, const zk_io *dy,
-                            const float *lse)
+                            const float *lse, const int *pos)
 {
     ZK_ATC_SMEM(smem, ZK_ATC_DQ_SMEM);
     const int h = blockIdx.y, b = blockIdx.z;
     const long o3 = (long)b * ZK_T * 3 * ZK_C + h * ZK_ATC_HS, o1 = (long)b * ZK_T * ZK_C + h * ZK_ATC_HS;
     const long ol = ((long)b * ZK_NH + h) * ZK_T;
     zk_atc_qkv::dq(smem, blockIdx.x * ZK_ATC_BQ, dqkv + o3, 3 * ZK_C, Dbuf + ol, qkv + o3, 3 * ZK_C,
-                   qkv + o3 + ZK_C, 3 * ZK_C, qkv + o3 + 2 * ZK_C, 3 * ZK_C, y + o1, dy + o1, ZK_C, lse + ol);
+                   qkv + o3 + ZK_C, 3 * ZK_C, qkv + o3 + 2 * ZK_C, 3 * ZK_C, y + o1, dy + o1, ZK_C, lse + ol,
+                   zk_doc_row(pos, b, ZK_T));
 }
 
 /* The dk and dv parts of dqkv; needs Dbuf from zd_attention_tc_backward_dq. */
 ZK_KERNEL void __launch_bounds__(ZK_ATC_NT)
-zd_attention_tc_backward_dkv(zk_io *dqkv, const zk_io *qkv, const zk_io *dy, const float *lse, const float *Dbuf)
+zd_attention_tc_backward_dkv(zk_io *dqkv, const zk_io *qkv, const zk_io *dy, const float *lse, const float *Dbuf,
+                             const int *pos)
 {
     ZK_ATC_SMEM(smem, ZK_ATC_DKV_SMEM);
     const int h = blockIdx.y, b = blockIdx.z;
@@ -87,26 +94,27 @@ zd_attention_tc_backward_dkv(zk_io *dqkv, const zk_io *qkv, const zk_io *dy, con
     const long ol = ((long)b * ZK_NH + h) * ZK_T;
     zk_atc_qkv::dkv<1>(smem, blockIdx.x * ZK_ATC_BK, dqkv + o3 + ZK_C, 3 * ZK_C, dqkv + o3 + 2 * ZK_C, 3 * ZK_C,
                     qkv + o3 + ZK_C, 3 * ZK_C, qkv + o3 + 2 * ZK_C, 3 * ZK_C, qkv + o3, 3 * ZK_C, dy + o1, ZK_C,
-                    lse + ol, Dbuf + ol);
+                    lse + ol, Dbuf + ol, zk_doc_row(pos, b, ZK_T));
 }
 
 /* ------------------------------------------------------------------ launchers */
 #if ZK_HOST_LAUNCHERS
-/* B sequences of ZK_T tokens; lse (B, NH, T) fp32. Dynamic shared memory above 48 KiB: the caller
-** has raised the kernels' limit (cudaFuncSetAttribute / cuFuncSetAttribute) to ZK_ATC_*_SMEM. */
-inline int zd_attention_tc_forward_launch(zk_io *y, float *lse, const zk_io *qkv, int B)
+/* B sequences of ZK_T tokens; lse (B, NH, T) fp32; pos (B, T) document positions, or NULL. Dynamic
+** shared memory above 48 KiB: the caller has raised the kernels' limit (cudaFuncSetAttribute /
+** cuFuncSetAttribute) to ZK_ATC_*_SMEM. */
+inline int zd_attention_tc_forward_launch(zk_io *y, float *lse, const zk_io *qkv, const int *pos, int B)
 {
     dim3 grid = {(unsigned)CEIL_DIV(ZK_T, ZK_ATC_BQ), (unsigned)ZK_NH, (unsigned)B};
-    return ZK_LAUNCH(zd_attention_tc_forward, grid, ZK_ATC_NT, ZK_ATC_FWD_SMEM, y, lse, qkv);
+    return ZK_LAUNCH(zd_attention_tc_forward, grid, ZK_ATC_NT, ZK_ATC_FWD_SMEM, y, lse, qkv, pos);
 }
 inline int zd_attention_tc_backward_launch(zk_io *dqkv, float *Dbuf, const zk_io *qkv, const zk_io *y,
-                                           const zk_io *dy, const float *lse, int B)
+                                           const zk_io *dy, const float *lse, const int *pos, int B)
 {
     dim3 g1 = {(unsigned)CEIL_DIV(ZK_T, ZK_ATC_BQ), (unsigned)ZK_NH, (unsigned)B};
     dim3 g2 = {(unsigned)CEIL_DIV(ZK_T, ZK_ATC_BK), (unsigned)ZK_NH, (unsigned)B};
-    int rc = ZK_LAUNCH(zd_attention_tc_backward_dq, g1, ZK_ATC_NT, ZK_ATC_DQ_SMEM, dqkv, Dbuf, qkv, y, dy, lse);
+    int rc = ZK_LAUNCH(zd_attention_tc_backward_dq, g1, ZK_ATC_NT, ZK_ATC_DQ_SMEM, dqkv, Dbuf, qkv, y, dy, lse, pos);
     if (rc) return rc;
-    return ZK_LAUNCH(zd_attention_tc_backward_dkv, g2, ZK_ATC_NT, ZK_ATC_DKV_SMEM, dqkv, qkv, dy, lse, Dbuf);
+    return ZK_LAUNCH(zd_attention_tc_backward_dkv, g2, ZK_ATC_NT, ZK_ATC_DKV_SMEM, dqkv, qkv, dy, lse, Dbuf, pos);
 }
 #endif
 #endif /* ZK_ATC_ON */

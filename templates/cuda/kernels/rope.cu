@@ -2,8 +2,9 @@
 ** rope.cu — rotary position embeddings in Hugging Face's rotate-half convention, in place on q and
 ** k, forward and inverse (the backward: the transpose of a rotation is the rotation by -angle), and
 ** the cos/sin tables, as the host's zl_rope and zl_acts_carve (templates/host/llama/).
-** Layout: q (N = B*T, NH*HS), k (N, NKV*HS), zk_io, the row's position t = row % ZK_T; head h of a row
-** at h*HS, its pairs (i, i + HS/2), i < HS/2. Tables cos_t, sin_t (ZK_T, HS/2) fp32.
+** Layout: q (N = B*T, NH*HS), k (N, NKV*HS), zk_io, the row's position pos[row] (its position in its
+** document, docs/DATA.md; pos NULL: row % ZK_T); head h of a row at h*HS, its pairs (i, i + HS/2),
+** i < HS/2. Tables cos_t, sin_t (ZK_T, HS/2) fp32, indexed by position.
 **
 ** Tables: zd_rope_tables computes them once per run (T * HS/2 entries: 512K for LLaMA 3 8B at 8K
 ** tokens) from the inverse frequencies with zl_rope_inv_freq's arithmetic, LLaMA 3's frequency
@@ -68,7 +69,7 @@ zd_rope_tables(float *cos_t, float *sin_t)
 
 /* (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin) on q's and k's heads; inverse != 0 rotates back. */
 ZK_KERNEL void __launch_bounds__(ZK_ROPE_BLOCK)
-zd_rope(zk_io *q, zk_io *k, const float *cos_t, const float *sin_t, int N, int inverse)
+zd_rope(zk_io *q, zk_io *k, const float *cos_t, const float *sin_t, const int *pos, int N, int inverse)
 {
     const int per_row = (ZK_NH + ZK_NKV) * ZK_ROPE_HALF / ZK_ROPE_EPT;   /* threads per row */
     long e = (long)blockIdx.x * ZK_ROPE_BLOCK + threadIdx.x;
@@ -76,7 +77,7 @@ zd_rope(zk_io *q, zk_io *k, const float *cos_t, const float *sin_t, int N, int i
     int row = (int)(e / per_row), r = (int)(e % per_row) * ZK_ROPE_EPT, h = r / ZK_ROPE_HALF, i = r % ZK_ROPE_HALF;
     zk_io *v = h < ZK_NH ? q + (long)row * ZK_NH * ZK_ROPE_HS + h * ZK_ROPE_HS
                          : k + (long)row * ZK_NKV * ZK_ROPE_HS + (h - ZK_NH) * ZK_ROPE_HS;
-    const long te = (long)(row % ZK_T) * ZK_ROPE_HALF + i;   /* the row's position in the tables */
+    const long te = (long)(pos ? pos[row] : row % ZK_T) * ZK_ROPE_HALF + i;   /* the row's position in the tables */
     const float *ct = cos_t + te, *st = sin_t + te;
     const float sign = inverse ? -1.0f : 1.0f;
 #if ZK_ROPE_EPT == 8
@@ -104,11 +105,12 @@ inline int zd_rope_tables_launch(float *cos_t, float *sin_t)
     return ZK_LAUNCH(zd_rope_tables, (unsigned)CEIL_DIV((long)ZK_T * ZK_ROPE_HALF, ZK_ROPE_BLOCK), ZK_ROPE_BLOCK, 0,
                      cos_t, sin_t);
 }
-/* q and k of N rows (whole sequences of ZK_T), in place. */
-inline int zd_rope_launch(zk_io *q, zk_io *k, const float *cos_t, const float *sin_t, int N, int inverse)
+/* q and k of N rows (whole sequences of ZK_T), in place; pos (N) document positions, or NULL. */
+inline int zd_rope_launch(zk_io *q, zk_io *k, const float *cos_t, const float *sin_t, const int *pos, int N,
+                          int inverse)
 {
     unsigned grid = (unsigned)CEIL_DIV((long)N * (ZK_NH + ZK_NKV) * ZK_ROPE_HALF / ZK_ROPE_EPT, ZK_ROPE_BLOCK);
-    return ZK_LAUNCH(zd_rope, grid, ZK_ROPE_BLOCK, 0, q, k, cos_t, sin_t, N, inverse);
+    return ZK_LAUNCH(zd_rope, grid, ZK_ROPE_BLOCK, 0, q, k, cos_t, sin_t, pos, N, inverse);
 }
 #endif
 #endif /* ZK_NKV */

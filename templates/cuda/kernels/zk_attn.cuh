@@ -9,8 +9,13 @@
 ** key/value head a query head reads) stays in the kernel file. The dkv body sums over REP query
 ** heads (a key/value group: head r at q + r * HS, dy + r * HS, lse + r * T, D + r * T) in order
 ** 0..REP-1 and, within a head, over the query rows in order, into the same registers:
-** deterministic, no atomics. With REP = 1 every body does exactly what attention.cu's kernels did
-** before they were split out (the same operations in the same order).
+** deterministic, no atomics.
+** Documents (zk_doc.cuh; pos: the sequence's T positions, NULL for plain causal): query i sees keys
+** lo_i = i - pos[i] .. i. Forward and dq start at the key tile of their first row's document start
+** and a row skips the tiles wholly before its own (so its first tile holds a key it sees, and the
+** running max is finite from the start); dkv stops at the first query tile past its last key's
+** document. Masked keys get p = 0 and ds = 0. With one document per row (pos[i] = i or NULL) every
+** bound is the causal one: the same operations in the same order as without documents.
 ** The bodies are templates on the head size, the sequence length and the storage type, since a
 ** test includes the kernel files once per shape set (each in its own namespace) while this header,
 ** guarded, is included once (a test includes it at global scope before the sets). The kernels
@@ -20,6 +25,7 @@
 #define ZK_ATTN_CUH
 
 #include "zk_attn_tiles.h"   /* ZK_ATT_KT, ZK_ATT_NW, ZK_ATT_R_OF, ZK_ATT_QT_OF */
+#include "zk_doc.cuh"        /* zk_doc_lo, zk_doc_end */
 
 template <int HS, int T, typename IO> struct zk_att {
     enum {
@@ -59,21 +65,24 @@ template <int HS, int T, typename IO> struct zk_att {
 
     /* y (pitch py) and lse (the head's T floats) from q (pitch pq) and k, v (pitch pk). */
     static __device__ __forceinline__ void forward(fwd_smem &S, int q0, IO *y, long py, float *lse, const IO *q,
-                                                   long pq, const IO *k, const IO *v, long pk)
+                                                   long pq, const IO *k, const IO *v, long pk, const int *pos)
     {
         int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
         float scale = rsqrtf((float)HS);
         float m[R], l[R], o[R][DPL];
+        int lo[R];
         ZK_UNROLL
         for (int rr = 0; rr < R; rr++) {
             m[rr] = zk_neg_inf();
             l[rr] = 0.0f;
+            int i = q0 + warp * R + rr;
+            lo[rr] = i < T ? zk_doc_lo(pos, i) : 0;
             ZK_UNROLL
             for (int c = 0; c < DPL; c++) o[rr][c] = 0.0f;
         }
         stage(&S.Qs[0][0], HS, q, pq, q0, QT, scale);
         int last = zk_mini(q0 + QT, T) - 1;
-        for (int k0 = 0; k0 <= last; k0 += KT) {
+        for (int k0 = zk_doc_lo(pos, q0) / KT * KT; k0 <= last; k0 += KT) {
             __syncthreads();                        /* the previous tile is no longer read */
             stage(&S.Ks[0][0], HS + 1, k, pk, k0, KT, 1.0f);
             stage(&S.Vs[0][0], HS, v, pk, k0, KT, 1.0f);
@@ -81,14 +90,16 @@ template <int HS, int T, typename IO> struct zk_att {
             ZK_UNROLL
             for (int rr = 0; rr < R; rr++) {
                 int r = warp * R + rr, i = q0 + r, j = k0 + lane;
-                if (i >= T || k0 > i) continue;     /* uniform across the warp */
+                if (i >= T || k0 > i || k0 + KT <= lo[rr]) continue;     /* uniform across the warp */
+                bool seen = lo[rr] <= j && j <= i;
                 float s = zk_neg_inf();
-                if (j <= i) {
+                if (seen) {
                     s = 0.0f;
                     for (int d = 0; d < HS; d++) s += S.Qs[r][d] * S.Ks[lane][d];
                 }
-                float mn = zk_maxf(m[rr], zk_warp_max(s));   /* finite: key k0 <= i is in the tile */
-                float p = j <= i ? expf(s - mn) : 0.0f, corr = expf(m[rr] - mn);
+                /* finite: key max(k0, lo) <= i is in the tile */
+                float mn = zk_maxf(m[rr], zk_warp_max(s));
+                float p = seen ? expf(s - mn) : 0.0f, corr = expf(m[rr] - mn);
                 l[rr] = l[rr] * corr + zk_warp_sum(p);
                 m[rr] = mn;
                 S.Ps[warp][lane] = p;
@@ -121,11 +132,12 @@ template <int HS, int T, typename IO> struct zk_att {
     ** at pitch py. */
     static __device__ __forceinline__ void dq(dq_smem &S, int q0, IO *dqo, long pdq, float *Dbuf, const IO *q,
                                               long pq, const IO *k, const IO *v, long pk, const IO *y,
-                                              const IO *dy, long py, const float *lse)
+                                              const IO *dy, long py, const float *lse, const int *pos)
     {
         int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
         float scale = rsqrtf((float)HS);
         float Drow[R], L[R], acc_q[R][DPL];
+        int lo[R];
         stage(&S.Qs[0][0], HS, q, pq, q0, QT, scale);
         for (int e = threadIdx.x; e < QT * HS; e += blockDim.x) {
             int r = e / HS, d = e % HS, i = q0 + r;
@@ -141,10 +153,11 @@ template <int HS, int T, typename IO> struct zk_att {
             for (int d = lane; d < HS && i < T; d += 32) s += S.dYs[r][d] * zk_ld(y + (long)i * py + d);
             Drow[rr] = zk_warp_sum(s);
             L[rr] = i < T ? lse[i] : 0.0f;
+            lo[rr] = i < T ? zk_doc_lo(pos, i) : 0;
             if (lane == 0 && i < T) Dbuf[i] = Drow[rr];
         }
         int last = zk_mini(q0 + QT, T) - 1;
-        for (int k0 = 0; k0 <= last; k0 += KT) {
+        for (int k0 = zk_doc_lo(pos, q0) / KT * KT; k0 <= last; k0 += KT) {
             __syncthreads();
             stage(&S.Ks[0][0], HS + 1, k, pk, k0, KT, 1.0f);
             stage(&S.Vs[0][0], HS + 1, v, pk, k0, KT, 1.0f);
@@ -152,9 +165,9 @@ template <int HS, int T, typename IO> struct zk_att {
             ZK_UNROLL
             for (int rr = 0; rr < R; rr++) {
                 int r = warp * R + rr, i = q0 + r, j = k0 + lane;
-                if (i >= T || k0 > i) continue;
+                if (i >= T || k0 > i || k0 + KT <= lo[rr]) continue;
                 float ds = 0.0f;
-                if (j <= i) {
+                if (lo[rr] <= j && j <= i) {
                     float s = 0.0f, dp = 0.0f;
                     for (int d = 0; d < HS; d++) { s += S.Qs[r][d] * S.Ks[lane][d]; dp += S.dYs[r][d] * S.Vs[lane][d]; }
                     ds = expf(s - L[rr]) * (dp - Drow[rr]);
@@ -189,14 +202,16 @@ template <int HS, int T, typename IO> struct zk_att {
     ** registers: beyond HS = 64 the query rows stream through once per chunk of dimensions (the
     ** scores are recomputed, identically), so that the accumulators never spill. Every dk/dv element
     ** sums the same terms in the same order whatever the chunking, so the result does not depend on it.
-    ** Needs D from dq. */
+    ** Key j is seen by the queries j .. jend - 1 (its document); the query tiles stop at the end of the
+    ** last key's document, qend. Needs D from dq. */
     template <int REP>
     static __device__ __forceinline__ void dkv(dkv_smem &S, int k0, IO *dko, IO *dvo, long pdk, const IO *k,
                                                const IO *v, long pk, const IO *q, long pq, const IO *dy, long py,
-                                               const float *lse, const float *Dbuf)
+                                               const float *lse, const float *Dbuf, const int *pos)
     {
         int lane = threadIdx.x, j = k0 + lane;
         float scale = rsqrtf((float)HS);
+        const int jend = j < T ? zk_doc_end(pos, j, T) : 0, qend = zk_doc_end(pos, zk_mini(k0 + KT, T) - 1, T);
         stage(&S.Ks[0][0], HS + 1, k, pk, k0, KT, 1.0f);
         stage(&S.Vs[0][0], HS + 1, v, pk, k0, KT, 1.0f);
         for (int c0 = 0; c0 < HS; c0 += DC) {
@@ -205,7 +220,7 @@ template <int HS, int T, typename IO> struct zk_att {
             for (int g = 0; g < REP; g++) {
                 const IO *qg = q + g * HS, *dyg = dy + g * HS;
                 const float *lg = lse + (long)g * T, *Dg = Dbuf + (long)g * T;
-                for (int i0 = k0; i0 < T; i0 += QT2) {
+                for (int i0 = k0; i0 < qend; i0 += QT2) {
                     __syncthreads();
                     stage(&S.Qs[0][0], HS, qg, pq, i0, QT2, scale);
                     for (int e = lane; e < QT2 * HS; e += 32) {
@@ -217,8 +232,8 @@ template <int HS, int T, typename IO> struct zk_att {
                         S.Ds[lane] = Dg[i0 + lane];
                     }
                     __syncthreads();
-                    for (int r = 0; r < QT2 && i0 + r < T; r++) {
-                        if (j > i0 + r || j >= T) continue;
+                    for (int r = 0; r < QT2 && i0 + r < qend; r++) {
+                        if (j > i0 + r || i0 + r >= jend) continue;
                         float s = 0.0f, dp = 0.0f;
                         for (int d = 0; d < HS; d++) { s += S.Qs[r][d] * S.Ks[lane][d]; dp += S.dYs[r][d] * S.Vs[lane][d]; }
                         float p = expf(s - S.Ls[r]), ds = p * (dp - S.Ds[r]);

@@ -15,10 +15,19 @@
 ** code over the shape macros, because a test includes the kernel files once per shape set (each in
 ** its own namespace) while this header, guarded, is included once (a test includes it at global
 ** scope before the sets; NVRTC and nvcc see one set).
+** Documents (zk_doc.cuh; pos: the sequence's T positions, NULL for plain causal): query i sees keys
+** lo_i = i - pos[i] .. i. Every score of a key it does not see is -inf before the softmax (P = 0,
+** dS = 0), element by element in the tile. Whole tiles are skipped where no row sees them: forward
+** and dq start at the key tile of the query tile's first document start (its first row's) and leave
+** out the 16-key sub-tiles before it; dkv stops at the end of its last key's document and leaves out
+** the 16-query sub-tiles past it. What is skipped only ever added zeros, so with one document per
+** row (pos[i] = i or NULL) the results are those of the causal bounds, bit for bit.
 ** The tile macros below are shape-free, except those in ZK_ATC_HS, which expand where they are used.
 */
 #ifndef ZK_ATTN_TC_CUH
 #define ZK_ATTN_TC_CUH
+
+#include "zk_doc.cuh"   /* zk_doc_lo, zk_doc_end */
 
 #define ZK_ATC_HS (ZK_C / ZK_NH)
 #define ZK_ATC_HP (CEIL_DIV(ZK_ATC_HS, 16) * 16)  /* head size padded to the WMMA tile */
@@ -134,51 +143,57 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
         nvcuda::wmma::store_matrix_sync(out + tr * 16 * SP + tc * 16, acc, SP, nvcuda::wmma::mem_row_major);
     }
 
-    /* acc += P[tr rows, key tiles < kend] H[those keys, head tile tc]; P pitch PP, H P16. */
-    static __device__ __forceinline__ void ph(acc_t &acc, const W *P, const W *H, int tr, int tc, int kend)
+    /* acc += P[tr rows, key tiles kbeg..kend-1] H[those keys, head tile tc]; P pitch PP, H P16. */
+    static __device__ __forceinline__ void ph(acc_t &acc, const W *P, const W *H, int tr, int tc, int kbeg, int kend)
     {
         a_t fa;
         brow_t fb;
-        for (int kk = 0; kk < kend; kk++) {
+        for (int kk = kbeg; kk < kend; kk++) {
             nvcuda::wmma::load_matrix_sync(fa, P + tr * 16 * PP + kk * 16, PP);
             nvcuda::wmma::load_matrix_sync(fb, H + kk * 16 * P16 + tc * 16, P16);
             nvcuda::wmma::mma_sync(acc, fa, fb, acc);
         }
     }
 
+    /* How many 16-key sub-tiles of the key tile at k0 lie wholly before key lo0. */
+    static __device__ __forceinline__ int sub_before(int lo0, int k0) { return lo0 > k0 ? (lo0 - k0) / 16 : 0; }
+
     /* ---------------------------------------------------------------- forward */
     /* One query tile (rows q0..) of one head: y (pitch py) and lse (T floats) of the head. */
     static __device__ __forceinline__ void forward(unsigned char *smem, int q0, IO *y, long py, float *lse,
-                                                   const IO *q, long pq, const IO *k, long pk, const IO *v, long pv)
+                                                   const IO *q, long pq, const IO *k, long pk, const IO *v, long pv,
+                                                   const int *pos)
     {
         W *Qs = (W *)smem, *Ks = (W *)(smem + T16), *Vs = (W *)(smem + 2 * T16);
         float *Sf = (float *)(smem + 3 * T16);
         W *Ps = (W *)(smem + 3 * T16 + TS);
         float *Of = (float *)(smem + 3 * T16 + TS + TP);
         const int warp = threadIdx.x / 32, r = threadIdx.x / 4, qd = threadIdx.x % 4, i = q0 + r;
+        const int lo = i < T ? zk_doc_lo(pos, i) : 0, lo0 = zk_doc_lo(pos, q0);   /* lo0: the tile's earliest */
         const float scale = rsqrtf((float)HS);
         float m = zk_neg_inf(), l = 0.0f;
         stage(Qs, q, pq, q0);
         for (int d = qd; d < HP; d += 4) Of[r * OP + d] = 0.0f;
         const int last = zk_mini(q0 + BQ, T) - 1;
-        for (int k0 = 0; k0 <= last; k0 += BK) {
+        for (int k0 = lo0 / BK * BK; k0 <= last; k0 += BK) {
             __syncthreads();                    /* the previous tile's K, V, P are no longer read */
             stage(Ks, k, pk, k0);
             stage(Vs, v, pv, k0);
             __syncthreads();
+            const int kbeg = sub_before(lo0, k0);
             for (int t = warp; t < 16; t += NW) {
                 int tr = t / 4, tc = t % 4;
-                if (k0 + tc * 16 <= q0 + tr * 16 + 15) abt(Sf, Qs, Ks, tr, tc);
+                if (k0 + tc * 16 <= q0 + tr * 16 + 15 && tc >= kbeg) abt(Sf, Qs, Ks, tr, tc);
             }
             __syncthreads();
             float s[16], mx = zk_neg_inf();
             for (int kk = 0; kk < 16; kk++) {
                 int c = qd + 4 * kk, j = k0 + c;
-                s[kk] = j <= i && i < T ? Sf[r * SP + c] * scale : zk_neg_inf();
+                s[kk] = lo <= j && j <= i && i < T ? Sf[r * SP + c] * scale : zk_neg_inf();
                 mx = zk_maxf(mx, s[kk]);
             }
             float mn = zk_maxf(m, zk_atc_max4(mx));
-            float mref = zk_finite(mn) ? mn : 0.0f;   /* a row with no key yet (only rows past T) */
+            float mref = zk_finite(mn) ? mn : 0.0f;   /* a row with no key yet (before its document, past T) */
             float corr = expf(m - mref), ps = 0.0f;
             for (int kk = 0; kk < 16; kk++) {
                 float p = expf(s[kk] - mref);
@@ -194,7 +209,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
                 int kend = zk_mini(4, (q0 + tr * 16 + 15 - k0) / 16 + 1);   /* key sub-tiles not all masked */
                 acc_t acc;
                 nvcuda::wmma::load_matrix_sync(acc, Of + tr * 16 * OP + tc * 16, OP, nvcuda::wmma::mem_row_major);
-                ph(acc, Ps, Vs, tr, tc, kend);
+                ph(acc, Ps, Vs, tr, tc, kbeg, kend);
                 nvcuda::wmma::store_matrix_sync(Of + tr * 16 * OP + tc * 16, acc, OP, nvcuda::wmma::mem_row_major);
             }
         }
@@ -208,12 +223,13 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
     /* One query tile of one head: dq (pitch pdq) and D = rowsum(dy * y) (T floats of the head). */
     static __device__ __forceinline__ void dq(unsigned char *smem, int q0, IO *dqo, long pdq, float *D,
                                               const IO *q, long pq, const IO *k, long pk, const IO *v, long pv,
-                                              const IO *y, const IO *dy, long py, const float *lse)
+                                              const IO *y, const IO *dy, long py, const float *lse, const int *pos)
     {
         W *Qs = (W *)smem, *dYs = (W *)(smem + T16), *Ks = (W *)(smem + 2 * T16), *Vs = (W *)(smem + 3 * T16);
         float *Sf = (float *)(smem + 4 * T16), *dPf = (float *)(smem + 4 * T16 + TS);
         W *dSs = (W *)(smem + 4 * T16 + 2 * TS);
         const int warp = threadIdx.x / 32, r = threadIdx.x / 4, qd = threadIdx.x % 4, i = q0 + r;
+        const int lo = i < T ? zk_doc_lo(pos, i) : 0, lo0 = zk_doc_lo(pos, q0);
         const float scale = rsqrtf((float)HS);
         stage(Qs, q, pq, q0);
         stage(dYs, dy, py, q0);
@@ -228,14 +244,15 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
         ZK_UNROLL
         for (int u = 0; u < NOWN; u++) nvcuda::wmma::fill_fragment(acc[u], 0.0f);
         const int last = zk_mini(q0 + BQ, T) - 1;
-        for (int k0 = 0; k0 <= last; k0 += BK) {
+        for (int k0 = lo0 / BK * BK; k0 <= last; k0 += BK) {
             __syncthreads();
             stage(Ks, k, pk, k0);
             stage(Vs, v, pv, k0);
             __syncthreads();
+            const int kbeg = sub_before(lo0, k0);
             for (int t = warp; t < 32; t += NW) {    /* 16 tiles of S, then 16 of dP */
                 int tr = (t % 16) / 4, tc = t % 4;
-                if (k0 + tc * 16 > q0 + tr * 16 + 15) continue;
+                if (k0 + tc * 16 > q0 + tr * 16 + 15 || tc < kbeg) continue;
                 if (t < 16) abt(Sf, Qs, Ks, tr, tc);
                 else abt(dPf, dYs, Vs, tr, tc);
             }
@@ -243,14 +260,14 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
             for (int kk = 0; kk < 16; kk++) {
                 int c = qd + 4 * kk, j = k0 + c;
                 float ds = 0.0f;
-                if (j <= i && i < T) ds = expf(Sf[r * SP + c] * scale - L) * (dPf[r * SP + c] - Drow);
+                if (lo <= j && j <= i && i < T) ds = expf(Sf[r * SP + c] * scale - L) * (dPf[r * SP + c] - Drow);
                 zk_atc_st16(dSs + r * PP + c, ds);
             }
             __syncthreads();
             ZK_UNROLL
             for (int u = 0; u < NOWN; u++) {
                 int t = warp + NW * u, tr = t / (HP / 16), tc = t % (HP / 16);
-                if (t < NOUT) ph(acc[u], dSs, Ks, tr, tc, zk_mini(4, (q0 + tr * 16 + 15 - k0) / 16 + 1));
+                if (t < NOUT) ph(acc[u], dSs, Ks, tr, tc, kbeg, zk_mini(4, (q0 + tr * 16 + 15 - k0) / 16 + 1));
             }
         }
         __syncthreads();                        /* Sf and dPf are free: dq goes out through them */
@@ -268,17 +285,20 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
     }
 
     /* One key tile (keys k0..) of one key/value head: dk (pitch pdk) and dv (pitch pdv), summed over
-    ** the REP query heads that read it (q, dy: head r at + r * HS; lse, D: head r at + r * T). */
+    ** the REP query heads that read it (q, dy: head r at + r * HS; lse, D: head r at + r * T). Key j
+    ** is seen by the queries j .. jend - 1 (its document); none from qend on sees the tile. */
     template <int REP>
     static __device__ __forceinline__ void dkv(unsigned char *smem, int k0, IO *dko, long pdk, IO *dvo, long pdv,
                                                const IO *k, long pk, const IO *v, long pv, const IO *q, long pq,
-                                               const IO *dy, long pdy, const float *lse, const float *D)
+                                               const IO *dy, long pdy, const float *lse, const float *D,
+                                               const int *pos)
     {
         W *Ks = (W *)smem, *Vs = (W *)(smem + T16), *Qs = (W *)(smem + 2 * T16), *dYs = (W *)(smem + 3 * T16);
         float *Sf = (float *)(smem + 4 * T16), *dPf = (float *)(smem + 4 * T16 + TS);
         W *Ps = (W *)(smem + 4 * T16 + 2 * TS), *dSs = (W *)(smem + 4 * T16 + 2 * TS + TP);
         float *Ls = (float *)(smem + 4 * T16 + 2 * TS + 2 * TP), *Ds = Ls + BQ;
         const int warp = threadIdx.x / 32, r = threadIdx.x / 4, qd = threadIdx.x % 4, j = k0 + r;   /* this thread's key */
+        const int jend = j < T ? zk_doc_end(pos, j, T) : 0, qend = zk_doc_end(pos, zk_mini(k0 + BK, T) - 1, T);
         const float scale = rsqrtf((float)HS);
         stage(Ks, k, pk, k0);
         stage(Vs, v, pv, k0);
@@ -288,7 +308,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
         for (int h = 0; h < REP; h++) {
             const IO *qh = q + h * HS, *dyh = dy + h * HS;
             const float *lh = lse + (long)h * T, *Dh = D + (long)h * T;
-            for (int q0 = k0; q0 < T; q0 += BQ) {     /* queries before k0 see none of these keys */
+            for (int q0 = k0; q0 < qend; q0 += BQ) {  /* queries before k0 see none of these keys */
                 __syncthreads();
                 stage(Qs, qh, pq, q0);
                 stage(dYs, dyh, pdy, q0);
@@ -298,9 +318,10 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
                     Ds[threadIdx.x] = i < T ? Dh[i] : 0.0f;
                 }
                 __syncthreads();
+                const int kq = zk_mini(4, CEIL_DIV(qend - q0, 16));   /* query sub-tiles before qend */
                 for (int t = warp; t < 32; t += NW) {    /* S^T (keys x queries), then dP^T */
                     int tr = (t % 16) / 4, tc = t % 4;
-                    if (k0 + tr * 16 > q0 + tc * 16 + 15) continue;
+                    if (k0 + tr * 16 > q0 + tc * 16 + 15 || tc >= kq) continue;
                     if (t < 16) abt(Sf, Ks, Qs, tr, tc);
                     else abt(dPf, Vs, dYs, tr, tc);
                 }
@@ -308,7 +329,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
                 for (int kk = 0; kk < 16; kk++) {
                     int c = qd + 4 * kk, i = q0 + c;
                     float p = 0.0f, ds = 0.0f;
-                    if (j <= i && i < T) {
+                    if (j <= i && i < jend) {
                         p = expf(Sf[r * SP + c] * scale - Ls[c]);
                         ds = p * (dPf[r * SP + c] - Ds[c]);
                     }
@@ -323,7 +344,7 @@ template <int HS, int T, typename W, typename IO> struct zk_atc {
                     /* on the diagonal, query sub-tiles kk < tr see none of these keys */
                     a_t fa;
                     brow_t fb;
-                    for (int kk = q0 == k0 ? tr : 0; kk < 4; kk++) {
+                    for (int kk = q0 == k0 ? tr : 0; kk < kq; kk++) {
                         nvcuda::wmma::load_matrix_sync(fb, dYs + kk * 16 * P16 + tc * 16, P16);
                         nvcuda::wmma::load_matrix_sync(fa, Ps + tr * 16 * PP + kk * 16, PP);
                         nvcuda::wmma::mma_sync(dv[u], fa, fb, dv[u]);

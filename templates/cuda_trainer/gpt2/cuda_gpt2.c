@@ -103,6 +103,7 @@ void cz_acts_init(void)
     G2.dbuf = cz_take(&cur, (size_t)ZG_MICRO_BATCH * ZG_N_HEADS * ZG_SEQ_LEN, 4);
     G2.dfch = cz_take(&cur, BTF, AB); G2.dfch_gelu = cz_take(&cur, BTF, AB);
     G2.ones = cz_take(&cur, BT, AB);
+    a->pos_buckets = cz_take(&cur, ZK_TOKBUCKET_INTS(N_ROWS), 4);
     cz_carve_end(acts, acts_end, scratch, cur);
     static float ones[N_ROWS];
     for (int i = 0; i < N_ROWS; i++) ones[i] = 1.0f;
@@ -117,13 +118,14 @@ void cz_acts_init(void)
 }
 
 /* ---------------------------------------------------------------------- kernels */
-/* The attention kernels' footprints: forward reads qkv and writes y (out) and lse (stat); backward
-** reads qkv, y (dq only: NULL for dkv), dy, lse and writes dqkv (out) and reads/writes D (stat: dq
-** writes, dkv reads). */
+/* The attention kernels' footprints: forward reads qkv and the positions and writes y (out) and lse
+** (stat); backward reads qkv, y (dq only: NULL for dkv), dy, lse, the positions and writes dqkv (out)
+** and reads/writes D (stat: dq writes, dkv reads). */
 static void att_footprint(const void *qkv, int bwd, const void *y, const void *dy, void *out, float *stat)
 {
     size_t btc = (size_t)N_ROWS * ZG_D_MODEL, nl = (size_t)ZG_MICRO_BATCH * ZG_N_HEADS * ZG_SEQ_LEN * 4;
     CZ_CHECK(zr_gpu_footprint(CZ.compute, qkv, 3 * btc * AB, 0));
+    CZ_CHECK(zr_gpu_footprint(CZ.compute, CZ.a.pos, N_ROWS * 4, 0));
     if (y) CZ_CHECK(zr_gpu_footprint(CZ.compute, y, btc * AB, 0));
     if (dy) CZ_CHECK(zr_gpu_footprint(CZ.compute, dy, btc * AB, 0));
     CZ_CHECK(zr_gpu_footprint(CZ.compute, out, (bwd ? 3 : 1) * btc * AB, 1));
@@ -275,16 +277,16 @@ static void layernorm_bwd(void *dx, float *dw, float *db, const void *dy, const 
 }
 
 /* ---------------------------------------------------------------------- forward */
-/* p: wte, wpe */
+/* p: wte, wpe (rows by each token's position in its document) */
 void cz_embed_forward(int micro, const void *const *p)
 {
     (void)micro;
     const void *wte = p[0], *wpe = p[1];
     void *out = CZ.a.encoded;
-    const int *tok = CZ.a.tokens;
+    const int *tok = CZ.a.tokens, *pos = CZ.a.pos;
     int n = N_ROWS;
-    void *args[] = {&out, &tok, &wte, &wpe, &n, NULL};
-    cz_fp(tok, N_ROWS * 4, 0); cz_fp(wte, (size_t)ZG_VOCAB_SIZE * ZG_D_MODEL * AB, 0);
+    void *args[] = {&out, &tok, &pos, &wte, &wpe, &n, NULL};
+    cz_fp(tok, N_ROWS * 4, 0); cz_fp(pos, N_ROWS * 4, 0); cz_fp(wte, (size_t)ZG_VOCAB_SIZE * ZG_D_MODEL * AB, 0);
     cz_fp(wpe, (size_t)ZG_SEQ_LEN * ZG_D_MODEL * AB, 0); cz_fp(out, BTC_B, 1);
     cz_launch("zd_encoder_forward", CEIL((long)N_ROWS * ZG_D_MODEL, 256), 1, 1, 256, args);
 }
@@ -302,7 +304,8 @@ static void block_forward(int l, const void *const *p, int recompute)
         void *y = v.atty;
         float *lse = v.lse;
         const void *qkv = v.qkv;
-        void *args[] = {&y, &lse, &qkv, NULL};
+        const int *pos = CZ.a.pos;
+        void *args[] = {&y, &lse, &qkv, &pos, NULL};
         att_footprint(qkv, 0, NULL, 0, y, lse);
 #if ZK_ATT_TC
         cz_launch_sh("zd_attention_tc_forward", CEIL(ZG_SEQ_LEN, 64), ZG_N_HEADS, ZG_MICRO_BATCH, 256,
@@ -377,9 +380,10 @@ static void block_backward(int l, const void *const *p, float *const *g)
         float *D = a2->dbuf;
         const void *qkv = v.qkv, *y = v.atty, *dy = a2->datty;
         const float *lse = v.lse;
-        void *a1[] = {&dqkv, &D, &qkv, &y, &dy, &lse, NULL};
+        const int *pos = a->pos;
+        void *a1[] = {&dqkv, &D, &qkv, &y, &dy, &lse, &pos, NULL};
         const float *Dc = a2->dbuf;
-        void *a2[] = {&dqkv, &qkv, &dy, &lse, &Dc, NULL};
+        void *a2[] = {&dqkv, &qkv, &dy, &lse, &Dc, &pos, NULL};
 #if ZK_ATT_TC
         att_footprint(qkv, 1, y, dy, dqkv, D);
         cz_launch_sh("zd_attention_tc_backward_dq", CEIL(ZG_SEQ_LEN, 64), ZG_N_HEADS, ZG_MICRO_BATCH, 256,
@@ -400,16 +404,18 @@ static void block_backward(int l, const void *const *p, float *const *g)
                   v.ln1_mean, v.ln1_rstd);
 }
 
-/* g: dwte, dwpe */
+/* g: dwte, dwpe (each position's rows grouped at the upload: CZ.a.pos_buckets) */
 void cz_embed_backward(float *const *g)
 {
     cz_token_table_backward(g[0]);
     float *dwpe = g[1];
+    const int *pbkt = CZ.a.pos_buckets;
     const void *dout = CZ.a.dresidual;
     int n = N_ROWS;
-    void *a2[] = {&dwpe, &dout, &n, NULL};
-    cz_fp(dout, BTC_B, 0); cz_fp(dwpe, (size_t)ZG_SEQ_LEN * ZG_D_MODEL * 4, 1);
-    cz_launch("zd_encoder_backward_wpe", CEIL(ZG_SEQ_LEN * ZG_D_MODEL, 256), 1, 1, 256, a2);
+    void *a2[] = {&dwpe, &pbkt, &dout, &n, NULL};
+    cz_fp(pbkt, ZK_TOKBUCKET_INTS(N_ROWS) * 4, 0); cz_fp(dout, BTC_B, 0);
+    cz_fp(dwpe, (size_t)ZG_SEQ_LEN * ZG_D_MODEL * 4, 1);
+    cz_launch("zd_encoder_backward_wpe", ZG_SEQ_LEN, CEIL(ZG_D_MODEL, 256), 1, 256, a2);
 }
 
 /* ---------------------------------------------------------------------- graphs */

@@ -153,13 +153,15 @@ static void rmsnorm_bwd(void *dx, float *dw, const void *dy, const void *x, cons
     cz_launch("zd_rmsnorm_backward_dw_sum", CEIL(ZG_D_MODEL, ZK_COL_BLOCK), 1, 1, ZK_COL_BLOCK, a3);
 }
 
-/* q (N, NH*HS) and k (N, NKV*HS) rotated in place (inverse: back) */
+/* q (N, NH*HS) and k (N, NKV*HS) rotated in place by each token's position in its document
+** (inverse: back) */
 static void rope(void *q, void *k, int inverse)
 {
     const float *c = LL.rope_cos, *s = LL.rope_sin;
+    const int *pos = CZ.a.pos;
     int n = N_ROWS;
-    void *args[] = {&q, &k, &c, &s, &n, &inverse, NULL};
-    cz_fp(c, (size_t)ZG_SEQ_LEN * HALF * 4, 0); cz_fp(s, (size_t)ZG_SEQ_LEN * HALF * 4, 0);
+    void *args[] = {&q, &k, &c, &s, &pos, &n, &inverse, NULL};
+    cz_fp(c, (size_t)ZG_SEQ_LEN * HALF * 4, 0); cz_fp(s, (size_t)ZG_SEQ_LEN * HALF * 4, 0); cz_fp(pos, N_ROWS * 4, 0);
     cz_fp(q, BTC_B, 0); cz_fp(k, BTKV_B, 0); cz_fp(q, BTC_B, 1); cz_fp(k, BTKV_B, 1);
     cz_launch("zd_rope", CEIL((long)N_ROWS * (ZG_N_HEADS + ZG_N_KV_HEADS) * HALF / ROPE_EPT, 256), 1, 1, 256, args);
 }
@@ -212,8 +214,10 @@ static void block_forward(int l, const void *const *p, int recompute)
         void *y = v.atty;
         float *lse = v.lse;
         const void *q = v.q, *k = v.k, *vv = v.v;
-        void *args[] = {&y, &lse, &q, &k, &vv, NULL};
-        cz_fp(q, BTC_B, 0); cz_fp(k, BTKV_B, 0); cz_fp(vv, BTKV_B, 0); cz_fp(y, BTC_B, 1); cz_fp(lse, LSE_N * 4, 1);
+        const int *pos = CZ.a.pos;
+        void *args[] = {&y, &lse, &q, &k, &vv, &pos, NULL};
+        cz_fp(q, BTC_B, 0); cz_fp(k, BTKV_B, 0); cz_fp(vv, BTKV_B, 0); cz_fp(pos, N_ROWS * 4, 0);
+        cz_fp(y, BTC_B, 1); cz_fp(lse, LSE_N * 4, 1);
 #if ZK_ATT_TC
         cz_launch_sh("zd_attention_gqa_tc_forward", CEIL(ZG_SEQ_LEN, 64), ZG_N_HEADS, ZG_MICRO_BATCH, 256,
                      ZK_ATT_TC_FWD_SMEM, args);
@@ -271,9 +275,10 @@ static void block_backward(int l, const void *const *p, float *const *g)
         float *D = LL.dbuf;
         const float *Dc = LL.dbuf, *lse = v.lse;
         const void *q = v.q, *k = v.k, *vv = v.v, *y = v.atty, *dy = LL.datty;
-        void *a1[] = {&dq, &D, &q, &k, &vv, &y, &dy, &lse, NULL};
+        const int *pos = CZ.a.pos;
+        void *a1[] = {&dq, &D, &q, &k, &vv, &y, &dy, &lse, &pos, NULL};
         cz_fp(q, BTC_B, 0); cz_fp(k, BTKV_B, 0); cz_fp(vv, BTKV_B, 0); cz_fp(y, BTC_B, 0); cz_fp(dy, BTC_B, 0);
-        cz_fp(lse, LSE_N * 4, 0); cz_fp(dq, BTC_B, 1); cz_fp(D, LSE_N * 4, 1);
+        cz_fp(lse, LSE_N * 4, 0); cz_fp(pos, N_ROWS * 4, 0); cz_fp(dq, BTC_B, 1); cz_fp(D, LSE_N * 4, 1);
 #if ZK_ATT_TC
         cz_launch_sh("zd_attention_gqa_tc_backward_dq", CEIL(ZG_SEQ_LEN, 64), ZG_N_HEADS, ZG_MICRO_BATCH, 256,
                      ZK_ATT_TC_DQ_SMEM, a1);
@@ -281,9 +286,10 @@ static void block_backward(int l, const void *const *p, float *const *g)
         cz_launch("zd_attention_gqa_backward_dq", CEIL(ZG_SEQ_LEN, ATT_QT), ZG_N_HEADS, ZG_MICRO_BATCH,
                   32 * ZK_ATT_NW, a1);
 #endif
-        void *a2[] = {&dk, &dv, &q, &k, &vv, &dy, &lse, &Dc, NULL};
+        void *a2[] = {&dk, &dv, &q, &k, &vv, &dy, &lse, &Dc, &pos, NULL};
         cz_fp(q, BTC_B, 0); cz_fp(k, BTKV_B, 0); cz_fp(vv, BTKV_B, 0); cz_fp(dy, BTC_B, 0);
-        cz_fp(lse, LSE_N * 4, 0); cz_fp(Dc, LSE_N * 4, 0); cz_fp(dk, BTKV_B, 1); cz_fp(dv, BTKV_B, 1);
+        cz_fp(lse, LSE_N * 4, 0); cz_fp(Dc, LSE_N * 4, 0); cz_fp(pos, N_ROWS * 4, 0);
+        cz_fp(dk, BTKV_B, 1); cz_fp(dv, BTKV_B, 1);
 #if ZK_ATT_TC
         cz_launch_sh("zd_attention_gqa_tc_backward_dkv", CEIL(ZG_SEQ_LEN, 64), ZG_N_KV_HEADS, ZG_MICRO_BATCH, 256,
                      ZK_ATT_TC_DKV_SMEM, a2);

@@ -22,7 +22,7 @@ void tr_model_threads_init(int n) { zk_threads_init(n); }
 static ZkDims dims(int layers)
 {
     ZkDims d = {ZG_MICRO_BATCH, ZG_SEQ_LEN, ZG_D_MODEL, ZG_N_HEADS, ZG_D_FF, ZG_VOCAB_SIZE, layers,
-                (float)ZG_NORM_EPS};
+                (float)ZG_NORM_EPS, NULL};
     return d;
 }
 
@@ -77,8 +77,9 @@ static void block_views(const float *const *q, float *const *d, ZkBlockParams *p
 /* offsets within the embedding and final-norm modules */
 enum { WTE = 0, WPE = ZG_T_WPE_WEIGHT - ZG_T_WTE_WEIGHT, LNF_W = 0, LNF_B = ZG_T_LN_F_BIAS - ZG_T_LN_F_WEIGHT };
 
-void tr_model_embed_forward(const int *tokens, const float *const *p)
+void tr_model_embed_forward(const int *tokens, const int *pos, const float *const *p)
 {
+    D.pos = Dc.pos = pos;
     zk_embed_forward(&D, tokens, p[WTE], p[WPE], &A);
 }
 
@@ -141,7 +142,8 @@ void tr_model_block_backward(int l, const float *in, const float *const *p, floa
     zk_block_backward(&Dc, l, &bp, &bg, &v);
 }
 
-void tr_model_embed_backward(const int *tokens, float *const *g)
+void tr_model_embed_backward(const int *tokens, const int *pos, float *const *g)
 {
+    D.pos = Dc.pos = pos;
     zk_embed_backward(&D, tokens, g[WTE], g[WPE], &A);
 }

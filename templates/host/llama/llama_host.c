@@ -174,13 +174,15 @@ void zl_rmsnorm_backward(int n, int c, const float *x, const float *w, const flo
     }
 }
 
-void zl_rope(int B, int T, int nh, int hs, const float *cos_t, const float *sin_t, float *x, int inverse)
+void zl_rope(int B, int T, int nh, int hs, const int *pos, const float *cos_t, const float *sin_t, float *x,
+             int inverse)
 {
     int half = hs / 2;
     float sign = inverse ? -1.0f : 1.0f;
 #pragma omp parallel for schedule(static)
     for (int bt = 0; bt < B * T; bt++) {
-        const float *c = cos_t + (size_t)(bt % T) * half, *s = sin_t + (size_t)(bt % T) * half;
+        size_t t = (size_t)(pos ? pos[bt] : bt % T);
+        const float *c = cos_t + t * half, *s = sin_t + t * half;
         for (int h = 0; h < nh; h++) {
             float *v = x + ((size_t)bt * nh + h) * hs;
             /* rotate-half: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin); the inverse negates sin */
@@ -194,8 +196,8 @@ void zl_rope(int B, int T, int nh, int hs, const float *cos_t, const float *sin_
 }
 
 ZK_VECTOR_BEGIN
-void zl_attention_forward(int B, int T, int NH, int NKV, int hs, const float *q, const float *k,
-                          const float *v, float *att, float *y)
+void zl_attention_forward(int B, int T, int NH, int NKV, int hs, const int *pos, const float *q,
+                          const float *k, const float *v, float *att, float *y)
 {
     int ldq = NH * hs, ldk = NKV * hs, rep = NH / NKV, solo = zk_blas_solo();
     float scale = 1.0f / sqrtf((float)hs);
@@ -208,13 +210,15 @@ void zl_attention_forward(int B, int T, int NH, int NKV, int hs, const float *q,
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, qb, ldq, kb, ldk, 0.0f, p, T);
         for (int i = 0; i < T; i++) {
             float *pi = p + (size_t)i * T, mx = -INFINITY, sum = 0.0f;
-            for (int j = 0; j <= i; j++) mx = pi[j] > mx ? pi[j] : mx;
-            for (int j = 0; j <= i; j++) {
+            int j0 = pos ? i - pos[b * T + i] : 0;   /* the document's first key */
+            for (int j = j0; j <= i; j++) mx = pi[j] > mx ? pi[j] : mx;
+            for (int j = j0; j <= i; j++) {
                 pi[j] = zk_exp(pi[j] - mx);
                 sum += pi[j];
             }
             float inv = 1.0f / sum;
-            for (int j = 0; j <= i; j++) pi[j] *= inv;
+            for (int j = j0; j <= i; j++) pi[j] *= inv;
+            for (int j = 0; j < j0; j++) pi[j] = 0.0f;
             for (int j = i + 1; j < T; j++) pi[j] = 0.0f;
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, p, T, vb, ldk, 0.0f,
@@ -223,9 +227,9 @@ void zl_attention_forward(int B, int T, int NH, int NKV, int hs, const float *q,
     zk_blas_restore(solo);
 }
 
-void zl_attention_backward(int B, int T, int NH, int NKV, int hs, const float *q, const float *k,
-                           const float *v, const float *att, const float *dy, float *datt, float *dq,
-                           float *dk, float *dv)
+void zl_attention_backward(int B, int T, int NH, int NKV, int hs, const int *pos, const float *q,
+                           const float *k, const float *v, const float *att, const float *dy, float *datt,
+                           float *dq, float *dk, float *dv)
 {
     int ldq = NH * hs, ldk = NKV * hs, rep = NH / NKV, solo = zk_blas_solo();
     float scale = 1.0f / sqrtf((float)hs);
@@ -245,8 +249,10 @@ void zl_attention_backward(int B, int T, int NH, int NKV, int hs, const float *q
             for (int i = 0; i < T; i++) {
                 const float *pi = p + (size_t)i * T;
                 float *di = ds + (size_t)i * T, dot = 0.0f;
-                for (int j = 0; j <= i; j++) dot += pi[j] * di[j];
-                for (int j = 0; j <= i; j++) di[j] = pi[j] * (di[j] - dot);
+                int j0 = pos ? i - pos[b * T + i] : 0;
+                for (int j = j0; j <= i; j++) dot += pi[j] * di[j];
+                for (int j = j0; j <= i; j++) di[j] = pi[j] * (di[j] - dot);
+                for (int j = 0; j < j0; j++) di[j] = 0.0f;
                 for (int j = i + 1; j < T; j++) di[j] = 0.0f;
             }
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, ds, T, kb, ldk, 0.0f, dqb, ldq);
@@ -300,9 +306,9 @@ void zl_block_recompute(const ZlDims *d, int l, const ZlBlockParams *p, const Zl
     lin_fwd(BT, C, C, x.ln1, p->q_w, 0.0f, x.q);
     lin_fwd(BT, C, KV, x.ln1, p->k_w, 0.0f, x.k);
     lin_fwd(BT, C, KV, x.ln1, p->v_w, 0.0f, x.v);
-    zl_rope(d->B, d->T, d->NH, hs, a->rope_cos, a->rope_sin, x.q, 0);
-    zl_rope(d->B, d->T, d->NKV, hs, a->rope_cos, a->rope_sin, x.k, 0);
-    zl_attention_forward(d->B, d->T, d->NH, d->NKV, hs, x.q, x.k, x.v, x.att, x.atty);
+    zl_rope(d->B, d->T, d->NH, hs, d->pos, a->rope_cos, a->rope_sin, x.q, 0);
+    zl_rope(d->B, d->T, d->NKV, hs, d->pos, a->rope_cos, a->rope_sin, x.k, 0);
+    zl_attention_forward(d->B, d->T, d->NH, d->NKV, hs, d->pos, x.q, x.k, x.v, x.att, x.atty);
     memcpy(x.residual2, in, (size_t)BT * C * sizeof(float));
     lin_fwd(BT, C, C, x.atty, p->o_w, 1.0f, x.residual2);
     zl_rmsnorm_forward(BT, C, d->eps, x.residual2, p->ln2_w, x.ln2, x.ln2_rstd);
@@ -376,10 +382,10 @@ void zl_block_backward(const ZlDims *d, int l, const ZlBlockParams *p, const ZlB
     /* attention: residual2 = in + o(attention(rope(q), rope(k), v)) */
     lin_dx(BT, C, C, a->dresidual, p->o_w, 0.0f, a->datty);
     lin_dw(BT, C, C, x.atty, a->dresidual, g->o_w);
-    zl_attention_backward(d->B, d->T, d->NH, d->NKV, hs, x.q, x.k, x.v, x.att, a->datty, a->datt, a->dq,
-                          a->dk, a->dv);
-    zl_rope(d->B, d->T, d->NH, hs, a->rope_cos, a->rope_sin, a->dq, 1);
-    zl_rope(d->B, d->T, d->NKV, hs, a->rope_cos, a->rope_sin, a->dk, 1);
+    zl_attention_backward(d->B, d->T, d->NH, d->NKV, hs, d->pos, x.q, x.k, x.v, x.att, a->datty, a->datt,
+                          a->dq, a->dk, a->dv);
+    zl_rope(d->B, d->T, d->NH, hs, d->pos, a->rope_cos, a->rope_sin, a->dq, 1);
+    zl_rope(d->B, d->T, d->NKV, hs, d->pos, a->rope_cos, a->rope_sin, a->dk, 1);
     lin_dx(BT, C, C, a->dq, p->q_w, 0.0f, a->dln);
     lin_dx(BT, C, KV, a->dk, p->k_w, 1.0f, a->dln);
     lin_dx(BT, C, KV, a->dv, p->v_w, 1.0f, a->dln);

@@ -35,6 +35,8 @@ typedef struct ZlDims {
     int rope_llama3;            /* LLaMA 3 frequency scaling with the four values below */
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_context;
+    const int *pos;             /* (B,T) each token's position in its document (docs/DATA.md): RoPE's
+                                ** angle, and attention over keys t-pos[t] .. t; NULL: 0 .. T-1 */
 } ZlDims;
 
 /* One block's parameters, HF names model.layers.{l}.<...>, shapes [out, in]. */
@@ -103,16 +105,18 @@ void zl_rmsnorm_forward(int n, int c, float eps, const float *x, const float *w,
 /* dx += RMSNorm backward (dx is the residual stream); dw += (may be NULL). */
 void zl_rmsnorm_backward(int n, int c, const float *x, const float *w, const float *rstd, const float *dy,
                          float *dx, float *dw);
-/* x (B*T rows of nh heads of hs) rotated in place by position t; inverse = 1 rotates back (the
-** transpose: what backward applies to gradients). */
-void zl_rope(int B, int T, int nh, int hs, const float *cos_t, const float *sin_t, float *x, int inverse);
-/* Grouped-query causal attention: q (B,T,NH*hs), k, v (B,T,NKV*hs) -> y (B,T,NH*hs); att (B,NH,T,T). */
-void zl_attention_forward(int B, int T, int NH, int NKV, int hs, const float *q, const float *k,
-                          const float *v, float *att, float *y);
+/* x (B*T rows of nh heads of hs) rotated in place by position pos[b,t] (pos NULL: t); inverse = 1
+** rotates back (the transpose: what backward applies to gradients). */
+void zl_rope(int B, int T, int nh, int hs, const int *pos, const float *cos_t, const float *sin_t, float *x,
+             int inverse);
+/* Grouped-query causal attention: q (B,T,NH*hs), k, v (B,T,NKV*hs) -> y (B,T,NH*hs); att (B,NH,T,T).
+** The query at t sees keys t - pos[t] .. t (pos NULL: 0 .. t); the others get probability 0. */
+void zl_attention_forward(int B, int T, int NH, int NKV, int hs, const int *pos, const float *q,
+                          const float *k, const float *v, float *att, float *y);
 /* dq, dk, dv overwritten; datt (B,NH,T,T) scratch. */
-void zl_attention_backward(int B, int T, int NH, int NKV, int hs, const float *q, const float *k,
-                           const float *v, const float *att, const float *dy, float *datt, float *dq,
-                           float *dk, float *dv);
+void zl_attention_backward(int B, int T, int NH, int NKV, int hs, const int *pos, const float *q,
+                           const float *k, const float *v, const float *att, const float *dy, float *datt,
+                           float *dq, float *dk, float *dv);
 /* h = silu(gate) * up; backward: dgate, dup from dh (overwrite). */
 void zl_swiglu_forward(size_t n, const float *gate, const float *up, float *h);
 void zl_swiglu_backward(size_t n, const float *gate, const float *up, const float *dh, float *dgate,

@@ -87,8 +87,9 @@ static void block_views(const float *const *q, float *const *d, ZlBlockParams *p
 }
 
 /* The embedding, final norm and head modules hold one tensor each: p[0]. */
-void tr_model_embed_forward(const int *tokens, const float *const *p)
+void tr_model_embed_forward(const int *tokens, const int *pos, const float *const *p)
 {
+    D.pos = Dc.pos = pos;
     zl_embed_forward(&D, tokens, p[0], &A);
 }
 
@@ -151,7 +152,8 @@ void tr_model_block_backward(int l, const float *in, const float *const *p, floa
     zl_block_backward(&Dc, l, &bp, &bg, &v);
 }
 
-void tr_model_embed_backward(const int *tokens, float *const *g)
+void tr_model_embed_backward(const int *tokens, const int *pos, float *const *g)
 {
+    D.pos = Dc.pos = pos;
     zl_embed_backward(&D, tokens, g[0], &A);
 }

@@ -12,6 +12,9 @@
 /* ---------------------------------------------------------------------- identity */
 #define ZG_NAME                         "tiny"
 #define ZG_SPEC                         "specs/tiny.yaml"
+/* zgen's arguments as given, minus -o and --world-size, each word quoted for a POSIX shell where it
+** needs it: `bin/zgen ZG_GEN_ARGS --world-size N` regenerates this trainer for N ranks */
+#define ZG_GEN_ARGS                     "specs/tiny.yaml"
 #define ZG_ARCH                         "gpt2"
 
 /* ---------------------------------------------------------------------- model */
@@ -37,6 +40,7 @@
 #define ZG_GPUS_PER_NODE                2
 #define ZG_TOKENS_PER_STEP              INT64_C(1024)
 #define ZG_SEED                         UINT64_C(1234)
+#define ZG_SHUFFLE                      1
 #define ZG_DEVICE_MEMORY                INT64_C(2147483648)  /* bytes per rank, 0 = undeclared */
 #define ZG_HOST_MEMORY                  INT64_C(8589934592)  /* bytes per node, 0 = undeclared */
 
@@ -162,18 +166,18 @@
 
 /* ---------------------------------------------------------------------- memory per rank */
 #define ZG_ARENA_ALIGN                  INT64_C(64)
-#define ZG_TIER_BYTES_DEVICE            INT64_C(26117888)  /* 24.91 MiB */
+#define ZG_TIER_BYTES_DEVICE            INT64_C(26126336)  /* 24.92 MiB */
 #define ZG_TIER_BYTES_PINNED            INT64_C(44434432)  /* 42.38 MiB */
 #define ZG_TIER_BYTES_HOST              INT64_C(0)  /* 0 B */
 #define ZG_TIER_BYTES_NVME              INT64_C(8388608)  /* 8.00 MiB */
-#define ZG_PEAK_BYTES_DEVICE            INT64_C(26117888)
+#define ZG_PEAK_BYTES_DEVICE            INT64_C(26126336)
 #define ZG_PEAK_BYTES_PINNED            INT64_C(44434432)
 #define ZG_PEAK_BYTES_HOST              INT64_C(0)
 #define ZG_PEAK_BYTES_NVME              INT64_C(8388608)
 /* the device regions "acts"/"scratch" hold the GPU trainer's layout; the host backend's own
 ** activations (the host kernels' layout) are a buffer of these sizes it maps at start-up */
 #define ZG_ACTS_BYTES                   INT64_C(17911808)
-#define ZG_SCRATCH_BYTES                INT64_C(3707136)
+#define ZG_SCRATCH_BYTES                INT64_C(3715584)
 #define ZG_HOST_ACTS_BYTES              INT64_C(22059008)
 #define ZG_HOST_SCRATCH_BYTES           INT64_C(4718592)
 #define ZG_HOST_STAGE_BYTES             INT64_C(0)

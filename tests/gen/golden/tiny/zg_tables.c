@@ -136,7 +136,7 @@ const ZrRegionRow zg_regions[24] = {
     {"grad_stage",    ZR_MEM_STAGING,      ZR_TIER_DEVICE, 3574784,  793088},    /* device: module gradient area: fp32 gradients of one module, 774.50 KiB */
     {"tied_grad",     ZR_MEM_STAGING,      ZR_TIER_DEVICE, 4367872,  131072},    /* device: fp32 wte gradient from lm_head to embed's backward, 128.00 KiB */
     {"acts",          ZR_MEM_ACTIVATIONS,  ZR_TIER_DEVICE, 4498944,  17911808},  /* device: activations of one micro-batch, 17.08 MiB */
-    {"scratch",       ZR_MEM_ACTIVATIONS,  ZR_TIER_DEVICE, 22410752, 3707136},   /* device: backward scratch, 3.54 MiB */
+    {"scratch",       ZR_MEM_ACTIVATIONS,  ZR_TIER_DEVICE, 22410752, 3715584},   /* device: backward scratch, 3.54 MiB */
 };
 
 /* The swap file of each region (NVMe tier: ZG_NVME_FILE_DIR_<file>; 0 for the other tiers). */
@@ -169,20 +169,20 @@ const int zg_region_file[24] = {
 
 /* Arena bytes per tier per rank, and the peak over a step. */
 const int64_t zg_tier_bytes[ZR_NTIERS] = {
-    26117888,       /* device: 24.91 MiB */
+    26126336,       /* device: 24.92 MiB */
     44434432,       /* pinned: 42.38 MiB */
     0,              /* host: 0 B */
     8388608,        /* nvme: 8.00 MiB */
 };
 const int64_t zg_peak_bytes[ZR_NTIERS] = {
-    26117888,       /* device */
+    26126336,       /* device */
     44434432,       /* pinned */
     0,              /* host */
     8388608,        /* nvme */
 };
 /* Bytes per tier and category: param16, master, grad, adam_m, adam_v, gather_slots, comm_buckets, swap_buffers, activations, staging. */
 const int64_t zg_cat_bytes[ZR_NTIERS][ZR_NMEM] = {
-    {27648, 0, 0, 0, 0, 1572864, 1182720, 791552, 21618944, 924160},  /* device */
+    {27648, 0, 0, 0, 0, 1572864, 1182720, 791552, 21627392, 924160},  /* device */
     {1684992, 0, 0, 0, 0, 0, 0, 41943040, 0, 394240},  /* pinned */
     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},  /* host */
     {0, 2097152, 2097152, 2097152, 2097152, 0, 0, 0, 0, 0},  /* nvme */
