@@ -174,6 +174,8 @@ void zg_check(const ZgModel *m, ZgZero *z)
         return;
     }
     if (!z->batch_unresolved && !batch(m, z)) return;
+    if (!z->batch_unresolved)
+        for (ZgSetting s = ZG_S_MICRO; s <= ZG_S_TB; s++) zg_zero_spec_unused(m, z, s);
     if (z->micro_batch > 0 && m->seq_len > 0 && z->micro_batch > ((int64_t)1 << 40) / m->seq_len) {
         zg_error(z->loc_micro, "micro-batch %lld x seq_len %lld tokens is beyond what zgen plans",
                  ll(z->micro_batch), ll(m->seq_len));

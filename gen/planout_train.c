@@ -55,8 +55,9 @@ int zg_plan_training_rows(const ZgZero *z, ZgTrainRow *rows)
         r->source = f->src ? f->src : f->kind == ZG_FROM_DEFAULT ? default_source(z, (ZgSetting)s) : NULL;
         r->line = f->kind == ZG_FROM_CONFIG || f->kind == ZG_FROM_AUTO ? f->at.line : 0;
         r->note = NULL;
-        if (s == ZG_S_WARMUP_NUM_STEPS && z->warmup_num_steps < 2)
-            r->note = zg_fmt("the warmup spans max(2, %lld) = 2 steps, as in DeepSpeed", (long long)z->warmup_num_steps);
+        if (s == ZG_S_WARMUP_NUM_STEPS && z->warmup_num_steps_in < 2)
+            r->note = zg_fmt("the warmup spans max(2, %lld) = 2 steps, as in DeepSpeed",
+                             (long long)z->warmup_num_steps_in);
         if (s == ZG_S_CLIP && z->gradient_clipping == 0) r->note = "0: no clipping";
         if (s == ZG_S_LOSS_SCALE && z->loss_scale == 0) r->note = "0: dynamic loss scaling";
     }

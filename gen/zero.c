@@ -42,7 +42,7 @@ void zg_zero_defaults(ZgZero *z)
     z->sched = ZG_SCHED_NONE;
     z->warmup_min_lr = 0;
     z->warmup_max_lr = 1e-3;
-    z->warmup_num_steps = 1000;
+    z->warmup_num_steps = z->warmup_num_steps_in = 1000;
     z->warmup_linear = false;
     z->warmup_min_ratio = 0;
     z->cos_min_ratio = 1e-4;
@@ -281,7 +281,7 @@ static void special(Ctx *c, const char *section, const ZgKey *k, const ZgNode *v
         if (!strcmp(n, "warmup_min_lr")) z->warmup_min_lr = x->d;
         else if (!strcmp(n, "warmup_max_lr")) z->warmup_max_lr = x->d, z->warmup_max_lr_given = true;
         else if (!strcmp(n, "warmup_num_steps")) {
-            z->warmup_num_steps = c->warmup_raw = x->i;
+            z->warmup_num_steps = z->warmup_num_steps_in = x->i;
             if (x->i < 2) {
                 /* DeepSpeed clamps with max(2, n): log warmup divides by ln(n). */
                 zg_warn(v->loc, "warmup_num_steps %lld is raised to 2, as DeepSpeed does", (long long)x->i);

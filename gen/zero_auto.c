@@ -9,9 +9,11 @@
 ** scheduler's warmup_min_lr, warmup_max_lr, warmup_num_steps and total_num_steps, fp16/bf16/amp
 ** enabled, and three sizing keys from the hidden size. Any other "auto" is an error: DeepSpeed would
 ** drop the key and use its default, which is how a config written for HF's Trainer trains with
-** numbers nobody chose. As in HF, a value the config writes must agree with the spec's (HF's "mismatch"
-** error); unlike HF, a key the config leaves out also takes the spec's value, since a number written
-** in the spec is meant for the run.
+** numbers nobody chose. Where HF refuses a config value that differs from its argument, zgen keeps
+** the config's value with a warning (-c exists to run a spec with another config), and warns as well
+** when the config leaves a key to its default while the spec gives it; only the lr of a config
+** without one (and, with no optimizer section, the betas, eps and weight decay, from which HF's
+** Trainer builds its own AdamW) is taken from the spec.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +117,7 @@ char *zg_setting_text(const ZgZero *z, ZgSetting s)
     case ZG_S_SCHED_TYPE: return zg_xstrdup(sched_name(z->sched));
     case ZG_S_WARMUP_MIN_LR: return zg_num_text(z->warmup_min_lr);
     case ZG_S_WARMUP_MAX_LR: return zg_num_text(z->warmup_max_lr);
-    case ZG_S_WARMUP_NUM_STEPS: return zg_fmt("%lld", (long long)z->warmup_num_steps);
+    case ZG_S_WARMUP_NUM_STEPS: return zg_fmt("%lld", (long long)z->warmup_num_steps_in);
     case ZG_S_WARMUP_TYPE: return zg_xstrdup(z->warmup_linear ? "linear" : "log");
     case ZG_S_TOTAL_NUM_STEPS: return zg_fmt("%lld", (long long)z->total_num_steps);
     case ZG_S_WARMUP_MIN_RATIO: return zg_num_text(z->warmup_min_ratio);
@@ -208,9 +210,11 @@ static void fill(Ctx *c, int s, ZgLoc at)
     case ZG_S_WARMUP_MIN_LR: z->warmup_min_lr = 0, src = "HF fills 0"; break;
     case ZG_S_WARMUP_MAX_LR: c->wmax_auto = true, z->warmup_max_lr_given = true, src = NULL; break;
     case ZG_S_WARMUP_NUM_STEPS:
-        /* stored as filled: the schedule warms up over max(2, n) steps (DeepSpeed and zr_lr.c) */
-        z->warmup_num_steps = c->warmup_raw = spec ? m->train_warmup_steps : 0;
-        src = spec_or_default(m, ZG_TA_WARMUP, "warmup_steps 0 (not DeepSpeed's 1000)");
+        /* the schedule warms up over max(2, n) steps (DeepSpeed's WarmupLR), stored so as for a written n;
+        ** said as filled */
+        z->warmup_num_steps_in = spec ? m->train_warmup_steps : 0;
+        z->warmup_num_steps = z->warmup_num_steps_in < 2 ? 2 : z->warmup_num_steps_in;
+        src = spec_or_default(m, ZG_TA_WARMUP, "warmup_steps 0, not DeepSpeed's 1000");
         break;
     case ZG_S_TOTAL_NUM_STEPS:
         if (m->steps > 0) {
@@ -268,114 +272,128 @@ static bool spec_dtype_is(const ZgModel *m, ZgDtype d)
     return zg_train_arg_set(m, ZG_TA_DTYPE) && m->train_dtype == d;
 }
 
-/* A value the config writes against the spec's: HF's Trainer refuses the pair, and so do we. */
-static void mismatch(const ZgFrom *f, const char *what, const char *cfg, const ZgModel *m, ZgTrainArg ta,
-                     const char *spec)
-{
-    zg_error(f->at, "%s is %s here but %s in the spec's %s", what, cfg, spec, zg_train_arg_name(ta));
-    zg_note(f->at, "write \"auto\" to take the spec's value, or make the two agree (HF's Trainer refuses such "
-            "a mismatch too)");
-    zg_note(m->loc_train[ta], "the spec's %s", zg_train_arg_name(ta));
-}
-
-static bool applies(const ZgZero *z, int s)
+/* The spec's value of a setting, as zg_setting_text writes the run's. */
+static char *spec_text(const ZgModel *m, ZgSetting s)
 {
     switch (s) {
-    case ZG_S_WARMUP_MAX_LR: return z->sched == ZG_SCHED_WARMUP || z->sched == ZG_SCHED_WARMUP_DECAY;
-    case ZG_S_WARMUP_NUM_STEPS: return z->sched != ZG_SCHED_NONE;
-    default: return true;
+    case ZG_S_MICRO: return zg_fmt("%lld", (long long)m->train_micro_batch);
+    case ZG_S_GAS: return zg_fmt("%lld", (long long)m->train_grad_accum);
+    case ZG_S_TB: return zg_fmt("%lld", (long long)m->train_batch);
+    case ZG_S_CLIP: return zg_num_text(m->train_max_grad_norm);
+    case ZG_S_LR: case ZG_S_WARMUP_MAX_LR: return zg_num_text(m->train_lr);
+    case ZG_S_BETAS: {
+        char *a = zg_num_text(m->train_beta1), *b = zg_num_text(m->train_beta2), *r = zg_fmt("[%s, %s]", a, b);
+        free(a), free(b);
+        return r;
+    }
+    case ZG_S_EPS: return zg_num_text(m->train_eps);
+    case ZG_S_WD: return zg_num_text(m->train_weight_decay);
+    case ZG_S_WARMUP_NUM_STEPS: return zg_fmt("%lld", (long long)m->train_warmup_steps);
+    default: zg_unreachable();
     }
 }
 
-/* The spec's train.* value for a setting the config leaves out; agreement for one it writes. */
+static const char *leaf(const char *key)
+{
+    const char *d = strrchr(key, '.');
+    return d ? d + 1 : key;
+}
+
+/* A spec train.* value the run does not use, because the config writes another or leaves the key to
+** its default: a warning where the user can act. HF's Trainer refuses a written mismatch; zgen keeps
+** the config's word (-c exists to run the spec with another config) and says so. */
+void zg_zero_spec_unused(const ZgModel *m, const ZgZero *z, ZgSetting s)
+{
+    int ta = settings[s].ta;
+    const ZgFrom *f = &z->from[s];
+    if (ta < 0 || !zg_train_arg_set(m, (ZgTrainArg)ta) || f->kind == ZG_FROM_AUTO || f->kind == ZG_FROM_SPEC) return;
+    char *have = zg_setting_text(z, s), *want = spec_text(m, s);
+    const char *what = settings[s].key, *name = zg_train_arg_name((ZgTrainArg)ta);
+    ZgLoc sat = m->loc_train[ta];
+    if (!strcmp(have, want)) {
+        /* the same number either way */
+    } else if (f->kind == ZG_FROM_CONFIG) {
+        zg_warn(f->at, "%s is %s here, not the spec's %s %s: the config's value is used", what, have, name, want);
+        zg_note(f->at, "write \"auto\" to use the spec's value (HF's Trainer refuses such a mismatch)");
+    } else {
+        zg_warn(sat, "the spec's %s %s is not used: %s is %s (%s)", name, want, what, have,
+                f->kind == ZG_FROM_DERIVED && f->src ? f->src : "the config leaves it out");
+        zg_note(sat, "write \"%s\": \"auto\" in the config to use it", leaf(what));
+    }
+    free(have), free(want);
+}
+
+/* The spec's precision against the config's fp16/bf16 when neither says "auto". */
+static void dtype_unused(Ctx *c)
+{
+    const ZgModel *m = c->m;
+    ZgZero *z = c->z;
+    if (!zg_train_arg_set(m, ZG_TA_DTYPE) || (c->bf16 && c->fp16)) return;    /* both: zero_rules.c's error */
+    ZgDtype want = m->train_dtype, have = c->bf16 ? ZG_DTYPE_BF16 : c->fp16 ? ZG_DTYPE_FP16 : ZG_DTYPE_FP32;
+    if (have == want) return;
+    for (int i = 0; i < 2; i++) {
+        int s = i ? ZG_S_FP16 : ZG_S_BF16;
+        bool on = i ? c->fp16 : c->bf16, wants = want == (i ? ZG_DTYPE_FP16 : ZG_DTYPE_BF16);
+        if (z->from[s].kind == ZG_FROM_CONFIG && on != wants) {
+            zg_warn(z->from[s].at, "%s is %s here, not as the spec's train.dtype %s: the config's value is used",
+                    settings[s].key, on ? "true" : "false", zg_dtype_name(want));
+            zg_note(z->from[s].at, "write \"auto\" to use the spec's train.dtype (HF's Trainer refuses such a mismatch)");
+            return;
+        }
+    }
+    zg_warn(m->loc_train[ZG_TA_DTYPE], "the spec's train.dtype %s is not used: the config's precision is %s",
+            zg_dtype_name(want), zg_dtype_name(have));
+    zg_note(m->loc_train[ZG_TA_DTYPE], "write \"bf16\": {\"enabled\": \"auto\"} and \"fp16\": {\"enabled\": \"auto\"} in "
+            "the config to use it");
+}
+
+/* After the walk: the spec's lr for a config without one (and, with no optimizer section at all, its
+** betas, eps and weight decay: HF's Trainer then builds its AdamW from TrainingArguments); a warning
+** for every other spec value the run does not use. The batch keys are judged by check.c once the
+** world size has fixed them. */
 static void spec_values(Ctx *c)
 {
     ZgZero *z = c->z;
     const ZgModel *m = c->m;
-    for (int s = 0; s < ZG_NS; s++) {
-        int ta = settings[s].ta;
-        if (ta < 0 || !zg_train_arg_set(m, (ZgTrainArg)ta) || !applies(z, s)) continue;
-        ZgFrom *f = &z->from[s];
-        if (f->kind == ZG_FROM_AUTO) continue;
-        bool cfg = f->kind == ZG_FROM_CONFIG;
-        const char *what = settings[s].key;
-        char *a = NULL, *b = NULL;
-        switch (s) {
-        case ZG_S_MICRO:
-            if (cfg && z->micro_batch != m->train_micro_batch)
-                a = zg_fmt("%lld", (long long)z->micro_batch), b = zg_fmt("%lld", (long long)m->train_micro_batch);
-            else if (!cfg) z->micro_batch = m->train_micro_batch, z->micro_given = true;
-            break;
-        case ZG_S_GAS:
-            if (cfg && z->grad_accum != m->train_grad_accum)
-                a = zg_fmt("%lld", (long long)z->grad_accum), b = zg_fmt("%lld", (long long)m->train_grad_accum);
-            else if (!cfg) z->grad_accum = m->train_grad_accum, z->gas_given = true;
-            break;
-        case ZG_S_TB:
-            if (cfg && z->train_batch_size != m->train_batch)
-                a = zg_fmt("%lld", (long long)z->train_batch_size), b = zg_fmt("%lld", (long long)m->train_batch);
-            else if (!cfg) z->train_batch_size = m->train_batch, z->tb_given = true;
-            break;
-        case ZG_S_CLIP:
-            if (cfg && z->gradient_clipping != m->train_max_grad_norm)
-                a = zg_num_text(z->gradient_clipping), b = zg_num_text(m->train_max_grad_norm);
-            else if (!cfg) z->gradient_clipping = m->train_max_grad_norm;
-            break;
-        case ZG_S_BF16: case ZG_S_FP16: {
-            bool *on = s == ZG_S_BF16 ? &c->bf16 : &c->fp16;
-            bool want = spec_dtype_is(m, s == ZG_S_BF16 ? ZG_DTYPE_BF16 : ZG_DTYPE_FP16);
-            if (cfg && *on != want) a = yes_no(*on), b = zg_fmt("%s (%s)", want ? "true" : "false",
-                                                                zg_dtype_name(m->train_dtype));
-            else if (!cfg) *on = want;
-            break;
-        }
-        case ZG_S_LR:
-            if (cfg && z->lr != m->train_lr) a = zg_num_text(z->lr), b = zg_num_text(m->train_lr);
-            else if (!cfg) z->lr = m->train_lr, c->lr_given = true;
-            break;
-        case ZG_S_BETAS:
-            if (cfg && (z->beta1 != m->train_beta1 || z->beta2 != m->train_beta2)) {
-                a = zg_setting_text(z, ZG_S_BETAS);
-                char *x = zg_num_text(m->train_beta1), *y = zg_num_text(m->train_beta2);
-                b = zg_fmt("[%s, %s]", x, y);
-                free(x), free(y);
-            } else if (!cfg) z->beta1 = m->train_beta1, z->beta2 = m->train_beta2;
-            break;
-        case ZG_S_EPS:
-            if (cfg && z->eps != m->train_eps) a = zg_num_text(z->eps), b = zg_num_text(m->train_eps);
-            else if (!cfg) z->eps = m->train_eps;
-            break;
-        case ZG_S_WD:
-            if (cfg && z->weight_decay != m->train_weight_decay)
-                a = zg_num_text(z->weight_decay), b = zg_num_text(m->train_weight_decay);
-            else if (!cfg) z->weight_decay = m->train_weight_decay;
-            break;
-        case ZG_S_WARMUP_MAX_LR:
-            if (cfg && z->warmup_max_lr != m->train_lr) a = zg_num_text(z->warmup_max_lr), b = zg_num_text(m->train_lr);
-            else if (!cfg) z->warmup_max_lr = m->train_lr, z->warmup_max_lr_given = true;
-            break;
-        case ZG_S_WARMUP_NUM_STEPS:
-            if (cfg && c->warmup_raw != m->train_warmup_steps)
-                a = zg_fmt("%lld", (long long)c->warmup_raw), b = zg_fmt("%lld", (long long)m->train_warmup_steps);
-            else if (!cfg) z->warmup_num_steps = m->train_warmup_steps;
-            break;
-        default: zg_unreachable();
-        }
-        if (a) mismatch(f, what, a, m, (ZgTrainArg)ta, b);
-        else if (!cfg) set_from(z, s, ZG_FROM_SPEC, zg_fmt("spec %s", zg_train_arg_name((ZgTrainArg)ta)), f->at);
-        free(a), free(b);
+    bool no_optimizer = z->from[ZG_S_OPT_TYPE].kind == ZG_FROM_DEFAULT;
+    static const int opt[] = {ZG_S_LR, ZG_S_BETAS, ZG_S_EPS, ZG_S_WD};
+    for (int i = 0; i < 4; i++) {
+        int s = opt[i], ta = settings[s].ta;
+        if (!zg_train_arg_set(m, (ZgTrainArg)ta) || z->from[s].kind != ZG_FROM_DEFAULT || (s != ZG_S_LR && !no_optimizer))
+            continue;
+        if (s == ZG_S_LR) z->lr = m->train_lr, c->lr_given = true;
+        else if (s == ZG_S_BETAS) z->beta1 = m->train_beta1, z->beta2 = m->train_beta2;
+        else if (s == ZG_S_EPS) z->eps = m->train_eps;
+        else z->weight_decay = m->train_weight_decay;
+        set_from(z, s, ZG_FROM_SPEC, zg_fmt("spec %s", zg_train_arg_name((ZgTrainArg)ta)), z->from[s].at);
     }
-    /* total_num_steps from --steps, HF's max_steps */
-    ZgFrom *f = &z->from[ZG_S_TOTAL_NUM_STEPS];
-    bool needs_total = z->sched == ZG_SCHED_WARMUP_DECAY || z->sched == ZG_SCHED_WARMUP_COSINE;
-    if (m->steps > 0 && needs_total && f->kind == ZG_FROM_CONFIG && z->total_num_steps != m->steps) {
-        zg_error(f->at, "scheduler.params.total_num_steps is %lld here but zgen was given --steps %lld",
-                 (long long)z->total_num_steps, (long long)m->steps);
-        zg_note(f->at, "write \"auto\" to take --steps, or make the two agree (HF's Trainer refuses such a "
-                "mismatch too)");
-    } else if (m->steps > 0 && needs_total && f->kind == ZG_FROM_DEFAULT) {
-        z->total_num_steps = m->steps, c->total_given = true;
-        set_from(z, ZG_S_TOTAL_NUM_STEPS, ZG_FROM_SPEC, "zgen --steps", f->at);
+    for (int i = 0; i < 4; i++) zg_zero_spec_unused(m, z, (ZgSetting)opt[i]);
+    zg_zero_spec_unused(m, z, ZG_S_CLIP);
+    if (z->from[ZG_S_WARMUP_MAX_LR].kind == ZG_FROM_CONFIG && z->sched != ZG_SCHED_WARMUP_COSINE)
+        zg_zero_spec_unused(m, z, ZG_S_WARMUP_MAX_LR);
+    /* warmup: as written (DeepSpeed's max(2, n) is applied later) */
+    if (zg_train_arg_set(m, ZG_TA_WARMUP) && z->from[ZG_S_WARMUP_NUM_STEPS].kind != ZG_FROM_AUTO) {
+        const ZgFrom *f = &z->from[ZG_S_WARMUP_NUM_STEPS];
+        ZgLoc sat = m->loc_train[ZG_TA_WARMUP];
+        long long want = (long long)m->train_warmup_steps;
+        if (z->sched == ZG_SCHED_NONE) {
+            zg_warn(sat, "the spec's train.warmup_steps %lld is not used: the config has no scheduler", want);
+            zg_note(sat, "add a scheduler (e.g. WarmupLR) with \"warmup_num_steps\": \"auto\" to use it");
+        } else if (f->kind == ZG_FROM_CONFIG && z->warmup_num_steps_in != want) {
+            zg_warn(f->at, "scheduler.params.warmup_num_steps is %lld here, not the spec's train.warmup_steps %lld: "
+                    "the config's value is used", (long long)z->warmup_num_steps_in, want);
+            zg_note(f->at, "write \"auto\" to use the spec's value (HF's Trainer refuses such a mismatch)");
+        } else if (f->kind == ZG_FROM_DEFAULT && z->warmup_num_steps != want) {
+            zg_warn(sat, "the spec's train.warmup_steps %lld is not used: the config leaves warmup_num_steps out "
+                    "(DeepSpeed's default %lld)", want, (long long)z->warmup_num_steps);
+            zg_note(sat, "write \"warmup_num_steps\": \"auto\" in the config's scheduler.params to use it");
+        }
+    }
+    const ZgFrom *f = &z->from[ZG_S_TOTAL_NUM_STEPS];
+    if (m->steps > 0 && f->kind == ZG_FROM_CONFIG && z->total_num_steps != m->steps) {
+        zg_warn(f->at, "scheduler.params.total_num_steps is %lld here, not zgen --steps %lld: the config's value "
+                "is used", (long long)z->total_num_steps, (long long)m->steps);
+        zg_note(f->at, "write \"auto\" to use --steps (HF's Trainer refuses such a mismatch)");
     }
 }
 
@@ -432,6 +450,7 @@ void zg_zero_auto_finish(Ctx *c)
         c->fp16 = spec_dtype_is(m, ZG_DTYPE_FP16);
         z->from[ZG_S_FP16].src = dtype_src(m, "--fp16");
     }
+    dtype_unused(c);
     /* HF: warmup_max_lr <- learning_rate, which in zgen is the optimizer's lr wherever it came from */
     if (c->wmax_auto) {
         z->warmup_max_lr = z->lr;

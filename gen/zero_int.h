@@ -22,7 +22,6 @@ typedef struct Ctx {
     bool stopped;               /* MAX_REPORTED errors: the walk stopped */
     /* "auto" keys resolved once the walk has seen every key (zero_auto.c) */
     bool fp16_auto, bf16_auto, wmax_auto, rbs_auto, prefetch_auto, persist_auto;
-    int64_t warmup_raw;         /* warmup_num_steps as written, before DeepSpeed's max(2, n) */
 } Ctx;
 
 void zg_zero_rules(Ctx *c);

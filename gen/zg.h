@@ -272,6 +272,7 @@ typedef struct ZgZero {
     ** from (plan.txt / plan.json "training"), and the config's "auto" keys in file order, each
     ** printed once as it was resolved. */
     ZgFrom from[ZG_NS];
+    int64_t warmup_num_steps_in;    /* warmup_num_steps as written or filled, before DeepSpeed's max(2, n) */
     ZgAutoKey *autos;
     int n_autos;
 } ZgZero;
@@ -313,6 +314,9 @@ const char *zg_train_arg_name(ZgTrainArg k);                /* "train.lr" */
 ** "auto" -> VALUE (WHERE FROM)"), in file order; the dotted DeepSpeed name of a setting; its value
 ** as plan.txt shows it (malloc'd); a double as the shortest text that reads back the same. */
 void zg_zero_print_auto(const ZgZero *z, FILE *f);
+/* A warning when the spec gives setting s but the run uses another value (the config's, a default,
+** a derivation); nothing when the values agree or the spec's filled it. */
+void zg_zero_spec_unused(const ZgModel *m, const ZgZero *z, ZgSetting s);
 const char *zg_setting_key(ZgSetting s);
 char *zg_setting_text(const ZgZero *z, ZgSetting s);
 char *zg_num_text(double x);

@@ -253,7 +253,6 @@ static void t_auto(void)
     ZT_EQ_INT(z.grad_accum, 1);
     ZT_EQ_INT(z.train_batch_size, 10);
     /* lr absent from the config's params: the spec's train.lr is used */
-    m.train_micro_batch = 0;
     ZT_EQ_INT(load("{\"train_batch_size\": 2, \"optimizer\": {\"type\": \"Adam\", \"params\": {}}}", &m, &z), 0);
     ZT_NEAR(z.lr, 2.5e-4, 0, 1e-15);
     /* no spec value for an "auto" that needs one: the error names the spec key */
