@@ -451,7 +451,7 @@ bool zg_plan_write_txt(const ZgPlan *p, FILE *f)
     const ZgCost *c = &p->cost;
     fprintf(f, "network (collectives, received): %.3f GiB\n", gib(c->net_bytes));
     fprintf(f, "PCIe host -> device (H2D):       %.3f GiB (%lld bytes; of them the batches' token ids, "
-               "targets and token grouping %lld)\n", gib(c->h2d_bytes), (long long)c->h2d_bytes, (long long)c->batch_h2d_bytes);
+               "targets, positions and their groupings %lld)\n", gib(c->h2d_bytes), (long long)c->h2d_bytes, (long long)c->batch_h2d_bytes);
     fprintf(f, "PCIe device -> host (D2H):       %.3f GiB (%lld bytes; of them the per-token losses %lld, the "
                "gradient's sum of squares %lld%s)\n", gib(c->d2h_bytes), (long long)c->d2h_bytes,
             (long long)c->loss_d2h_bytes, (long long)c->norm_d2h_bytes,

@@ -196,7 +196,7 @@ static void setup(int argc, char **argv)
             fprintf(stderr, "train: error: this trainer was generated for %d ranks (plan %s) but was "
                     "launched on %d.\n---> HINT: launch with mpirun -np %d, or regenerate the plan "
                     "for this world size: bin/zgen %s --world-size %d\n", ZG_WORLD_SIZE, ZG_NAME,
-                    T.ws, ZG_WORLD_SIZE, ZG_SPEC, T.ws);
+                    T.ws, ZG_WORLD_SIZE, ZG_GEN_ARGS, T.ws);
         zr_comm_destroy(T.comm);
         exit(2);
     }

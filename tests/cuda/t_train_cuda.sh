@@ -32,6 +32,8 @@
 #   - `train-cuda-emu --check` compares the first step's gradients with the host reference, tensor
 #     by tensor, and passes: fp32 activations (gpt2 and llama) within 1e-3 max|host|, bf16 (ZeRO-2)
 #     within gen's looser bound (12 * 2^-8), which it prints;
+#   - on a document file (packed documents, prompts untrained; docs/DATA.md) the emulated trainer
+#     gives the host's losses, gradient norms and val_loss (fp32 and bf16 bounds; gpt2 and llama);
 #   - every emulated run has the stand-in's race checker on (zr_gpu_emu.cpp: declared footprints,
 #     ordering only through record/wait/sync), so the real executor passes it;
 #   - a rank that freezes at step 0 ends the stand-in run within the collective watchdog's time
@@ -219,6 +221,36 @@ for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
   if ! grep -q "$act" "$tmp/$tag/emu.jsonl.out"; then bad "activations_$tag" "$(grep -ao 'activations [^;]*' "$tmp/$tag/emu.jsonl.out")"; fi
   if out=$(near "$tmp/$tag/host.jsonl" "$tmp/$tag/emu.jsonl" "$5"); then ok "emu_matches_host_$tag ($out)"
   else bad "emu_matches_host_$tag" "$out"; fi
+done
+
+# Document files (docs/DATA.md): packed rows of documents shorter and longer than a row, prompts
+# untrained. The device's attention, positions (wpe, RoPE) and loss divisor must follow the
+# documents as the host's do (the host is held to transformers in tests/trainer/t_finetune.sh).
+PYTHONPATH=py "$PY" - "$tmp/docs.zgd" <<'EOF'
+import sys, numpy as np, zgd
+rng = np.random.default_rng(5)
+lens = rng.integers(2, 40, size=120)
+off = np.concatenate([[0], np.cumsum(lens)])
+tok = rng.integers(3, 128, size=int(off[-1]))
+mask = np.zeros(int(off[-1]), np.uint8)
+for a, n in zip(off[:-1], lens):
+    p = int(rng.integers(1, n))                 # tokens a .. a+p-1 are the prompt
+    mask[a + p:a + n] = 1
+    tok[a + n - 1] = 2                          # eos
+zgd.write(sys.argv[1], zgd.Zgd(off, tok, mask, vocab=128, bos=1, eos=2, pad=0))
+EOF
+for tag in s0_w1_onone_pnone s2_w2_ocpu_pnone_bf16 s0_w1_onone_pnone_bf16_llama s3_w2_onvme_pcpu_llama; do
+  [ -x "$tmp/$tag/out/train-cuda-emu" ] || { bad "docs_emu_matches_host_$tag" "no build"; continue; }
+  ws=${tag#*_w}; ws=${ws%%_*}
+  dt=fp32; [[ $tag = *bf16* ]] && dt=bf16
+  d=(--data "$tmp/docs.zgd" --val "$tmp/docs.zgd" --eval-every 2)
+  out=""
+  if run "$tag" "$ws" train docs_host.jsonl "${d[@]}" && run "$tag" "$ws" train-cuda-emu docs_emu.jsonl "${d[@]}" &&
+     out=$(near "$tmp/$tag/docs_host.jsonl" "$tmp/$tag/docs_emu.jsonl" "$dt"); then
+    ok "docs_emu_matches_host_$tag ($out)"
+  else
+    bad "docs_emu_matches_host_$tag" "$out" "$(tail -2 "$tmp/$tag/docs_emu.jsonl.out" 2>/dev/null)"
+  fi
 done
 
 # Adam on the device gives the host optimizer's bits: the same run with the host's Adam exports the

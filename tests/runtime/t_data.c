@@ -1,7 +1,9 @@
 /*
 ** t_data.c — token files (llm.c, raw uint16 and the 32-bit variant), their validation messages, and
 ** the batch order:
-** the global batch follows DESIGN.md's formula and does not depend on the world size.
+** the global batch follows DESIGN.md's formula and does not depend on the world size; document
+** files (docs/DATA.md): rows worked out by hand for pack and pad, the shuffle against the Python
+** reference's values, damaged headers refused, text refused with the zgen data command.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <string.h>
 #include "zr.h"
+#include "zr_data_docs.h"
 #include "zt.h"
 #include "zt_tmp.h"
 
@@ -225,6 +229,127 @@ static void t_world_independent(void)
     zr_data_close(&d);
 }
 
+/* ---------------------------------------------------------------------- document files */
+/* A document file (docs/DATA.md) from documents given as token arrays and masks; `bad` damages it. */
+enum { BAD_NONE, BAD_VERSION, BAD_TRUNC, BAD_SHORT_DOC, BAD_FIRST_MASKED, BAD_MASK_VALUE, BAD_COUNT };
+static void put_docs(const char *path, int layout, int ndocs, const int *len, const uint16_t *tok,
+                     const uint8_t *mask, int bad)
+{
+    int32_t h[256] = {0};
+    int64_t off[16], n = 0, trained = 0;
+    off[0] = 0;
+    for (int i = 0; i < ndocs; i++) off[i + 1] = off[i] + len[i];
+    n = off[ndocs];
+    for (int64_t i = 0; i < n; i++) trained += mask[i];
+    h[0] = 20261201, h[1] = bad == BAD_VERSION ? 2 : 1, h[2] = 2, h[3] = layout, h[4] = 100;
+    h[5] = 1, h[6] = 2, h[7] = 0;
+    h[8] = ndocs, h[10] = (int32_t)n, h[12] = (int32_t)(trained + (bad == BAD_COUNT));
+    uint8_t m[64];
+    memcpy(m, mask, (size_t)n);
+    if (bad == BAD_SHORT_DOC) off[1] = 1;
+    if (bad == BAD_FIRST_MASKED) m[0] = 1, h[12]++;
+    if (bad == BAD_MASK_VALUE) m[1] = 2, h[12]++;
+    FILE *f = fopen(path, "wb");
+    fwrite(h, 4, 256, f);
+    fwrite(off, 8, (size_t)ndocs + 1, f);
+    fwrite(tok, 2, (size_t)n, f);
+    fwrite(m, 1, (size_t)n - (bad == BAD_TRUNC), f);
+    fclose(f);
+}
+
+/* Three documents in rows of 5: lengths 2 and 3 share a row when packed, the one of 7 is cut into
+** pieces of 5 and 3 that share its fifth token; rows worked out by hand from docs/DATA.md. */
+static const int dl[3] = {2, 3, 7};
+static const uint16_t dt[12] = {10, 11, 20, 21, 22, 30, 31, 32, 33, 34, 35, 36};
+static const uint8_t dm[12] = {0, 1, 0, 0, 1, 0, 1, 1, 1, 1, 1, 1};
+
+static void expect_row(ZrData *d, int64_t g, const int32_t *in, const int32_t *tg, const int32_t *pos)
+{
+    int32_t a[5], b[5], c[5];
+    ZT_EQ_INT(zr_data_fill_micro(d, g, 5, 1, 1, 1, 0, 0, a, b, c), 0);
+    ZT_CHECKM(memcmp(a, in, sizeof a) == 0, "row %lld inputs", (long long)g);
+    ZT_CHECKM(memcmp(b, tg, sizeof b) == 0, "row %lld targets", (long long)g);
+    ZT_CHECKM(memcmp(c, pos, sizeof c) == 0, "row %lld positions", (long long)g);
+}
+
+static void t_docs_rows(void)
+{
+    ZrData d;
+    put_docs(tmp("pack.zgd"), 0, 3, dl, dt, dm, BAD_NONE);
+    ZT_EQ_INT(zr_data_open(&d, tmp("pack.zgd"), 5), 0);
+    ZT_EQ_INT(d.format, ZR_DATA_DOCS);
+    ZT_EQ_INT(d.ids.eos, 2);
+    ZT_EQ_INT(zr_data_check_vocab(&d, 128), 0);
+    ZT_EQ_INT(zr_data_check_vocab(&d, 64), -EINVAL);     /* made with 100 tokens */
+    /* one row per step (tbs 1): the stream's rows in order; an epoch is 3 rows */
+    for (int e = 0; e < 2; e++) {
+        expect_row(&d, 3 * e + 0, (int32_t[]){10, 11, 20, 21, 22}, (int32_t[]){11, -1, -1, 22, -1},
+                   (int32_t[]){0, 1, 0, 1, 2});
+        expect_row(&d, 3 * e + 1, (int32_t[]){30, 31, 32, 33, 34}, (int32_t[]){31, 32, 33, 34, -1},
+                   (int32_t[]){0, 1, 2, 3, 4});
+        expect_row(&d, 3 * e + 2, (int32_t[]){34, 35, 36, 0, 0}, (int32_t[]){35, 36, -1, -1, -1},
+                   (int32_t[]){0, 1, 2, 0, 1});
+    }
+    ZT_EQ_INT(zr_data_step_targets(&d, 0, 5, 3), 8);       /* every trained token once */
+    ZT_EQ_INT(zr_data_eval_rows(&d, 5), 3);
+    /* shuffled: the order of the Python reference (py/zgd.py permutation, docs/DATA.md Shuffle) */
+    uint64_t st = 0;
+    ZT_CHECK(zr_docs_splitmix64(&st) == 0xE220A8397B1DCDAFull);
+    int64_t perm[10];
+    static const int64_t want3[10] = {6, 8, 9, 1, 2, 7, 4, 5, 3, 0}, want0[10] = {8, 1, 5, 9, 0, 4, 3, 2, 6, 7};
+    zr_docs_order(perm, 10, 7, 3, 1);
+    ZT_CHECK(memcmp(perm, want3, sizeof perm) == 0);
+    zr_docs_order(perm, 10, 7, 0, 1);
+    ZT_CHECK(memcmp(perm, want0, sizeof perm) == 0);
+    {
+        /* shuffled rows differ from the file's order, and each still holds a trained target */
+        int32_t a[5], b[5], x[5], y[5];
+        int differ = 0, empty = 0;
+        ZrData u;
+        ZT_EQ_INT(zr_data_open(&u, tmp("pack.zgd"), 5), 0);
+        zr_data_set_order(&d, 7, 1);
+        for (int64_t g = 0; g < 40; g++) {
+            ZT_EQ_INT(zr_data_fill_micro(&d, g, 5, 1, 1, 1, 0, 0, a, b, NULL), 0);
+            ZT_EQ_INT(zr_data_fill_micro(&u, g, 5, 1, 1, 1, 0, 0, x, y, NULL), 0);
+            differ += memcmp(a, x, sizeof a) != 0;
+            empty += zr_data_step_targets(&d, g, 5, 1) == 0;
+        }
+        ZT_CHECKM(differ > 0 && empty == 0, "%d rows differ, %d without a target", differ, empty);
+        zr_data_close(&u);
+    }
+    zr_data_close(&d);
+    put_docs(tmp("pad.zgd"), 1, 3, dl, dt, dm, BAD_NONE);
+    ZT_EQ_INT(zr_data_open(&d, tmp("pad.zgd"), 5), 0);
+    expect_row(&d, 0, (int32_t[]){10, 11, 0, 0, 0}, (int32_t[]){11, -1, -1, -1, -1}, (int32_t[]){0, 1, 0, 1, 2});
+    expect_row(&d, 1, (int32_t[]){20, 21, 22, 0, 0}, (int32_t[]){-1, 22, -1, -1, -1}, (int32_t[]){0, 1, 2, 0, 1});
+    expect_row(&d, 2, (int32_t[]){30, 31, 32, 33, 34}, (int32_t[]){31, 32, 33, 34, -1}, (int32_t[]){0, 1, 2, 3, 4});
+    expect_row(&d, 3, (int32_t[]){34, 35, 36, 0, 0}, (int32_t[]){35, 36, -1, -1, -1}, (int32_t[]){0, 1, 2, 0, 1});
+    ZT_EQ_INT(zr_data_eval_rows(&d, 5), 4);
+    zr_data_close(&d);
+}
+
+static void t_docs_errors(void)
+{
+    static const struct { int bad; const char *says; } c[] = {
+        {BAD_VERSION, "document file version 2"}, {BAD_TRUNC, "truncated or damaged"},
+        {BAD_SHORT_DOC, "has 1 tokens; every document needs 2"}, {BAD_FIRST_MASKED, "first token is marked"},
+        {BAD_MASK_VALUE, "loss mask byte 1 is 2"}, {BAD_COUNT, "header says 9 trained tokens, the mask has 8"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        ZrData d;
+        put_docs(tmp("bad.zgd"), 0, 3, dl, dt, dm, c[i].bad);
+        ZT_EQ_INT(zr_data_open(&d, tmp("bad.zgd"), 5), -EINVAL);
+        ZT_CHECKM(strstr(zr_train_error(), c[i].says) && strstr(zr_train_error(), "bad.zgd"), "case %zu: %s", i,
+                  zr_train_error());
+    }
+    /* text where tokens belong: refused with the command that makes a document file */
+    ZrData d;
+    const char *jsonl = "{\"prompt\": \"hello\", \"response\": \"world\"}\n{\"text\": \"more text here\"}\n";
+    put_file(tmp("x.jsonl"), jsonl, strlen(jsonl), NULL, 0);
+    ZT_EQ_INT(zr_data_open(&d, tmp("x.jsonl"), 4), -EINVAL);
+    ZT_CHECKM(strstr(zr_train_error(), "bin/zgen data") != NULL, "%s", zr_train_error());
+}
+
 int main(void)
 {
     if (zt_tmpdir_make(dir, sizeof dir, "data")) return 1;
@@ -234,6 +359,8 @@ int main(void)
     ZT_RUN(t_tokens32);
     ZT_RUN(t_batch_order);
     ZT_RUN(t_world_independent);
+    ZT_RUN(t_docs_rows);
+    ZT_RUN(t_docs_errors);
     zt_tmpdir_remove(dir);
     return zt_end();
 }

@@ -11,6 +11,7 @@
 #     LlamaForCausalLM and its loss on the val records equals the last val_loss;
 #   - resume frictions: --steps at the checkpoint's step is refused with the fix, --more-steps K
 #     continues, the log keeps one line per step after a resume from an earlier checkpoint;
+#   - a launch on another world size names the zgen command with the user's -c;
 #   - text given to --data is refused with the zgen data command; a document file of a larger
 #     vocabulary is refused naming both sizes.
 . "$(dirname "$0")/../lib.sh"
@@ -180,6 +181,10 @@ import json, sys
 s = [json.loads(l)["step"] for l in open(sys.argv[1])]
 sys.exit(0 if s == list(range(14)) else 1)
 EOF
+
+# ---- the world-size hint repeats the user's zgen command (its -c)
+run 1 "$tmp/b/out/train" --data "$tmp/train.zgd" --steps 1 --quiet >/dev/null 2>"$tmp/ws.err"
+check "a launch on another world size: the hint keeps the user's -c" grep -q -- "bin/zgen $tmp/b/spec.yaml -c $tmp/b/ds.json --world-size 1" "$tmp/ws.err"
 
 # ---- bad data
 printf '{"prompt": "a", "response": "b"}\n' >"$tmp/raw.jsonl"

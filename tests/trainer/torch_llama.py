@@ -5,11 +5,14 @@ eager causal attention, LlamaMLP, _compute_llama3_parameters), used as the oracl
 kernels (t_llama_kernels.sh) and of the emitted llama trainer (t_llama_train_parity.sh).
 
   torch_llama.py run --x BIN --V .. --C .. --NH .. --NKV .. --F .. --L .. --B .. --T ..
-                     [--theta X] [--llama3 FACTOR LOW HIGH ORIG] [--tied] [--seed S]
+                     [--theta X] [--llama3 FACTOR LOW HIGH ORIG] [--tied] [--seed S] [--docs]
 builds random weights (norm gains perturbed around 1) and a batch with one ignored target, writes
 the case for BIN (x_llama_kernels), runs it, and compares: the loss within --loss-rtol relative,
 every gradient within --grad-rtol of its norm (||g_c - g_t|| / ||g_t||). Prints one line per
-tensor and ends with "N passed, N failed".
+tensor and ends with "N passed, N failed". --docs cuts each row into documents (docs/DATA.md): one
+of length 1, others longer, and a padding document at the end of the first row; the reference
+takes position ids restarting at each document and a block-causal mask, with no target across a
+boundary or in the padding.
 
 The trainer's oracle, over safetensors files with the Hugging Face names (batches as DESIGN.md and
 torch_gpt2.py: step s, sequence j = the T+1 tokens at ((s*B + j)*T) mod (ntok - T - 1)):
@@ -64,12 +67,18 @@ def rms_norm(x, w, eps):
     return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
 
-def forward(p, tok, tgt, a):
+def forward(p, tok, tgt, a, pos=None):
     B, T = tok.shape
     hs, rep = a.C // a.NH, a.NH // a.NKV
     cos, sin = rope_tables(T, hs, a.theta, a.llama3)
     x = p["model.embed_tokens.weight"][tok]
     mask = torch.full((T, T), float("-inf")).triu(1)
+    if pos is not None:     # HF's position_ids and a mask that keeps each query inside its document
+        cos, sin = cos[pos][:, None], sin[pos][:, None]
+        t = torch.arange(T)
+        start = t[None, :] - pos                                   # (B, T) each query's first key
+        ok = (t[None, None, :] <= t[None, :, None]) & (t[None, None, :] >= start[:, :, None])
+        mask = torch.zeros(B, 1, T, T, dtype=torch.float64).masked_fill(~ok[:, None], float("-inf"))
     for l in range(a.L):
         g = lambda n: p[f"model.layers.{l}.{n}"]
         h = rms_norm(x, g("input_layernorm.weight"), a.eps)
@@ -225,6 +234,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--loss-rtol", type=float, default=1e-5)
     ap.add_argument("--grad-rtol", type=float, default=1e-4)
+    ap.add_argument("--docs", action="store_true")
+    ap.add_argument("--host-no-docs", action="store_true", help="negative control: the host sees no documents")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     p = {}
@@ -239,15 +250,34 @@ def main():
     tok = rng.integers(0, a.V, size=(a.B, a.T)).astype(np.int32)
     tgt = rng.integers(0, a.V, size=(a.B, a.T)).astype(np.int32)
     tgt[0, a.T // 2] = -1
+    pos = None
+    if a.docs:
+        pos = np.zeros((a.B, a.T), np.int32)
+        for b in range(a.B):
+            # documents of lengths 1, 3, then the rest in pieces of 4; row 0 ends in 3 tokens of padding
+            cuts, t = [0, 1, 4], 4
+            while t + 4 < a.T:
+                t += 4
+                cuts.append(t)
+            if b == 0 and a.T - 3 > cuts[-1]:
+                cuts.append(a.T - 3)
+            for c0, c1 in zip(cuts, cuts[1:] + [a.T]):
+                pos[b, c0:c1] = np.arange(c1 - c0)
+                tgt[b, c1 - 1] = -1                  # a document's last token predicts nothing
+            if b == 0:
+                tgt[0, a.T - 3:] = -1                # the padding trains nothing
     with tempfile.TemporaryDirectory() as d:
         fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
         l3 = a.llama3 or [1.0, 1.0, 2.0, 1.0]
         with open(fin, "wb") as f:
             f.write(struct.pack("<16i", a.V, a.C, a.NH, a.NKV, a.F, a.L, a.B, a.T, 1 if a.llama3 else 0,
-                                int(l3[3]), 1 if a.tied else 0, 0, 0, 0, 0, 0))
+                                int(l3[3]), 1 if a.tied else 0, 1 if a.docs and not a.host_no_docs else 0,
+                                0, 0, 0, 0))
             f.write(struct.pack("<5d", a.eps, a.host_theta or a.theta, l3[0], l3[1], l3[2]))
             f.write(tok.tobytes())
             f.write(tgt.tobytes())
+            if pos is not None and not a.host_no_docs:
+                f.write(pos.tobytes())
             for n, _ in names(a):
                 f.write(p[n].detach().numpy().astype(np.float32).tobytes())
         r = subprocess.run([a.x, fin, fout], capture_output=True, text=True)
@@ -259,7 +289,8 @@ def main():
     got_loss = struct.unpack("<d", raw[:8])[0]
     got = np.frombuffer(raw[8:], dtype=np.float32)
     a.llama3 = tuple(a.llama3) if a.llama3 else None
-    loss = forward(p, torch.tensor(tok, dtype=torch.int64), torch.tensor(tgt, dtype=torch.int64), a)
+    loss = forward(p, torch.tensor(tok, dtype=torch.int64), torch.tensor(tgt, dtype=torch.int64), a,
+                   None if pos is None else torch.tensor(pos, dtype=torch.int64))
     loss.backward()
     passed = failed = 0
     rel = abs(got_loss - loss.item()) / abs(loss.item())

@@ -4,9 +4,10 @@
 ** the IR's tensor order), runs forward and backward module by module as the trainer will, and writes
 ** the loss and every parameter gradient for torch_llama.py to compare.
 **   x_llama_kernels IN OUT
-** IN : int32 hdr[16] {V, C, NH, NKV, F, L, B, T, llama3, original_context, tied}, float64
+** IN : int32 hdr[16] {V, C, NH, NKV, F, L, B, T, llama3, original_context, tied, docs}, float64
 **      {eps, theta, factor, low_freq_factor, high_freq_factor}, int32 tokens[B*T], targets[B*T]
-**      (-1 = ignored), then fp32 tensors: embed (V,C); per block input_layernorm (C), q (C,C),
+**      (-1 = ignored), when docs: int32 pos[B*T] (each token's position in its document, docs/DATA.md),
+**      then fp32 tensors: embed (V,C); per block input_layernorm (C), q (C,C),
 **      k (KV,C), v (KV,C), o (C,C), post_attention_layernorm (C), gate (F,C), up (F,C), down (C,F);
 **      norm (C); lm_head (V,C) unless tied.
 ** OUT: float64 loss, then the gradients in the same order as the tensors (fp32).
@@ -51,6 +52,12 @@ int main(int argc, char **argv)
     float *w = malloc(n * sizeof(float)), *g = calloc(n, sizeof(float));
     rd(f, tok, sizeof(int) * BT);
     rd(f, tgt, sizeof(int) * BT);
+    int *pos = NULL;
+    if (hdr[11]) {
+        pos = malloc(sizeof(int) * BT);
+        rd(f, pos, sizeof(int) * BT);
+    }
+    d.pos = pos;
     rd(f, w, n * sizeof(float));
     fclose(f);
     float *acts = malloc(zl_acts_floats(&d) * sizeof(float)), *scr = malloc(zl_scratch_floats(&d) * sizeof(float));
