@@ -33,26 +33,6 @@
 #include "kernels/zk_attn_tc.cuh"  /* the shape-free bodies (templates), once */
 #include <string.h>
 
-/* Positions of B rows of T tokens cut into documents. Row 0: documents of lengths 1, 2, 1, 29, 1,
-** 29, 37 (63..99: across the 64 boundary, so the second query tile starts inside a document begun in
-** the first key tile's last sub-tile), then from 100. Row 1: a document after 7 tokens, two of length
-** 1, then documents from 32, 64 (a key-tile boundary: the first key tile is all before it) and 67.
-** Further rows alternate these, and each row b ends in a padding segment (a document of its own)
-** from 3T/4 + b on. */
-static std::vector<int> zk_doc_pos(int B, int T)
-{
-    static const int r0[] = {0, 1, 3, 4, 33, 34, 63, 100}, r1[] = {0, 7, 8, 9, 32, 64, 67};
-    std::vector<int> pos((size_t)B * T);
-    for (int b = 0; b < B; b++) {
-        std::vector<char> start(T, 0);
-        const int *r = b % 2 ? r1 : r0, n = b % 2 ? 7 : 8;
-        for (int k = 0; k < n; k++)
-            if (r[k] < T) start[r[k]] = 1;
-        if (3 * T / 4 + b < T) start[3 * T / 4 + b] = 1;
-        for (int t = 0; t < T; t++) pos[(size_t)b * T + t] = start[t] ? 0 : pos[(size_t)b * T + t - 1] + 1;
-    }
-    return pos;
-}
 #define ZK_BODY
 
 #define ZK_V 64

@@ -23,20 +23,6 @@ extern "C" {
 #include "zr_adam.h"
 }
 
-/* Positions of B rows of T tokens cut into documents: row b % 3 == 0 has documents of lengths 1, 2,
-** then from 3T/4 on a padding segment (a document of its own); b % 3 == 1 two halves; b % 3 == 2 a
-** document per token. */
-static std::vector<int> zk_doc_pos(int B, int T)
-{
-    std::vector<int> pos((size_t)B * T);
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            bool start = t == 0 || (b % 3 == 0 && (t == 1 || t == 3 || t == 3 * T / 4)) || (b % 3 == 1 && t == T / 2) ||
-                         b % 3 == 2;
-            pos[(size_t)b * T + t] = start ? 0 : pos[(size_t)b * T + t - 1] + 1;
-        }
-    return pos;
-}
 #define ZK_BODY
 
 #define ZK_NH 1
@@ -167,7 +153,7 @@ static void encoder(void)
     zk_close("dwpe, pos = t: the sums over the sequences in order", kd0, wpe_sums(ident, dwpe0), 0, 0);
 
     /* documents: each token at its position in its document */
-    std::vector<int> pos = zk_doc_pos(B, T);
+    std::vector<int> pos = zk_doc_pos_small(B, T);
     int npos = 0;
     for (int n = 0; n < N; n++) npos = pos[n] + 1 > npos ? pos[n] + 1 : npos;
     ZT_EQ_INT(zk_tok_buckets(pos.data(), N, T, pcnt.data(), pbkt.data()), npos);

@@ -40,20 +40,6 @@ extern "C" {
 }
 #include <string.h>
 
-/* Positions of B rows of T tokens cut into documents: row b % 3 == 0 has documents of lengths 1, 2,
-** then from 3T/4 on a padding segment (a document of its own); b % 3 == 1 two halves; b % 3 == 2 a
-** document per token. */
-static std::vector<int> zk_doc_pos(int B, int T)
-{
-    std::vector<int> pos((size_t)B * T);
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            bool start = t == 0 || (b % 3 == 0 && (t == 1 || t == 3 || t == 3 * T / 4)) || (b % 3 == 1 && t == T / 2) ||
-                         b % 3 == 2;
-            pos[(size_t)b * T + t] = start ? 0 : pos[(size_t)b * T + t - 1] + 1;
-        }
-    return pos;
-}
 #define ZK_BODY
 
 #define ZK_V 64
@@ -239,7 +225,7 @@ static void run(void)
         std::vector<float> q0 = zk_rand((size_t)N * C, -2, 2), k0 = zk_rand((size_t)N * KV, -2, 2);
         zk_round<zk_io>(q0); zk_round<zk_io>(k0);
         std::vector<zk_io> qa = zk_to<zk_io>(q0), ka = zk_to<zk_io>(k0), qb = qa, kb = ka;
-        std::vector<int> ident(N), pos = zk_doc_pos(d.B, d.T);
+        std::vector<int> ident(N), pos = zk_doc_pos_small(d.B, d.T);
         for (int n = 0; n < N; n++) ident[n] = n % ZK_T;
         for (int inv = 0; inv < 2; inv++) {
             ZT_EQ_INT(zd_rope_launch(qa.data(), ka.data(), kcos.data(), ksin.data(), nullptr, N, inv), 0);
