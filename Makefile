@@ -2,6 +2,7 @@
 #   make          build bin/zgen and build/libzrt.a
 #   make test     install what is missing, build everything, run tests/run.sh
 #                 (ends with "N passed, N failed, N skipped")
+#   make check    the quick tier (< 3 minutes): unit tests, fast generator tests, one trainer per backend
 #   make demo     install what is missing, generate specs/tiny, build it, train on 2 ranks
 #                 (ZeRO-3, NVMe + CPU offload)
 #   make demo-llama   the same with specs/llama-tiny (arch llama)
@@ -145,7 +146,23 @@ test:
 
 # TESTS=FILTER runs only the tests whose path holds FILTER (e.g. make test-run SAN=1 TESTS=tests/cuda)
 test-run: all $(TGEN_BIN) $(TRT_BIN) $(TTR_BIN) $(TCU_BIN)
-	@bash tests/run.sh $(TESTS)
+	@bash tests/run.sh $(if $(JOBS),-j $(JOBS)) $(TESTS)
+
+# `make check`: the quick tier (under 3 minutes on the 2-core machine; `make test` runs everything):
+# the generator and runtime unit tests, the fast generator scripts, the host kernels, one trainer per
+# backend (t_e2e: host, 2 MPI ranks; t_gpu_stub: the CUDA trainer's host side on a stub driver) and
+# two CUDA kernels under the SIMT emulation. JOBS=N runs N at a time (tests/run.sh -j).
+CHECK_TESTS := $(TGEN_SRC:tests/%.c=bin/tests/%) $(TRT_SRC:tests/%.c=bin/tests/%) \
+  tests/gen/t_bias_correction.sh tests/gen/t_bounds.sh tests/gen/t_cli.sh tests/gen/t_fit_advice.sh \
+  tests/gen/t_headroom.sh tests/gen/t_interrupt.sh tests/gen/t_llama_cli.sh tests/gen/t_nvme_files.sh \
+  tests/gen/t_predict_cli.sh tests/gen/t_render.sh tests/gen/t_spec_from_hf.sh tests/gen/t_tf32.sh \
+  tests/runtime/t_coll.sh bin/tests/trainer/t_kernels tests/trainer/t_parity.sh tests/trainer/t_e2e.sh \
+  tests/cuda/t_gpu_stub.sh \
+  bin/tests/cuda/t_simt bin/tests/cuda/t_k_elementwise
+CHECK_BIN := $(filter bin/%,$(CHECK_TESTS))
+.PHONY: check
+check: all $(CHECK_BIN)
+	@printf '%s\n' $(foreach t,$(CHECK_TESTS),$(if $(filter t_%,$(notdir $t)),$t)) | bash tests/run.sh $(if $(JOBS),-j $(JOBS)) --list -
 
 bench: all $(BENCH_BIN)
 	@bash bench/run.sh

@@ -1,5 +1,5 @@
 /*
-** estimate.c — `zgen --estimate`: DeepSpeed's own memory estimator figures (REFERENCE.md part 1 §4:
+** estimate.c — `zgen --estimate`: DeepSpeed's own memory estimator figures (docs/PLAN.md `zgen --estimate`:
 ** estimate_zero2_model_states_mem_needs and estimate_zero3_model_states_mem_needs, every offload
 ** combination in the order DeepSpeed prints them) beside zgen's exact per-rank plan for the spec's
 ** config. DeepSpeed's figures count model states only (no activations, no buffers), which is why
@@ -87,7 +87,7 @@ void zg_estimate_print(const ZgPlan *p, bool json, FILE *f)
                 (long long)(mp->acts_bytes + mp->scratch_bytes), (long long)zg_mem_host_per_node(p));
         return;
     }
-    fprintf(f, "DeepSpeed's estimator (its formulas, model states only; REFERENCE.md part 1 §4):\n");
+    fprintf(f, "DeepSpeed's estimator (its formulas, model states only; docs/PLAN.md, zgen --estimate):\n");
     fprintf(f, "HW: Setup with %d node%s, %d GPU%s per node.\n", nodes, nodes == 1 ? "" : "s", gpn,
             gpn == 1 ? "" : "s");
     fprintf(f, "SW: Model with %lldM total params, %lldM largest layer params.\n",

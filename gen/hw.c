@@ -2,9 +2,9 @@
 ** hw.c — hardware profiles for the cost model: the built-in ones and profile files.
 **
 ** A built-in profile is a spec-sheet figure times a stated efficiency, or a measured practical
-** figure, each with its source (docs/PREDICT.md has the table; REFERENCE.md part 2 section 5 is
+** figure, each with its source (docs/PREDICT.md has the table; docs/PREDICT.md is
 ** where the figures come from). The `host` built-in holds the figures measured on this kind of
-** machine (REFERENCE.md part 3); `bench/calibrate` measures the machine at hand and writes a
+** machine (docs/CONTRIBUTING.md "Measured on this machine"); `bench/calibrate` measures the machine at hand and writes a
 ** profile file with the same keys, which zg_hw_load reads (errors located at file:line:col).
 */
 #include <string.h>
@@ -61,7 +61,7 @@ bool zg_hw_builtin(const char *name, ZgHw *hw)
     else if (!strcmp(name, "gh200"))
         *hw = gpu("gh200", 989.4, 67, 494.7, 4000, 360, 360, 10, 5, 370, 512);
     else if (!strcmp(name, "host")) {
-        ZgHw h = {0};           /* REFERENCE.md part 3: a 2-core Ice Lake-SP VM, 2 threads */
+        ZgHw h = {0};           /* docs/CONTRIBUTING.md "Measured on this machine": a 2-core Ice Lake-SP VM, 2 threads */
         h.name = "host";
         h.host = true;
         h.peak_flops[0] = h.peak_flops[1] = h.peak_flops[2] = 160 * GIGA;  /* sgemm, GPT shapes */

@@ -3,7 +3,7 @@
 ** shape (in the arch's own layout: gpt2 [in, out] as HF's Conv1D, llama [out, in] as nn.Linear),
 ** owning module, layer, weight-decay flag and init kind, and the module table in forward order.
 ** Everything later (partition, schedule, memory, emitted tables) walks these two tables, so the
-** trainer never hard-codes a tensor index (STYLE.md "Avoid" on llm.c).
+** trainer never hard-codes a tensor index (docs/CONTRIBUTING.md "Templates").
 **
 ** Each architecture is one entry of `archs` below: its modules in forward order and, per module, its
 ** tensors with symbolic dimensions. Nothing else in the generator branches on the arch name; what the

@@ -1,5 +1,5 @@
 /*
-** plan.c — the partition map (REFERENCE.md part 1 §2-3): who owns which elements of which tensor,
+** plan.c — the partition map (DeepSpeed's stage_1_and_2.py and partitioned_param_coordinator.py; docs/PLAN.md): who owns which elements of which tensor,
 ** the gradient buckets, the stage-3 gather groups and the optimizer sub-groups; and zg_plan_build,
 ** which runs the whole middle (partition -> schedule -> memory plan) and refuses a plan that does
 ** not fit the declared hardware (fit.c says which config change would fit, computed by planning

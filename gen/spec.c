@@ -1,5 +1,5 @@
 /*
-** spec.c — the model spec (DESIGN.md "The model spec") -> ZgModel, with every check that needs the
+** spec.c — the model spec (docs/SPEC.md "The model spec") -> ZgModel, with every check that needs the
 ** spec alone: key names (unknown -> "did you mean"), types, ranges, the model's own shape rules.
 **
 ** The spec's name reaches emitted identifiers and the output folder, and its `deepspeed:` path is
@@ -81,7 +81,7 @@ static void unknown_key(const char *section, const char *key, ZgLoc at)
     zg_error(at, "unknown key '%s' in the spec", full);
     if (leaf_in_other) zg_note(at, "did you mean '%s'? (it belongs in another section)", leaf_in_other);
     else if (s) zg_note(at, "did you mean '%s'?", s);
-    else zg_note(at, "the spec's keys are listed in DESIGN.md \"The model spec\"");
+    else zg_note(at, "the spec's keys are listed in docs/SPEC.md \"The model spec\"");
     free(full);
 }
 

@@ -1,6 +1,6 @@
 /*
 ** zero_keys.c — every DeepSpeed config key zgen recognises, with DeepSpeed's code default and what
-** zgen does with it (REFERENCE.md part 1 is the source of keys and defaults; where DeepSpeed's docs
+** zgen does with it (docs/CONFIG.md is the source of keys and defaults; where DeepSpeed's docs
 ** and code disagree the code wins).
 **
 ** One table rather than code per key: zero.c walks a config against it, so adding a key is one line,
@@ -61,7 +61,7 @@ const ZgKey zg_zero_keys[] = {
     IGN("", "dump_state", B, "false", "zgen's plan.json is the full state description"),
     ACC("", "zero_allow_untested_optimizer", B, "false", "zgen runs Adam/AdamW only"),
     ACC("", "zero_force_ds_cpu_optimizer", B, "true", "zgen always uses its own CPU Adam"),
-    IGN("", "dataloader_drop_last", B, "false", "the trainer reads batches as DESIGN.md's order"),
+    IGN("", "dataloader_drop_last", B, "false", "the trainer reads batches as docs/SPEC.md's order"),
     SEC("", "zero_optimization"),
     SEC("", "aio"),
     SEC("", "fp16"),

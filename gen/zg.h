@@ -225,7 +225,7 @@ typedef struct ZgZero {
     int64_t train_batch_size, micro_batch, grad_accum;
     /* precision */
     ZgDtype dtype;              /* dtype of the 16-bit working copy (FP32 = no mixed precision) */
-    /* fp16 dynamic loss scaling (REFERENCE.md part 1) */
+    /* fp16 dynamic loss scaling (docs/CONFIG.md) */
     double loss_scale;          /* 0 = dynamic */
     int initial_scale_power, loss_scale_window, hysteresis;
     bool consecutive_hysteresis;
@@ -297,7 +297,7 @@ const ZgNode *zg_spec_load(const char *path, ZgModel *m);
 ** size); call zg_check after any --world-size override. false if any error was reported. */
 bool zg_zero_load_file(const char *path, const ZgModel *m, ZgZero *z);
 bool zg_zero_load_node(const ZgNode *root, const char *file, const ZgModel *m, ZgZero *z);
-/* Defaults exactly as DeepSpeed's code (REFERENCE.md part 1); used before parsing and by tests. */
+/* Defaults exactly as DeepSpeed's code (docs/CONFIG.md); used before parsing and by tests. */
 void zg_zero_defaults(ZgZero *z);
 /* Cross-checks between spec and config that need both (batch arithmetic, offload/stage, ...). */
 void zg_check(const ZgModel *m, ZgZero *z);

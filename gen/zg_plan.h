@@ -562,7 +562,7 @@ void zg_plan_training_txt(const ZgPlan *p, FILE *f);
 bool zg_plan_write_files(const ZgPlan *p, const char *dir);
 /* estimate.c: DeepSpeed's estimator figures beside zgen's; json=true for --json */
 void zg_estimate_print(const ZgPlan *p, bool json, FILE *f);
-/* estimate.c: DeepSpeed's formulas (REFERENCE.md part 1 §4), bytes. gpn GPUs per node, nodes. */
+/* estimate.c: DeepSpeed's formulas (docs/PLAN.md `zgen --estimate`), bytes. gpn GPUs per node, nodes. */
 void zg_ds_zero2_mem(int64_t params, int gpn, int nodes, bool cpu_offload, double *gpu, double *cpu);
 void zg_ds_zero3_mem(int64_t params, int64_t largest_layer, int gpn, int nodes, bool offload_param,
                      bool offload_optimizer, bool zero_init, double *gpu, double *cpu);

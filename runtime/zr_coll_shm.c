@@ -2,8 +2,8 @@
 ** zr_coll_shm.c — all_reduce and reduce_scatter through an MPI-3 shared-memory window, when every
 ** rank is on this node (the host backend's usual case).
 **
-** Open MPI's reductions over shared memory run far below memory bandwidth here (REFERENCE.md
-** part 3). Instead each rank owns a segment of one MPI_Win_allocate_shared window, mapped in every
+** Open MPI's reductions over shared memory run far below memory bandwidth here (docs/CONTRIBUTING.md
+** "Measured on this machine"). Instead each rank owns a segment of one MPI_Win_allocate_shared window, mapped in every
 ** process: a rank copies its input in, every rank sums its block straight from the W segments
 ** (in rank order, fp32: the same bits as the MPI path, see zr_coll_reduce), and for all_reduce
 ** every rank copies all sums out. Large collectives go in chunks of half a segment

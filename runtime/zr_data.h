@@ -1,7 +1,7 @@
 /*
 ** zr_data.h — data for the trainer: zgen's document files (docs/DATA.md: tokens, a loss mask and
 ** document boundaries, laid out in rows per epoch by zr_data_docs.c), llm.c token files and raw
-** uint16 files (nanoGPT), mmapped, and the fixed batch order of DESIGN.md (the global batch depends
+** uint16 files (nanoGPT), mmapped, and the fixed batch order of docs/SPEC.md (the global batch depends
 ** only on the step and train_batch_size, never on the world size).
 **
 ** Formats, told apart by the first int32:

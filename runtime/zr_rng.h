@@ -21,7 +21,7 @@ void zr_rng_normal(uint64_t seed, uint32_t tensor, int64_t first, int64_t n, dou
 /* dst[k] = uniform in [0,1) of element first + k (the u2 above). */
 void zr_rng_uniform(uint64_t seed, uint32_t tensor, int64_t first, int64_t n, double *dst);
 
-/* DESIGN.md's init for elements [first, first+n) of table row `row` (tensor index `tensor`):
+/* docs/SPEC.md's init for elements [first, first+n) of table row `row` (tensor index `tensor`):
 ** ZR_INIT_NORMAL: normal(0, 0.02), divided by sqrt(2 * n_layers) when residual_proj;
 ** ZR_INIT_ZEROS: 0; ZR_INIT_ONES: 1. -EINVAL when the range is outside the tensor. */
 int zr_rng_init_slice(const ZrTensorRow *row, uint32_t tensor, uint64_t seed, int n_layers,

@@ -1,5 +1,5 @@
 /*
-** zr_train.h — trainer support in libzrt: everything of DESIGN.md's trainer contract that is neither
+** zr_train.h — trainer support in libzrt: everything of docs/SPEC.md's trainer contract that is neither
 ** numerics nor collectives. One header per module; all functions return 0 or a negative errno and
 ** leave a message in zr_train_error() (zr_log.h); none exits or prints except zr_progress.
 */

@@ -334,8 +334,7 @@ static void cz_layout_init(void)
     CZ_CHECK(zr_gpu_host_register(CZ.gpu, CZ.tok_h, host_io_bytes()));
     CZ_CHECK(zr_gpu_coll_init(CZ.gpu, T.comm, CZ.nccl));
     cz_regions_init();
-    const char *host_adam = getenv("ZR_CUDA_HOST_ADAM");      /* 1: the host optimizer regardless */
-    CZ.dev_opt = ZG_ADAM_DEVICE && !(host_adam && strcmp(host_adam, "1") == 0);   /* gen's placement */
+    CZ.dev_opt = ZG_ADAM_DEVICE;                             /* gen's placement */
     cz_acts_init();
     if (T.rank == 0 && (!T.a.quiet || getenv("ZR_CUDA_VERBOSE")))
         fprintf(stderr, "train-cuda: %s; device allocation %lld bytes (the plan's device tier); activations %s "
@@ -436,8 +435,8 @@ static void check_step(void)
 ** the Adam between them on its host thread): begin frees the sub-group's landing slot and points
 ** T.param_out at it; end sends the slot H2D. begin returns 0 where the home is not on the device
 ** (Adam writes it where it is, and end is not called). */
-/* Sub-group k's slot of "param_land" (two, alternating), or NULL when the plan has none
-** (ZR_CUDA_HOST_ADAM=1 on a plan with Adam on the device, a test: the update goes up from the home). */
+/* Sub-group k's slot of "param_land" (two, alternating), or NULL when the plan has none (gen/memplan.c
+** places one wherever Adam runs on the host; without it the update goes up from the home). */
 static char *land_slot(int k)
 {
     return param_land ? param_land + (int64_t)(k % 2) * ZG_PARAM_LAND_NUMEL * ZG_DTYPE_SIZE : NULL;

@@ -73,8 +73,7 @@ typedef struct Cz {
     int check;                  /* --check */
     int sync_debug;             /* --sync-debug */
     enum { CZ_ISSUING, CZ_FLUSHING, CZ_STEP } phase;   /* where the driver is (cz_host_wait's log) */
-    int dev_opt;                /* Adam runs on the device: gen's placement (ZG_ADAM_DEVICE); the test
-                                ** switch ZR_CUDA_HOST_ADAM=1 runs the host's Adam instead */
+    int dev_opt;                /* Adam runs on the device: gen's placement (ZG_ADAM_DEVICE) */
 } Cz;
 
 extern Cz CZ;

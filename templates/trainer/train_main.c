@@ -1,5 +1,5 @@
 /*
-** train_main.c — the trainer's entry point: DESIGN.md's command line, the world-size check, setup
+** train_main.c — the trainer's entry point: docs/SPEC.md's command line, the world-size check, setup
 ** (arenas, data, schedule state, init or resume), the step loop (micro-steps, then the optimizer
 ** step), the JSONL log, progress on stderr, --trace, --save/--save-every, --export.
 **

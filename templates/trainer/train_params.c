@@ -1,5 +1,5 @@
 /*
-** train_params.c — parameters in and out: DESIGN.md's random init (counter-based, so each rank
+** train_params.c — parameters in and out: docs/SPEC.md's random init (counter-based, so each rank
 ** generates only what it owns and every world size and stage gets the same weights), --init-from
 ** (safetensors, the arch's Hugging Face names), --export (gathered from the shards, + config.json) and
 ** the --dump-grads debug output that the parity test compares with PyTorch. --init-from also

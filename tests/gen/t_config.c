@@ -1,6 +1,6 @@
 /*
 ** t_config.c — the DeepSpeed config front end: defaults equal DeepSpeed's code defaults (the
-** expected values below are REFERENCE.md part 1's, written out by hand), keys take effect, the batch
+** expected values below are docs/CONFIG.md's, written out by hand), keys take effect, the batch
 ** triple is derived on every branch of DeepSpeed's rule, "auto" is filled as documented, and the
 ** helpers (sizes, numbers, edit distance, JSON through the YAML parser) behave.
 */

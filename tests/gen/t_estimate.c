@@ -1,5 +1,5 @@
 /*
-** t_estimate.c — DeepSpeed's estimator figures (REFERENCE.md part 1 §4) recomputed by hand here,
+** t_estimate.c — DeepSpeed's estimator figures (DeepSpeed's estimators, docs/PLAN.md "Estimate") recomputed by hand here,
 ** written out per formula, for GPT-2 124M on one node of 8 GPUs and GPT-2 1.5B on two nodes of 8,
 ** against zgen's implementation; plus the --estimate text/JSON carrying those figures.
 */

@@ -305,7 +305,7 @@ static void t_builtins(void)
     }
     ZT_CHECK(!zg_hw_builtin("h100", &h));
     zg_hw_builtin("h100-sxm", &h);
-    ZT_NEAR(h.peak_flops[ZG_DTYPE_BF16], 989.4e12, 0, 1e-12);   /* REFERENCE.md part 2 s.5 */
+    ZT_NEAR(h.peak_flops[ZG_DTYPE_BF16], 989.4e12, 0, 1e-12);   /* docs/PREDICT.md */
     zg_hw_builtin("a100-80gb", &h);
     ZT_NEAR(h.peak_flops[ZG_DTYPE_BF16], 312e12, 0, 1e-12);
 }

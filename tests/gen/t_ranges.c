@@ -158,7 +158,7 @@ static void t_compile_section(void)
     ZT_CHECK(zg_diag_count_matching("did you mean 'deepcompile'", 1) == 1);
 }
 
-/* Keys of DeepSpeed's current ZeRO models beyond REFERENCE.md's snapshot are recognised. */
+/* Keys of DeepSpeed's current ZeRO models beyond docs/CONFIG.md's table are recognised. */
 static void t_current_keys(void)
 {
     ZgModel m = model(2);

@@ -1,7 +1,7 @@
 /*
 ** t_data.c — token files (llm.c, raw uint16 and the 32-bit variant), their validation messages, and
 ** the batch order:
-** the global batch follows DESIGN.md's formula and does not depend on the world size; document
+** the global batch follows docs/SPEC.md's formula and does not depend on the world size; document
 ** files (docs/DATA.md): rows worked out by hand for pack and pad, the shuffle against the Python
 ** reference's values, damaged headers refused, text refused with the zgen data command.
 */
@@ -100,7 +100,7 @@ static void t_vocab(void)
     zr_data_close(&d);
 }
 
-/* DESIGN.md: sequence j of step s starts at ((s*tbs + j) * T) mod (N - T - 1). */
+/* docs/SPEC.md: sequence j of step s starts at ((s*tbs + j) * T) mod (N - T - 1). */
 /* The 32-bit variant (llm.c's llama-3 files): ids beyond 65535 come through whole, in the same batch
 ** order as a 16-bit file of the same (smaller) ids; its header is checked like llm.c's. */
 static void t_tokens32(void)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t_e2e.sh — the whole product on specs/tiny.yaml: bin/zgen -> out/tiny -> make -> mpirun -np 2 train
-# (ZeRO-3, optimizer on NVMe, parameters on CPU), checking what DESIGN.md's trainer contract promises:
+# (ZeRO-3, optimizer on NVMe, parameters on CPU), checking what docs/SPEC.md's trainer contract promises:
 #   - a launch on another world size is refused, and the message gives the fix (--world-size N);
 #   - the arenas the trainer allocates are the plan's per-tier figures to the byte (plan.json);
 #   - the loss falls on the synthetic corpus; the JSONL log has every key on every step and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # t_llama_train_parity.sh — the emitted llama trainer (bin/zgen -> make -> mpirun train) against
 # PyTorch (tests/trainer/torch_llama.py, float64, after Hugging Face's LlamaForCausalLM) from the
-# same safetensors weights and the same batches (DESIGN.md batch order):
+# same safetensors weights and the same batches (docs/SPEC.md batch order):
 #   step-1 loss within 1e-5 relative; every gradient (--dump-grads: the reduced, unclipped global
 #   gradient) within 1e-4 relative to its norm; the losses of 10 AdamW steps with weight decay and
 #   clipping at 1.0 within 1e-4 relative.
@@ -80,7 +80,7 @@ case_ mqa_llama3 zero3_ws2_gas2_nvme 3 2 2 nvme
 
 # The random init (no --init-from) of the first trainer, by tensor kind: RMSNorm gains ones,
 # embeddings, q/k/v, gate/up and lm_head normal(0, 0.02), the residual projections o_proj and
-# down_proj normal(0, 0.02/sqrt(2 n_layers)) (DESIGN.md); each sample std within 10 %.
+# down_proj normal(0, 0.02/sqrt(2 n_layers)) (docs/SPEC.md); each sample std within 10 %.
 d="$tmp/gqa_zero0_ws1"
 if mpirun --oversubscribe -np 1 "$d/out/train" --data "$tmp/tok.bin" --steps 0 --export "$d/init/w.safetensors" \
      --quiet >"$d/init.log" 2>&1 &&

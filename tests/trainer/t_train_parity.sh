@@ -2,7 +2,7 @@
 # t_train_parity.sh — the emitted trainer (bin/zgen -> make -> mpirun train) against PyTorch
 # (tests/trainer/torch_gpt2.py, Debian's python3-torch) on a GPT-2 whose sizes are not powers of
 # two (vocab 97, d_model 60, 3 heads, d_ff 148, seq 29), from the same safetensors weights and the
-# same batches (DESIGN.md batch order):
+# same batches (docs/SPEC.md batch order):
 #   step-1 loss within 1e-5 relative; every gradient (--dump-grads: the reduced, unclipped global
 #   gradient) within 1e-4 relative to its norm; the losses of 10 AdamW steps with weight decay and
 #   clipping at 1.0 within 1e-4 relative.

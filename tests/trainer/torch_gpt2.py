@@ -3,7 +3,7 @@
 
 The model is written functionally over a dict of tensors with the Hugging Face GPT-2 names and
 layouts (linear weights [in, out]), fp32, so weights and gradients go in and out of safetensors
-files name for name. Batches follow DESIGN.md: at step s, sequence j is the T+1 tokens at offset
+files name for name. Batches follow docs/SPEC.md: at step s, sequence j is the T+1 tokens at offset
 ((s*B + j)*T) mod (ntok - T - 1); inputs are the first T, targets the last T.
 
 Commands (each prints what it wrote):

@@ -14,7 +14,7 @@ of length 1, others longer, and a padding document at the end of the first row; 
 takes position ids restarting at each document and a block-causal mask, with no target across a
 boundary or in the padding.
 
-The trainer's oracle, over safetensors files with the Hugging Face names (batches as DESIGN.md and
+The trainer's oracle, over safetensors files with the Hugging Face names (batches as docs/SPEC.md and
 torch_gpt2.py: step s, sequence j = the T+1 tokens at ((s*B + j)*T) mod (ntok - T - 1)):
   torch_llama.py init  --V --C --NH --NKV --F --L [--tied] [--seed] [--perturb] --out W.safetensors
   torch_llama.py grad  --weights W --tokens TOK --NH --NKV --B --T [rope flags] --out G.safetensors

@@ -3,7 +3,7 @@
 **
 **   x_parity --weights W.safetensors --tokens FILE --NH n --B b --T t --out G.safetensors
 **
-** Loads GPT-2 weights with Hugging Face names, takes the step-0 batch of DESIGN.md from the token
+** Loads GPT-2 weights with Hugging Face names, takes the step-0 batch of docs/SPEC.md from the token
 ** file (llm.c or raw uint16), runs every module forward and backward through templates/host/ in the
 ** order the trainer does, and writes "loss" plus every gradient under its parameter's name, for
 ** torch_gpt2.py compare. A minimal safetensors reader and writer (F32 only) live here until the
