@@ -22,10 +22,11 @@
 #     GEMMs (the stand-in's GEMM FLOP count), and --check passes; a run saved after 2 steps and resumed gives
 #     the uninterrupted run's third step bit for bit (ZeRO-3 fp16 with Adam on the device: its
 #     state and the loss scaler go through the checkpoint);
-#   - with the optimizer state on the device (offload none) Adam runs there (zd_adamw), and its
-#     result is the host optimizer's bit for bit: the exported weights after 3 steps equal those of
-#     the same run with ZR_CUDA_HOST_ADAM=1 (cmp; the device's sum of squares, sumsq.cu, rounds to
-#     the host's fp32 sum at every step here, so the clipping is the same);
+#   - with the optimizer state on the device (offload none) Adam runs there (zd_adamw); its result
+#     is the host optimizer's bit for bit: a plan that gen gives part of the optimizer on the device
+#     (train.device_optimizer: 0.5, ZeRO-2 bf16 with the optimizer on the CPU: dev_optimizer's
+#     zd_adamw on its sub-groups) exports after 3 steps the weights of the same plan without it (all
+#     of Adam on the host; cmp: no run-time switch, both placements are gen's);
 #   - the bf16 runs use the fused GEMM epilogues (zr_gpu_gemm_lt); with all four refused
 #     (ZR_GPU_EMU_LT_OFF=1234, a cuBLASLt without those algorithms) the run says so once per
 #     epilogue, runs them unfused, stays within the bf16 bounds and differs from the fused run;
@@ -103,11 +104,12 @@ fi
 mkdir -p "$tmp/obj"
 # gen STAGE WS OPT PARAM TAG DTYPE [FLAGS] -> $tmp/TAG/out with train and train-cuda-emu built.
 # FLAGS: ckpt (activation checkpointing), llama (the llama model below, untied), tied (llama, tied),
-# hostacc (train.device_grad_accum: false)
+# hostacc (train.device_grad_accum: false), devopt (train.device_optimizer: 0.5)
 gen() {
   local d=$tmp/$5 prec="" ck="" model arch=gpt2 tie
   [[ " ${7:-} " = *" ckpt "* ]] && ck=", activation_checkpointing: true"
   [[ " ${7:-} " = *" hostacc "* ]] && ck="$ck, device_grad_accum: false"
+  [[ " ${7:-} " = *" devopt "* ]] && ck="$ck, device_optimizer: 0.5"
   # llama at odd sizes: head size 12 (RoPE's pair-at-a-time path), grouped-query 4/2, d_ff 84 (not a
   # multiple of 8: SwiGLU's element-at-a-time path)
   model="{arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 2, n_heads: 2, d_ff: 80}"
@@ -208,8 +210,7 @@ for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
   # device memory guarded (host code touching a device address crashes) where it matters most:
   # stage 0 (the host optimizer next to device-tier parameters) and the parameter-offload runs
   g=0; [ "$1" = 0 ] || [ "$4" != none ] && g=1
-  exp=(); [ "$tag" = s0_w1_onone_pnone_bf16 ] && exp=(--export "$tmp/$tag/dev_adam.safetensors")
-  if ! GUARD=$g SEED=$n run "$tag" "$2" train-cuda-emu emu.jsonl "${val[@]}" "${exp[@]}"; then bad "emu_$tag" "$(tail -3 "$tmp/$tag/emu.jsonl.out")"; continue; fi
+  if ! GUARD=$g SEED=$n run "$tag" "$2" train-cuda-emu emu.jsonl "${val[@]}"; then bad "emu_$tag" "$(tail -3 "$tmp/$tag/emu.jsonl.out")"; continue; fi
   want=host; [ "$3" = none ] && [ "$4" = none ] && want=device
   if ! grep -q "Adam on the $want" "$tmp/$tag/emu.jsonl.out"; then bad "adam_on_${want}_$tag" "$(grep -a 'Adam on' "$tmp/$tag/emu.jsonl.out")"; fi
   # gen's decision, on the start-up line: 16-bit activations and tensor-core attention for 16-bit
@@ -253,20 +254,28 @@ for tag in s0_w1_onone_pnone s2_w2_ocpu_pnone_bf16 s0_w1_onone_pnone_bf16_llama 
   fi
 done
 
-# Adam on the device gives the host optimizer's bits: the same run with the host's Adam exports the
-# same weights
-tag=s0_w1_onone_pnone_bf16
-if [ -f "$tmp/$tag/dev_adam.safetensors" ]; then
-  if ZR_CUDA_HOST_ADAM=1 run "$tag" 1 train-cuda-emu host_adam.jsonl --export "$tmp/$tag/host_adam.safetensors" &&
-     grep -q "Adam on the host" "$tmp/$tag/host_adam.jsonl.out" && cmp -s "$tmp/$tag/dev_adam.safetensors" "$tmp/$tag/host_adam.safetensors"; then
-    ok "device_adam_bits_equal_host_adam_$tag"
+# Adam on the device (zd_adamw, cuda_main.c dev_optimizer) gives the host optimizer's bits: gen puts
+# part of the optimizer on the device (train.device_optimizer: 0.5; plan.txt says which sub-groups),
+# and the run exports the weights of the same plan without that part (every sub-group's Adam on the
+# host), cmp. Both placements are gen's; nothing is switched at run time. A changed zd_adamw (or its
+# constants: an lr 1e-4 off, tried by hand) changes the device sub-groups' weights and fails the cmp.
+tag=s2_w2_ocpu_pnone_bf16 alt=s2_w2_ocpu_pnone_bf16_devopt
+if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
+  d=$tmp/$tag a=$tmp/$alt
+  if ! msg=$(gen 2 2 cpu none "$alt" bf16 devopt 2>&1); then bad "device_adam_bits_equal_host_adam_$tag" "$msg"
+  elif ! grep -q "^part of the optimizer on the device: sub-groups 0\.\." "$a/out/plan.txt"; then
+    bad "device_adam_bits_equal_host_adam_$tag" "plan.txt: $(grep -i 'optimizer on the device' "$a/out/plan.txt")"
+  elif grep -q "^part of the optimizer on the device: sub-groups" "$d/out/plan.txt"; then
+    bad "device_adam_bits_equal_host_adam_$tag" "the host-Adam plan has a device part"
+  elif run "$tag" 2 train-cuda-emu hadam.jsonl --export "$d/host_adam.safetensors" &&
+       run "$alt" 2 train-cuda-emu emu.jsonl --export "$a/dev_adam.safetensors" &&
+       cmp -s "$d/host_adam.safetensors" "$a/dev_adam.safetensors"; then
+    ok "device_adam_bits_equal_host_adam_$tag ($(grep -o 'sub-groups [0-9.]* ([0-9]* elements' "$a/out/plan.txt") on the device)"
   else
-    bad "device_adam_bits_equal_host_adam_$tag" "$(cmp "$tmp/$tag/dev_adam.safetensors" "$tmp/$tag/host_adam.safetensors" 2>&1)" "$(tail -2 "$tmp/$tag/host_adam.jsonl.out")"
+    # (a path ending in .safetensors is one file; any other --export path is a folder, which cmp
+    # would pass over)
+    bad "device_adam_bits_equal_host_adam_$tag" "$(cmp "$d/host_adam.safetensors" "$a/dev_adam.safetensors" 2>&1)" "$(tail -2 "$a/emu.jsonl.out")"
   fi
-elif [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
-  # (a path ending in .safetensors is one file; any other --export path is a folder, which -f and
-  # cmp would pass over)
-  bad "device_adam_bits_equal_host_adam_$tag" "the device run wrote no $tmp/$tag/dev_adam.safetensors"
 fi
 
 # Gradient accumulation on the device (the optimizer on the CPU, two micro-steps: gen plans it,
