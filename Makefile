@@ -45,7 +45,7 @@ TTR_BIN  := $(TTR_SRC:tests/%.c=bin/tests/%)
 BENCH_SRC := $(sort $(wildcard bench/b_*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=bin/bench/%)
 
-.PHONY: all test test-run demo demo-run demo-llama demo-finetune bench golden clean deps
+.PHONY: all test test-build test-run demo demo-run demo-llama demo-finetune bench golden clean deps
 all: bin/zgen build/libzrt.a
 
 deps:
@@ -80,7 +80,7 @@ bin/tests/trainer/%: tests/trainer/%.c build/libzrt.a tests/zt.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) -Iruntime -Itests -o $@ $< build/libzrt.a $(RT_LIBS) -lopenblas
 
-# The llama host kernels live in templates/host/llama/ (emitted for arch llama); they include gpt2_host.h.
+# The llama host kernels live in templates/host/llama/ (emitted for arch llama); they include zk_host.h.
 bin/tests/trainer/x_llama_kernels: CFLAGS += -Itemplates/host
 bin/tests/trainer/x_llama_kernels: $(wildcard templates/host/*.[ch] templates/host/llama/*.[ch])
 
@@ -103,19 +103,21 @@ bin/tests/cuda/t_gpu_gemm_lt bin/tests/cuda/t_gpu_gemm_ex bin/tests/cuda/t_gpu_r
 bin/tests/cuda/t_gpu_gemm_ex bin/tests/cuda/t_gpu_gemm_lt: tests/cuda/zk_coll_stubs.h
 bin/tests/cuda/t_gpu_tf32: TCU_RACE :=
 bin/tests/cuda/t_gpu_tf32: $(wildcard templates/cuda_trainer/zr_gpu_emu*) tests/cuda/zk_coll_stubs.h
-bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h $(TCU_HOST_SRC) $(TCU_DEPS) build/libzrt.a
+# The host kernels are compiled once for all the kernel tests (build/tests/cuda/host/, the flags
+# the same for each; build/flavor rebuilds them when SAN changes).
+TCU_HOST_OBJ = $(TCU_HOST_SRC:templates/host/%.c=build/tests/cuda/host/%.o)
+build/tests/cuda/host/%.o: templates/host/%.c $(wildcard templates/host/*.h templates/host/*/*.h) build/flavor
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fopenmp -Itemplates/host -c $< -o $@
+bin/tests/cuda/%: tests/cuda/%.cpp templates/cuda/zr_simt.h tests/zt.h $(TCU_HOST_OBJ) $(TCU_DEPS) build/libzrt.a
 	@mkdir -p $(@D) build/tests/cuda/$*
-	@for f in $(TCU_HOST_SRC); do \
-	  echo "$(CC) -c $$f"; $(CC) $(CFLAGS) -fopenmp -c $$f -o build/tests/cuda/$*/$$(basename $$f .c).o || exit 1; done
 	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-math-errno -fopenmp $(if $(TCU_RACE),,$(SAN_CXX)) -Itests -Itemplates/cuda \
 	  -Itemplates/host -Iruntime $(TCU_RACE) -c -o build/tests/cuda/$*/$*.o $<
-	$(CXX) -fopenmp $(SAN_CXX) -o $@ build/tests/cuda/$*/$*.o $(patsubst %.c,build/tests/cuda/$*/%.o,$(notdir $(TCU_HOST_SRC))) \
-	  build/libzrt.a -lopenblas -lm
+	$(CXX) -fopenmp $(SAN_CXX) -o $@ build/tests/cuda/$*/$*.o $(TCU_HOST_OBJ) build/libzrt.a -lopenblas -lm
 # The llama kernel tests (t_k_llama_*) compare with the llama host kernels as well (templates/host/llama/).
 TCU_LLAMA := $(patsubst tests/%.cpp,bin/tests/%,$(wildcard tests/cuda/t_k_llama_*.cpp))
-$(TCU_LLAMA): templates/host/llama/llama_host.c templates/host/llama/llama_host.h
+$(TCU_LLAMA): build/tests/cuda/host/llama/llama_host.o templates/host/llama/llama_host.h
 $(TCU_LLAMA): TCU_HOST_SRC += templates/host/llama/llama_host.c
-$(TCU_LLAMA): CFLAGS += -Itemplates/host
 
 bin/bench/%: bench/%.c build/libzrt.a $(GEN_LIB_OBJ)
 	@mkdir -p $(@D)
@@ -142,18 +144,27 @@ $(TRT_BIN): tests/zt_tmp.h
 # above are read when make starts and a package installed meanwhile would not be seen.
 test:
 	@bash scripts/install-deps.sh
+	@$(MAKE) --no-print-directory -j$(or $(JOBS),1) test-build
 	@$(MAKE) --no-print-directory test-run
 
-# TESTS=FILTER runs only the tests whose path holds FILTER (e.g. make test-run SAN=1 TESTS=tests/cuda)
-test-run: all $(TGEN_BIN) $(TRT_BIN) $(TTR_BIN) $(TCU_BIN)
+# TESTS=FILTER runs only the tests whose path holds FILTER (e.g. make test-run SAN=1 TESTS=tests/cuda).
+# `make test` and `make check` run JOBS tests at a time (tests/run.sh -j; default 2, the cores of the
+# machine they are timed on; JOBS=1 runs one after another). The emitted trainers the tests build are
+# reused from build/trainer-cache/ (tests/zt_make, tests/zt_cc; ZT_CACHE=0 builds each for real).
+# `make test` builds what the tests need JOBS at a time first (test-build; build/solo too, so that no
+# test builds a shared top-level target while others run), then runs them (test-run, a make without
+# -j: the tests' own make calls then run outside any jobserver).
+JOBS ?= 2
+test-build: all $(TGEN_BIN) $(TRT_BIN) $(TTR_BIN) $(TCU_BIN) build/solo/libzrt.a
+test-run: test-build
 	@bash tests/run.sh $(if $(JOBS),-j $(JOBS)) $(TESTS)
 
 # `make check`: the quick tier (under 3 minutes on the 2-core machine; `make test` runs everything):
 # the generator and runtime unit tests, the fast generator scripts, the host kernels, one trainer per
 # backend (t_e2e: host, 2 MPI ranks; t_gpu_stub: the CUDA trainer's host side on a stub driver) and
-# two CUDA kernels under the SIMT emulation. JOBS=N runs N at a time (tests/run.sh -j).
+# two CUDA kernels under the SIMT emulation. JOBS=N runs N at a time (tests/run.sh -j; default 2).
 CHECK_TESTS := $(TGEN_SRC:tests/%.c=bin/tests/%) $(TRT_SRC:tests/%.c=bin/tests/%) \
-  tests/gen/t_bias_correction.sh tests/gen/t_bounds.sh tests/gen/t_cli.sh tests/gen/t_fit_advice.sh \
+  tests/gen/t_bias_correction.sh tests/gen/t_bounds.sh tests/gen/t_cli.sh tests/gen/t_deps.sh tests/gen/t_fit_advice.sh \
   tests/gen/t_headroom.sh tests/gen/t_interrupt.sh tests/gen/t_llama_cli.sh tests/gen/t_nvme_files.sh \
   tests/gen/t_predict_cli.sh tests/gen/t_render.sh tests/gen/t_spec_from_hf.sh tests/gen/t_tf32.sh \
   tests/runtime/t_coll.sh bin/tests/trainer/t_kernels tests/trainer/t_parity.sh tests/trainer/t_e2e.sh \

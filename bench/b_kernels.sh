@@ -19,7 +19,7 @@ cat >"$tmp/kb.c" <<'CEOF'
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "gpt2_host.h"
+#include "zk_host.h"
 /* fwd+bwd of one micro-batch through the module API; prints the best tokens/s of 3 iterations */
 int main(int argc, char **argv)
 {
@@ -92,7 +92,7 @@ for it in range(6):
 print(f"{B * T / best:.1f}")
 PYEOF
 if ! cc -std=c11 -O3 -march=native -fno-math-errno -fopenmp -D_GNU_SOURCE -Itemplates/host \
-     -o "$tmp/kb" "$tmp/kb.c" templates/host/gpt2_host*.c -lopenblas -lm; then
+     -o "$tmp/kb" "$tmp/kb.c" templates/host/zk_host*.c -lopenblas -lm; then
   echo "b_kernels: build failed"; exit 1
 fi
 # torch_run POLICY: one PyTorch run with OMP_WAIT_POLICY=POLICY ("unset": not in the environment)

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "zr_ckpt.h"
+#include "zr_crc.h"
 #include "zr_nvme.h"
 #include "zb.h"
 

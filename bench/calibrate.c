@@ -35,7 +35,7 @@
 #include "zr_adam.h"
 #include "zr_coll.h"
 #include "zg_predict.h"
-#include "gpt2_host.h"
+#include "zk_host.h"
 #include "zb.h"
 
 enum { REPS = 5 };

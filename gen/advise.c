@@ -2,14 +2,14 @@
 ** advise.c — faster plans that fit: after --predict has priced the plan, each single change of the
 ** config or spec that a user would weigh next (keep parameters on the device, larger micro-batches
 ** at the same global batch, no recompute, the optimizer back on the device) is planned as zgen
-** would plan it (plan.c's steps, shared through plan_int.h, as fit.c plans a refusal's changes),
+** would plan it (zg_fit_plan_change: the sizing step, as fit.c plans a refusal's changes),
 ** kept only where it fits the declared hardware, and priced by the same cost model on the same
 ** profile. The fastest few that beat the plan by ADVICE_GAIN are reported, each labelled with
 ** whether the trained bits stay the same. Predictions, never measurements.
 */
 #include <stdlib.h>
 #include <string.h>
-#include "plan_int.h"
+#include "zg_fit.h"
 #include "zg_predict.h"
 
 /* a change is worth a line only if the model gives it at least this much of the step */

@@ -8,7 +8,7 @@
 ** key; their product must not overflow here), and the batch and one micro-batch's activations are
 ** bounded (zg.h "bounds") before the planner forms its own products from them.
 */
-#include "zg.h"
+#include "zg_plan.h"
 
 static long long ll(int64_t x) { return (long long)x; }
 
@@ -134,7 +134,7 @@ static double act_terms(const ZgModel *m, double B, const ZgActsTerms *t)
 static double acts_estimate(const ZgModel *m, double B)
 {
     const ZgArch *a = zg_arch_find(m->arch);
-    if (!a) a = zg_arch_find("gpt2");   /* an unknown arch is reported by zg_model_build */
+    if (!a) a = zg_arch_at(0);          /* an unknown arch is reported by zg_model_build */
     double acts = act_terms(m, B, &a->acts_fixed) + (double)m->n_layers * act_terms(m, B, &a->acts_layer);
     return 4 * (acts + act_terms(m, B, &a->scratch));
 }

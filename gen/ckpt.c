@@ -23,11 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "zg.h"
 #include "zg_ckpt.h"
 #include "../runtime/zr_ckpt.h"
 #include "../runtime/zr_half.h"
 #include "../runtime/zr_json.h"
-#include "../runtime/zr_log.h"
+#include "../runtime/zr_err.h"
 #include "../runtime/zr_st.h"
 
 static const char CK_USAGE[] =
@@ -177,6 +178,13 @@ static void make_parent(const char *path)
         if (*c == '/') { *c = 0; mkdir(p, 0755); *c = '/'; }
 }
 
+/* Checkpoints whose meta predates the config.json rows (ZgArch ckpt_legacy_config). */
+static bool legacy_arch(const char *arch)
+{
+    const ZgArch *a = zg_arch_find(arch);
+    return a && a->ckpt_legacy_config;
+}
+
 static int export(ZrCkptSet *s, const Meta *m, const char *path, int bf16, const char *state, int64_t buf_bytes,
                   const char *tokenizer)
 {
@@ -240,7 +248,7 @@ static int export(ZrCkptSet *s, const Meta *m, const char *path, int bf16, const
     if (m->n_hf > 0) {
         if ((rc = zr_hf_extra_config_write(cfg, m->hf, m->n_hf, bf16 ? "bfloat16" : "float32", &x)) != 0)
             goto fail;
-    } else if (m->have_model && !strcmp(m->arch, "gpt2")) {     /* saved before hf_config existed */
+    } else if (m->have_model && legacy_arch(m->arch)) {
         ZrGpt2Config c = {(int)m->vocab, (int)m->context, (int)m->d_model, (int)m->n_layers, (int)m->n_heads,
                           (int)m->d_ff, m->eps, (int)m->tie};
         if ((rc = zr_st_write_gpt2_config(cfg, &c)) != 0) goto fail;

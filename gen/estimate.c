@@ -5,7 +5,7 @@
 ** config. DeepSpeed's figures count model states only (no activations, no buffers), which is why
 ** users find them off (DeepSpeed #4527, #5102); showing both side by side makes the gap visible.
 */
-#include "zg.h"
+#include "zg_plan.h"
 
 #define ADDITIONAL_BUFFER_FACTOR 1.5    /* DeepSpeed's default additional_buffer_factor */
 

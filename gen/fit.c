@@ -2,13 +2,16 @@
 ** fit.c — does a plan fit the declared hardware (hardware.device_memory per rank with the device
 ** headroom, hardware.host_memory per node), and when it does not, the refusal: the largest
 ** categories, the swap-buffer arithmetic, and the first config changes that fit, each found by
-** planning the change (plan.c's steps, shared through plan_int.h) and priced by the cost model.
+** planning the change (the sizing step, size.c) and priced by the cost model. Above the sizing
+** step: the steps it calls never call back here.
 ** docs/PLAN.md "Refusal" describes the order of the changes.
 */
 #include <stdlib.h>
 #include <string.h>
 #include "plan_int.h"
+#include "zg_fit.h"
 #include "zg_predict.h"
+#include "zg_size.h"
 
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
 
@@ -25,7 +28,7 @@ bool zg_fit_plan_change(const ZgModel *m, const ZgZero *z, bool ckpt, ZgPlan *q)
     memset(q, 0, sizeof *q);
     q->act_ckpt = ckpt;
     if (!zg_model_build(m, q)) return false;
-    zg_plan_build_nocheck(m, z, q);
+    zg_size_plan(m, z, q);
     return zg_plan_table_rows(q) <= ZG_MAX_TABLE_ROWS && !zg_plan_cost_saturated(&q->cost) && zg_fit_ok(q);
 }
 

@@ -1,10 +1,11 @@
 /*
 ** hf.c — `zgen --spec-from-hf config.json|DIR [-o SPEC.yaml] [--name NAME]`: writes the spec of a
 ** Hugging Face model from its config.json, so a user starts from the model they have (its weights
-** then load with the trainer's --init-from). Which config keys map to which spec keys is one table
-** per architecture (`llama_keys`, `gpt2_keys`); a config zgen cannot train (biases in a llama,
-** another activation, a head size other than hidden_size / num_attention_heads, rope scaling other
-** than llama3) is refused naming the key, not approximated.
+** then load with the trainer's --init-from). Which config keys map to which spec keys, and which
+** values the arch refuses, are the arch file's tables (ZgArch hf_keys, hf_refusals; gen/arch_*.c);
+** a config zgen cannot train (biases in a llama, another activation, a sliding window, a head size
+** other than hidden_size / num_attention_heads, rope scaling other than llama3) is refused naming
+** the key, not approximated.
 ** The written spec has no `deepspeed:` line (the user names a config with -c or adds the line) and
 ** trains at world size 1 with seq_len = min(context, 2048); both are the user's to change.
 */
@@ -13,50 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "zg.h"
-
-typedef struct HfKey {
-    const char *hf;             /* config.json key */
-    const char *alt;            /* older spelling, or NULL */
-    const char *spec;           /* spec key under model: */
-    char type;                  /* 'i' integer, 'n' number, 'b' boolean */
-    const char *def;            /* value when absent or null (NULL: required; "" = leave out) */
-} HfKey;
-
-static const HfKey llama_keys[] = {
-    {"vocab_size", NULL, "vocab_size", 'i', NULL},
-    {"max_position_embeddings", NULL, "context", 'i', NULL},
-    {"hidden_size", NULL, "d_model", 'i', NULL},
-    {"num_hidden_layers", NULL, "n_layers", 'i', NULL},
-    {"num_attention_heads", NULL, "n_heads", 'i', NULL},
-    {"num_key_value_heads", NULL, "n_kv_heads", 'i', ""},
-    {"intermediate_size", NULL, "d_ff", 'i', NULL},
-    {"rms_norm_eps", NULL, "norm_eps", 'n', "1.0e-6"},
-    {"rope_theta", NULL, "rope_theta", 'n', "10000.0"},
-    {"tie_word_embeddings", NULL, "tie_embeddings", 'b', "false"},
-};
-static const HfKey gpt2_keys[] = {
-    {"vocab_size", NULL, "vocab_size", 'i', NULL},
-    {"n_positions", "n_ctx", "context", 'i', NULL},
-    {"n_embd", NULL, "d_model", 'i', NULL},
-    {"n_layer", NULL, "n_layers", 'i', NULL},
-    {"n_head", NULL, "n_heads", 'i', NULL},
-    {"n_inner", NULL, "d_ff", 'i', ""},
-    {"layer_norm_epsilon", NULL, "norm_eps", 'n', "1.0e-5"},
-    {"tie_word_embeddings", NULL, "tie_embeddings", 'b', "true"},
-};
-
-typedef struct HfArch {
-    const char *model_type;     /* config.json "model_type" */
-    const char *arch;           /* zgen model.arch */
-    const HfKey *keys;
-    int n_keys;
-} HfArch;
-
-static const HfArch hf_archs[] = {
-    {"llama", "llama", llama_keys, (int)(sizeof llama_keys / sizeof llama_keys[0])},
-    {"gpt2", "gpt2", gpt2_keys, (int)(sizeof gpt2_keys / sizeof gpt2_keys[0])},
-};
+#include "zg_arch.h"
 
 typedef struct Buf {
     char *s;
@@ -102,22 +60,33 @@ static const ZgNode *get(const ZgNode *root, const char *key)
     return v && !zg_node_is_null(v) ? v : NULL;
 }
 
-/* What zgen's llama cannot express: refused by name. */
-static void llama_refusals(const ZgNode *root)
+/* The value of a config.json scalar as JSON text ("true", "\"silu\""); a kind name otherwise. */
+static char *json_text(const ZgNode *v)
 {
-    static const char *const no_bias[] = {"attention_bias", "mlp_bias"};
-    for (int i = 0; i < 2; i++) {
-        const ZgNode *v = get(root, no_bias[i]);
-        if (v && v->kind == ZG_NSCALAR && !strcmp(v->scalar, "true")) {
-            zg_error(v->loc, "config.json \"%s\": true is not supported", no_bias[i]);
-            zg_note(v->loc, "zgen's llama has no biases (as LLaMA 1-3)");
+    if (v->kind != ZG_NSCALAR) return zg_xstrdup(zg_node_kind_name(v));
+    return v->quoted ? zg_fmt("\"%s\"", v->scalar) : zg_xstrdup(v->scalar);
+}
+
+/* What the arch cannot express: refused by name. */
+static void refusals(const ZgArch *a, const ZgNode *root)
+{
+    for (int i = 0; i < a->n_hf_refusals; i++) {
+        const ZgHfRefusal *r = &a->hf_refusals[i];
+        const ZgNode *v = get(root, r->key);
+        if (!v) continue;
+        char *got = json_text(v);
+        if (strcmp(got, r->want) != 0) {
+            zg_error(v->loc, "config.json \"%s\": %s is not supported", r->key, got);
+            zg_note(v->loc, "\"%s\" must be %s%s for arch %s: %s", r->key, r->want,
+                    strcmp(r->want, "null") ? "" : " or absent", a->name, r->why);
         }
+        free(got);
     }
-    const ZgNode *act = get(root, "hidden_act");
-    if (act && (act->kind != ZG_NSCALAR || strcmp(act->scalar, "silu") != 0)) {
-        zg_error(act->loc, "config.json \"hidden_act\" must be \"silu\" (SwiGLU), not %s",
-                 act->kind == ZG_NSCALAR ? act->scalar : zg_node_kind_name(act));
-    }
+}
+
+/* Rotary archs: the head size is d_model / n_heads. */
+static void head_dim(const ZgNode *root)
+{
     const ZgNode *hd = get(root, "head_dim"), *c = get(root, "hidden_size"), *h = get(root, "num_attention_heads");
     int64_t vhd, vc, vh;
     if (hd && c && h && hd->kind == ZG_NSCALAR && c->kind == ZG_NSCALAR && h->kind == ZG_NSCALAR &&
@@ -198,24 +167,25 @@ static char *spec_from_hf(const char *path, const char *name)
         return NULL;
     }
     const ZgNode *mt = get(root, "model_type");
-    const HfArch *a = NULL;
-    for (size_t i = 0; mt && mt->kind == ZG_NSCALAR && i < sizeof hf_archs / sizeof hf_archs[0]; i++)
-        if (!strcmp(mt->scalar, hf_archs[i].model_type)) a = &hf_archs[i];
+    const ZgArch *a = mt && mt->kind == ZG_NSCALAR ? zg_arch_find_hf(mt->scalar) : NULL;
     if (!a) {
         ZgLoc at = mt ? mt->loc : root->loc;
         zg_error(at, "config.json \"model_type\" %s%s%s is not one zgen trains", mt ? "\"" : "",
                  mt && mt->kind == ZG_NSCALAR ? mt->scalar : "(missing)", mt ? "\"" : "");
-        zg_note(at, "zgen writes specs for model_type \"llama\" (LlamaForCausalLM) and \"gpt2\" (GPT2LMHeadModel)");
+        char list[512] = "";
+        for (int i = 0; zg_arch_at(i); i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\" (%s)", i ? ", " : "",
+                     zg_arch_at(i)->hf_model_type, zg_arch_at(i)->hf_class);
+        zg_note(at, "zgen writes specs for model_type %s", list);
         return NULL;
     }
-    const ZgArch *za = zg_arch_find(a->arch);
     Buf b = {0};
-    put(&b, "# %s: written by zgen --spec-from-hf from %s (%s).\n", name, path, za ? za->hf_class : a->arch);
+    put(&b, "# %s: written by zgen --spec-from-hf from %s (%s).\n", name, path, a->hf_class);
     put(&b, "# Name a DeepSpeed config with -c, or add `deepspeed: ds_config.json`; set train.world_size.\n");
-    put(&b, "name: %s\nmodel:\n  arch: %s\n", name, a->arch);
+    put(&b, "name: %s\nmodel:\n  arch: %s\n", name, a->name);
     int64_t context = 0;
-    for (int i = 0; i < a->n_keys; i++) {
-        const HfKey *k = &a->keys[i];
+    for (int i = 0; i < a->n_hf_keys; i++) {
+        const ZgHfSpecKey *k = &a->hf_keys[i];
         const ZgNode *v = get(root, k->hf);
         if (!v && k->alt) v = get(root, k->alt);
         const char *s = NULL;
@@ -225,22 +195,17 @@ static char *spec_from_hf(const char *path, const char *name)
         if (s) put(&b, "  %s: %s\n", k->spec, s);
         if (s && !strcmp(k->spec, "context")) zg_parse_int64(s, &context);
     }
-    if (!strcmp(a->arch, "llama")) {
-        llama_refusals(root);
-        rope_scaling(root, &b);
-    } else {
-        const ZgNode *act = get(root, "activation_function");
-        if (act && (act->kind != ZG_NSCALAR || strcmp(act->scalar, "gelu_new") != 0))
-            zg_error(act->loc, "config.json \"activation_function\" must be \"gelu_new\" (GPT-2's tanh GELU)");
-    }
+    refusals(a, root);
+    if (a->rope) head_dim(root);
+    if (a->rope_scaling) rope_scaling(root, &b);
     put(&b, "train:\n  seq_len: %lld\n  world_size: 1\n", (long long)(context > 0 && context < 2048 ? context : 2048));
     return zg_error_count() ? NULL : b.s;
 }
 
 static const char HF_USAGE[] =
     "usage: zgen --spec-from-hf CONFIG.json|MODEL_DIR [-o SPEC.yaml] [--name NAME]\n"
-    "Writes the zgen spec of a Hugging Face model (model_type llama or gpt2) from its config.json:\n"
-    "to SPEC.yaml, or to stdout. NAME defaults to the config's folder name.\n";
+    "Writes the zgen spec of a Hugging Face model (a model_type of an arch zgen trains) from its\n"
+    "config.json: to SPEC.yaml, or to stdout. NAME defaults to the config's folder name.\n";
 
 int zg_hf_main(int argc, char **argv)
 {

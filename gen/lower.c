@@ -12,7 +12,7 @@
 */
 #include <string.h>
 
-#include "zg.h"
+#include "zg_plan.h"
 
 typedef struct Lower {
     ZgPlan *p;
@@ -20,6 +20,7 @@ typedef struct Lower {
     ZgDtype w;                  /* working (and gradient communication) dtype */
     bool direct;                /* stage 3: REDUCE lands in grad32 itself */
     int last_bwd;               /* module of the latest BACKWARD in the list being lowered */
+    int land_next;              /* the next "grad_land" slot a hand-over row lands in */
 } Lower;
 
 /* Index of region `name`, -1 when the plan has none. */
@@ -40,14 +41,12 @@ static ZgTier tier_of(const ZgPlan *p, int r)
     return r >= 0 ? p->mem.regions[r].tier : ZG_TIER_DEVICE;
 }
 
-/* The stream a copy between two regions runs on: the PCIe direction when it crosses tiers. */
-static ZgStream copy_stream(const ZgPlan *p, int src, int dst)
-{
-    bool sd = tier_of(p, src) == ZG_TIER_DEVICE, dd = tier_of(p, dst) == ZG_TIER_DEVICE;
-    if (sd && !dd) return ZG_STREAM_D2H;
-    if (!sd && dd) return ZG_STREAM_H2D;
-    return sd ? ZG_STREAM_COMPUTE : ZG_STREAM_HOST;
-}
+/* The queue each row is issued on, which both trainers read (the CUDA one's streams, the host's
+** trace tracks): modules, gather waits and releases on compute; collectives on comm; the shard's
+** spans into param_buf on h2d (a host NVMe read on host); everything after a bucket's reduction
+** (WAIT_REDUCE, GRAD_SHIP, GRAD_KEEP) on d2h, so its copies and device hand-overs stay in order
+** behind the reduction and the bucket buffer is free once that queue passes them; Adam on compute
+** where its state is on the device, else on host; sub-group swaps on host. */
 
 /* The module gradient area G of gen/zg_plan.h's GRADIENT FLOW for module m: region, offset. */
 static int grad_area(const Lower *L, int m, int64_t *off)
@@ -84,7 +83,7 @@ static void lower_op(Lower *L, ZgOp *o)
         o->xfer = tier_of(p, o->src) == ZG_TIER_NVME ? ZG_XFER_NVME_READ : ZG_XFER_COPY;
         o->src_off = g->shard_offset;
         o->count = g->shard_numel;
-        o->stream = o->xfer == ZG_XFER_NVME_READ ? ZG_STREAM_HOST : copy_stream(p, o->src, o->dst);
+        o->stream = o->xfer == ZG_XFER_NVME_READ ? ZG_STREAM_HOST : ZG_STREAM_H2D;
         break;
     }
     case ZG_OP_GATHER:
@@ -112,6 +111,18 @@ static void lower_op(Lower *L, ZgOp *o)
         o->count = p->modules[a].use_numel;
         L->last_bwd = a;
         break;
+    case ZG_OP_GRAD_ADD: {      /* the module's gradient area, widened-added into "grads" */
+        o->xfer = ZG_XFER_COPY;
+        o->src = grad_area(L, a, &o->src_off);
+        o->src_dt = ZG_DTYPE_FP32;
+        const ZgModule *mod = &p->modules[a];
+        int first = mod->n_tensors ? mod->first_tensor : p->tied_tensor;
+        o->dst = rid(p, "grads");
+        o->dst_off = first >= 0 ? p->tensors[first].flat_offset : 0;
+        o->count = mod->use_numel;
+        o->accumulate = true;
+        break;
+    }
     case ZG_OP_GRAD_COPY: {
         const ZgBucket *k = &p->buckets[a];
         o->xfer = ZG_XFER_COPY;
@@ -158,11 +169,15 @@ static void lower_op(Lower *L, ZgOp *o)
         /* WAIT_REDUCE: the hand-over of the reduced gradients into grad32 (or, 16-bit with one
         ** micro-step, a copy into grad16) */
         int g16 = rid(p, "grad16");
+        o->stream = ZG_STREAM_D2H;
         if ((g32 < 0 && g16 < 0) || L->direct) {
             o->xfer = ZG_XFER_NONE;
             break;
         }
         o->xfer = ZG_XFER_COPY;
+        /* a GPU rank's D2H of the reduced part lands in a slot of the pinned "grad_land" (gen/memplan.c),
+        ** the buckets in turn; the row names it (a landing's next use waits for its hand-over) */
+        if (p->mem.grad_land_slots > 0) o->slot = L->land_next++ % p->mem.grad_land_slots;
         o->dst = g32 >= 0 ? g32 : g16;
         o->dst_dt = g32 >= 0 ? ZG_DTYPE_FP32 : L->w;
         if (p->grad_acc_dev) o->dst = rid(p, "grad_acc");     /* GRAD_SHIP takes it on from there */
@@ -178,13 +193,9 @@ static void lower_op(Lower *L, ZgOp *o)
             o->dst_off = g32_off;
             o->accumulate = true;
         }
-        o->stream = copy_stream(p, o->src, o->dst);
         /* gradients on NVMe: added into the sub-group window(s) the chunk falls in, which are
         ** written through to grad32 in the swap file (read back first after the first micro-step) */
-        if (p->grad_nvme) {
-            o->xfer = ZG_XFER_NVME_WRITE;
-            o->stream = ZG_STREAM_HOST;
-        }
+        if (p->grad_nvme) o->xfer = ZG_XFER_NVME_WRITE;
         break;
     }
     case ZG_OP_GRAD_KEEP: {     /* stage 2 (plan.c grad_keep): the bucket's sums where WAIT_REDUCE
@@ -195,7 +206,7 @@ static void lower_op(Lower *L, ZgOp *o)
         o->dst = rid(p, "grad_keep");
         o->flat = k->flat_offset;
         o->count = k->numel;
-        o->stream = copy_stream(p, o->src, o->dst);
+        o->stream = ZG_STREAM_D2H;
         break;
     }
     case ZG_OP_GRAD_SHIP: {
@@ -211,7 +222,7 @@ static void lower_op(Lower *L, ZgOp *o)
             o->src_off = o->dst_off = p->shard.shard_offset[k->first_tensor];
             o->count = k->padded_numel / L->ws;
         }
-        o->stream = copy_stream(p, o->src, o->dst);
+        o->stream = ZG_STREAM_D2H;
         break;
     }
     case ZG_OP_SWAP_IN:
@@ -280,9 +291,109 @@ static void lower_op(Lower *L, ZgOp *o)
     }
 }
 
+/* Sub-group k's Adam operands, by where the memory plan put the state (decided here, once):
+** - master on NVMe: master, m, v (and with the gradients on NVMe, those) in the parts of the
+**   sub-group's staging buffer opt_buf_<b>, which SWAP_IN filled;
+** - fp32 with the parameters on NVMe and no separate master: the parameters are the master, in
+**   master_buf_<b>; m and v in memory, by shard element;
+** - the device's sub-groups of a split optimizer: the *_dev regions, the gradients the OPTIMIZER
+**   row's source (grad_keep or grad_acc);
+** - else master (or, fp32 without one, the working copy) and m, v in memory, which hold the shard
+**   from opt_dev_numel on.
+** Gradients otherwise: grad32 (fp32), grad16, or this rank's part of "grads". The working copy is
+** written when the master is separate: to params16 / params_shard, or through param_wb when the
+** shard is on NVMe. */
+static void lower_optimizer(Lower *L, int k, const ZgOp *row)
+{
+    ZgPlan *p = L->p;
+    const ZgSubGroup *sg = &p->subgroups[k];
+    ZgOptRow *r = &p->optim[k];
+    int64_t s0 = sg->shard_offset, dev = p->opt_dev_numel;
+    int master = rid(p, "master"), p16 = rid(p, "params16"), shard = rid(p, "params_shard");
+    int home = p16 >= 0 ? p16 : shard;
+    *r = (ZgOptRow){.master = -1, .m = -1, .v = -1, .grad = -1, .home = -1, .grad_dt = L->w,
+                    .next_master = -1, .next_m = -1, .next_v = -1};
+    int g32 = rid(p, "grad32"), g16 = rid(p, "grad16");
+    if (g32 >= 0) {
+        r->grad = g32;
+        r->grad_dt = ZG_DTYPE_FP32;
+    } else if (g16 >= 0) {
+        r->grad = g16;
+    } else {
+        r->grad = rid(p, "grads");
+        r->grad_ranked = true;
+    }
+    if (master >= 0 && tier_of(p, master) == ZG_TIER_NVME) {
+        int ob = ridn(p, "opt_buf_", sg->buffer);
+        int64_t part = p->mem.regions[ob].bytes / (4 * (p->grad_nvme ? 4 : 3));
+        r->master = r->m = r->v = ob;
+        r->master_off = -s0;
+        r->m_off = part - s0;
+        r->v_off = 2 * part - s0;
+        if (p->grad_nvme) {
+            r->grad = ob;
+            r->grad_off = 3 * part - s0;
+            r->grad_dt = ZG_DTYPE_FP32;
+        }
+    } else if (ridn(p, "master_buf_", 0) >= 0) {
+        r->master = ridn(p, "master_buf_", sg->buffer);
+        r->master_off = -s0;
+        r->m = rid(p, "adam_m");
+        r->v = rid(p, "adam_v");
+    } else if (zg_plan_sg_on_device(p, k)) {
+        r->master = rid(p, "master_dev");
+        r->m = rid(p, "adam_m_dev");
+        r->v = rid(p, "adam_v_dev");
+        r->grad = row->src;
+        r->grad_dt = row->src_dt;
+        r->grad_ranked = false;
+        r->grad_off = 0;
+    } else {
+        r->master = master >= 0 ? master : home;
+        r->master_off = master >= 0 ? -dev : 0;
+        r->master_ranked = master < 0 && home == p16;
+        r->m = rid(p, "adam_m");
+        r->v = rid(p, "adam_v");
+        r->m_off = r->v_off = -dev;
+    }
+    if (master >= 0) {
+        if (shard >= 0 && tier_of(p, shard) == ZG_TIER_NVME) {
+            r->home = rid(p, "param_wb");
+            r->home_off = -s0;
+            r->home_nvme = true;
+        } else {
+            r->home = home;
+            r->home_ranked = home == p16;
+        }
+    }
+    if (p->speculative && !zg_plan_sg_on_device(p, k)) {
+        r->next_master = rid(p, "master_next");
+        r->next_m = rid(p, "adam_m_next");
+        r->next_v = rid(p, "adam_v_next");
+        r->next_off = -dev;
+    }
+}
+
+static void lower_optimizers(Lower *L)
+{
+    ZgPlan *p = L->p;
+    p->optim = zg_xcalloc((size_t)(p->n_subgroups ? p->n_subgroups : 1), sizeof *p->optim);
+    ZgOp none = {.kind = ZG_OP_OPTIMIZER, .src = -1, .src_dt = L->w};
+    for (int k = 0; k < p->n_subgroups; k++) {
+        const ZgOp *row = &none;        /* the device's sub-groups read their OPTIMIZER row's source */
+        const ZgOp *lists[] = {p->sched.last, p->sched.step};
+        const int ns[] = {p->sched.n_last, p->sched.n_step};
+        for (int l = 0; l < 2; l++)
+            for (int i = 0; i < ns[l]; i++)
+                if (lists[l][i].kind == ZG_OP_OPTIMIZER && lists[l][i].arg == k) row = &lists[l][i];
+        lower_optimizer(L, k, row);
+    }
+}
+
 static void lower_list(Lower *L, ZgOp *ops, int n)
 {
     L->last_bwd = -1;
+    L->land_next = 0;
     for (int i = 0; i < n; i++) lower_op(L, &ops[i]);
 }
 
@@ -293,4 +404,5 @@ void zg_lower_build(ZgPlan *p)
     lower_list(&L, p->sched.micro, p->sched.n_micro);
     lower_list(&L, p->sched.last, p->sched.n_last);
     lower_list(&L, p->sched.step, p->sched.n_step);
+    lower_optimizers(&L);
 }

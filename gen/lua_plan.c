@@ -10,6 +10,7 @@
 #include <lua.h>
 #include "zg_lua_plan.h"
 #include "zg_cuda_dec.h"
+#include "../runtime/zr_rows.h"   /* defines: the tensor table's columns */
 
 /* {===================================================================== enum names */
 /* Templates see the names of names.c in lower case: the C enum suffix (ZR_OP_<NAME>, ZR_MEM_<NAME>). */
@@ -87,6 +88,7 @@ static void push_model(lua_State *L, const ZgModel *m)
     SETI("rope_original_context", m->rope_original_context);
     const ZgArch *arch = zg_arch_find(m->arch);
     SETB("rope", arch && arch->rope);
+    SETB("qkv_bias", arch && arch->qkv_bias);
 }
 
 static void push_offload(lua_State *L, const ZgOffloadCfg *o)
@@ -133,24 +135,33 @@ static void push_zero(lua_State *L, const ZgZero *z)
     SETB("aio_single_submit", z->aio_single_submit); SETB("aio_overlap_events", z->aio_overlap_events);
 }
 
+static void push_dims(lua_State *L, const char *key, const int64_t *shape, int ndim)
+{
+    lua_createtable(L, ndim, 0);
+    for (int d = 0; d < ndim && d < 2; d++) {
+        lua_pushinteger(L, shape[d]);
+        lua_rawseti(L, -2, d + 1);
+    }
+    lua_setfield(L, -2, key);
+}
+
+/* A row of an emitted table: every column of runtime/zr_rows.h under its name, and its index. */
+#define PUSH_INT(k, v) SETI(k, v)
+#define PUSH_BOOL(k, v) SETB(k, v)
+#define PUSH_STR(k, v) SETS(k, v)
+#define PUSH_INIT(k, v) SETS(k, init_str(v))
+#define PUSH_MODKIND(k, v) SETS(k, modkind_str(v))
+#define PUSH_DTYPE(k, v) SETS(k, zg_dtype_name(v))
+#define PUSH_REGION(k, v) SETI(k, v)
+#define PUSH_DIMS(k, v) push_dims(L, k, v, t->ndim)
+#define PUSH_COLUMN(ctype, name, dims, kind, gen, what) PUSH_##kind(#name, gen);
+
 static void push_tensor(lua_State *L, const ZgPlan *p, int i)
 {
     const ZgTensor *t = &p->tensors[i];
     lua_createtable(L, 0, 20);
-    SETI("index", i); SETS("name", t->name); SETS("field", t->field); SETI("ndim", t->ndim);
-    lua_createtable(L, t->ndim, 0);
-    for (int d = 0; d < t->ndim && d < 2; d++) {
-        lua_pushinteger(L, t->shape[d]);
-        lua_rawseti(L, -2, d + 1);
-    }
-    lua_setfield(L, -2, "shape");
-    SETI("numel", t->numel); SETI("module", t->module); SETI("layer", t->layer);
-    SETB("decay", t->decay); SETB("residual_proj", t->residual_proj); SETS("init", init_str(t->init));
-    SETI("flat_offset", t->flat_offset); SETI("part_numel", t->part_numel);
-    SETB("persistent", t->persistent); SETI("reduce_bucket", t->reduce_bucket);
-    SETI("gather", t->gather); SETI("gather_offset", t->gather_offset);
-    SETI("persist_offset", t->persist_offset); SETI("bucket_offset", t->bucket_offset);
-    SETI("shard_offset", p->shard.shard_offset ? p->shard.shard_offset[i] : 0);
+    SETI("index", i); SETS("field", t->field);
+    ZR_TENSOR_COLUMNS(PUSH_COLUMN)
 }
 
 static void push_ops(lua_State *L, const ZgOp *ops, int n)
@@ -231,35 +242,38 @@ static void push_rows(lua_State *L, const ZgPlan *p, int n, void (*row)(lua_Stat
 
 static void push_module(lua_State *L, const ZgPlan *p, int i)
 {
-    const ZgModule *m = &p->modules[i];
-    lua_createtable(L, 0, 8);
-    SETI("index", i); SETS("kind", modkind_str(m->kind)); SETI("layer", m->layer);
-    SETS("name", m->name); SETI("first_tensor", m->first_tensor); SETI("n_tensors", m->n_tensors);
-    SETI("numel", m->numel); SETI("use_numel", m->use_numel);
-    SETI("gather_bucket", m->gather_bucket);
+    const ZgModule *t = &p->modules[i];
+    lua_createtable(L, 0, 9);
+    SETI("index", i);
+    ZR_MODULE_COLUMNS(PUSH_COLUMN)
 }
 static void push_bucket(lua_State *L, const ZgPlan *p, int i)
 {
-    const ZgBucket *b = &p->buckets[i];
-    lua_createtable(L, 0, 5);
-    SETI("index", i); SETI("first_tensor", b->first_tensor); SETI("n_tensors", b->n_tensors);
-    SETI("numel", b->numel); SETI("padded_numel", b->padded_numel);
-    SETI("flat_offset", b->flat_offset); SETI("buffer", b->buffer);
+    const ZgBucket *t = &p->buckets[i];
+    lua_createtable(L, 0, 7);
+    SETI("index", i);
+    ZR_BUCKET_COLUMNS(PUSH_COLUMN)
 }
 static void push_gather(lua_State *L, const ZgPlan *p, int i)
 {
-    const ZgGather *g = &p->gathers[i];
-    lua_createtable(L, 0, 7);
-    SETI("index", i); SETI("module", g->module); SETI("first_tensor", g->first_tensor);
-    SETI("n_tensors", g->n_tensors); SETI("part_numel", g->part_numel); SETI("numel", g->numel);
-    SETI("slot", g->slot); SETI("shard_offset", g->shard_offset); SETI("shard_numel", g->shard_numel);
+    const ZgGather *t = &p->gathers[i];
+    lua_createtable(L, 0, 9);
+    SETI("index", i);
+    ZR_GATHER_COLUMNS(PUSH_COLUMN)
+}
+static void push_optimizer(lua_State *L, const ZgPlan *p, int i)
+{
+    const ZgOptRow *t = &p->optim[i];
+    lua_createtable(L, 0, 20);
+    SETI("index", i);
+    ZR_OPTIMIZER_COLUMNS(PUSH_COLUMN)
 }
 static void push_subgroup(lua_State *L, const ZgPlan *p, int i)
 {
-    const ZgSubGroup *s = &p->subgroups[i];
-    lua_createtable(L, 0, 4);
-    SETI("index", i); SETI("shard_offset", s->shard_offset); SETI("numel", s->numel);
-    SETI("nvme_offset_bytes", s->nvme_offset_bytes); SETI("buffer", s->buffer);
+    const ZgSubGroup *t = &p->subgroups[i];
+    lua_createtable(L, 0, 5);
+    SETI("index", i);
+    ZR_SUBGROUP_COLUMNS(PUSH_COLUMN)
 }
 
 /* enums.<list>: the enumerator names of runtime/zr_enums.h in enum order (1-based), so a template
@@ -274,6 +288,20 @@ static void push_names(lua_State *L, const char *const *n, int count, const char
     lua_setfield(L, -2, field);
 }
 
+static void push_columns(lua_State *L, const char *const cols[][2], int n, const char *table)
+{
+    lua_createtable(L, n, 0);
+    for (int c = 0; c < n; c++) {
+        lua_createtable(L, 0, 2);
+        lua_pushstring(L, cols[c][0]);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, cols[c][1]);
+        lua_setfield(L, -2, "kind");
+        lua_rawseti(L, -2, c + 1);
+    }
+    lua_setfield(L, -2, table);
+}
+
 void zg_lua_push_enums(lua_State *L)
 {
     static const char *const tiers[] = {ZR_TIER_LIST(ZR_ENUM_NAME)};
@@ -283,10 +311,28 @@ void zg_lua_push_enums(lua_State *L)
     static const char *const modkinds[] = {ZR_MODKIND_LIST(ZR_ENUM_NAME)};
     static const char *const xfers[] = {ZR_XFER_LIST(ZR_ENUM_NAME)};
     static const char *const streams[] = {ZR_STREAM_LIST(ZR_ENUM_NAME)};
-    lua_createtable(L, 0, 7);
+    static const char *const regions[] = {ZR_REGION_LIST(ZR_ENUM_NAME)};
+    static const char *const region_families[] = {ZR_REGION_FAMILY_LIST(ZR_ENUM_NAME)};
+    lua_createtable(L, 0, 10);
 #define PUSH_NAMES(a) push_names(L, a, (int)(sizeof a / sizeof a[0]), #a)
     PUSH_NAMES(tiers); PUSH_NAMES(memcats); PUSH_NAMES(ops); PUSH_NAMES(dtypes);
-    PUSH_NAMES(modkinds); PUSH_NAMES(xfers); PUSH_NAMES(streams);
+    PUSH_NAMES(modkinds); PUSH_NAMES(xfers); PUSH_NAMES(streams); PUSH_NAMES(regions);
+    PUSH_NAMES(region_families);
+    /* enums.columns.<table>: runtime/zr_rows.h's columns in struct order, {name =, kind = "INT"} */
+#define COLUMN_NAME(ctype, name, dims, kind, gen, what) {#name, #kind},
+    static const char *const tensor[][2] = {ZR_TENSOR_COLUMNS(COLUMN_NAME)};
+    static const char *const module[][2] = {ZR_MODULE_COLUMNS(COLUMN_NAME)};
+    static const char *const bucket[][2] = {ZR_BUCKET_COLUMNS(COLUMN_NAME)};
+    static const char *const gather[][2] = {ZR_GATHER_COLUMNS(COLUMN_NAME)};
+    static const char *const subgroup[][2] = {ZR_SUBGROUP_COLUMNS(COLUMN_NAME)};
+    static const char *const optimizer[][2] = {ZR_OPTIMIZER_COLUMNS(COLUMN_NAME)};
+#undef COLUMN_NAME
+    lua_createtable(L, 0, 6);
+#define PUSH_COLUMNS(a) push_columns(L, a, (int)(sizeof a / sizeof a[0]), #a)
+    PUSH_COLUMNS(tensor); PUSH_COLUMNS(module); PUSH_COLUMNS(bucket); PUSH_COLUMNS(gather);
+    PUSH_COLUMNS(subgroup); PUSH_COLUMNS(optimizer);
+#undef PUSH_COLUMNS
+    lua_setfield(L, -2, "columns");
 #undef PUSH_NAMES
 }
 
@@ -314,6 +360,7 @@ void zg_lua_push_plan(lua_State *L, const ZgPlan *p)
     push_rows(L, p, p->n_gathers, push_gather); lua_setfield(L, -2, "gathers");
     SETI("n_gather_slots", p->n_gather_slots); SETI("gather_slot_numel", p->gather_slot_numel);
     push_rows(L, p, p->n_subgroups, push_subgroup); lua_setfield(L, -2, "subgroups");
+    push_rows(L, p, p->optim ? p->n_subgroups : 0, push_optimizer); lua_setfield(L, -2, "optimizers");
     SETI("sg_align", p->sg_align); SETI("nvme_align", p->nvme_align);
     SETI("max_use_numel", p->max_use_numel);
     SETB("act_ckpt", p->act_ckpt);

@@ -1,17 +1,21 @@
 /*
 ** main.c — the zgen command line. The whole pipeline is in pipeline(), in order, so it reads like
-** the design: spec -> world-size override -> ZeRO config -> checks -> model IR -> plan -> plan.json /
-** plan.txt -> render the trainer -> summary. Nothing else lives here.
+** the design: spec -> world-size override -> ZeRO config -> checks -> model IR -> sizing (partition,
+** schedule, memory plan) -> bounds -> fit (or the refusal's advice) -> lowering -> plan.json /
+** plan.txt -> render the trainer (or --predict: the prediction and its advice) -> summary. Each
+** step is called from here; none calls a later one. Nothing else lives here.
 ** Exit codes: 0 ok, 1 input errors (all reported first), 2 usage.
 */
 #include <stdlib.h>
 #include <string.h>
-#include "zg.h"
+#include "zg_plan.h"
 #include "zg_render.h"
 #include "zg_ckpt.h"
 #include "zg_pytool.h"
 #include "zg_predict.h"
 #include "zg_cuda_dec.h"
+#include "zg_fit.h"
+#include "zg_size.h"
 
 typedef struct Opts {
     const char *spec;
@@ -160,7 +164,15 @@ static int pipeline(const Opts *o)
         dump_spec(&m, &z);
         return 0;
     }
-    if (!zg_model_build(&m, &p) || !zg_plan_build(&m, &z, &p)) return errors_exit();
+    if (!zg_model_build(&m, &p)) return errors_exit();
+    zg_size_plan(&m, &z, &p);   /* partition -> schedule -> memory plan, re-planned until the
+                                ** planner's own choices fit */
+    if (!zg_plan_within_bounds(&p)) return errors_exit();
+    zg_size_ds_defaults(&m, &z, &p);    /* what DeepSpeed's defaults would plan (plan.txt) */
+    if (!zg_fit_ok(&p)) {
+        zg_fit_refuse(&p);      /* why, and the first changes that fit */
+        return errors_exit();
+    }
     zg_lower_build(&p);         /* every op row complete: what trainers execute */
     if (o->estimate) {
         zg_estimate_print(&p, o->json, stdout);

@@ -20,7 +20,7 @@ static int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 static const ZgArch *layout_arch(const ZgModel *m)
 {
     const ZgArch *a = zg_arch_find(m->arch);
-    return a ? a : zg_arch_find("gpt2");
+    return a ? a : zg_arch_at(0);
 }
 
 static int64_t terms(const ZgModel *m, int64_t B, const ZgActsTerms *t)
@@ -60,9 +60,28 @@ typedef struct Layout {
     int64_t nvme_cursor[2];     /* per swap file */
 } Layout;
 
+/* A region's name is one of runtime/zr_enums.h's ZR_REGION_LIST, or a family prefix of
+** ZR_REGION_FAMILY_LIST and a number: the trainers' ZG_HAS_* constants are made from those lists. */
+static bool region_name_listed(const char *name)
+{
+    static const char *const names[] = {ZR_REGION_LIST(ZR_ENUM_NAME)};
+    static const char *const families[] = {ZR_REGION_FAMILY_LIST(ZR_ENUM_NAME)};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i])) return true;
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
+        size_t n = strlen(families[i]);
+        const char *d = name + n;
+        if (strncmp(name, families[i], n) || !*d) continue;
+        while (*d >= '0' && *d <= '9') d++;
+        if (!*d) return true;
+    }
+    return false;
+}
+
 static void region(Layout *lo, const char *name, ZgMemCat cat, ZgTier tier, int64_t bytes, bool io)
 {
     ZgPlan *p = lo->p;
+    if (!region_name_listed(name)) zg_unreachable();     /* a new region wants its name listed */
     ZgMemPlan *mp = &p->mem;
     if (bytes <= 0) return;
     int64_t align = io || tier == ZG_TIER_NVME ? p->nvme_align : ARENA_ALIGN;
@@ -315,22 +334,6 @@ static void add_times(int64_t *acc, int64_t x, int64_t times)
 {
     int64_t prod;
     if (__builtin_mul_overflow(x, times, &prod) || __builtin_add_overflow(*acc, prod, acc)) *acc = INT64_MAX;
-}
-
-/* Rank r's part of bucket a inside its device optimizer range (norm_dev_lanes: that part's
-** gradients stay on the device and its norm lanes cross instead): its elements, and the lane sets
-** (norm blocks, at multiples of norm_block in shard offsets) it meets into *sets. */
-int64_t zg_bucket_dev_part(const ZgPlan *p, int a, int r, int64_t *sets)
-{
-    const ZgBucket *b = &p->buckets[a];
-    int64_t s0 = (int64_t)r * p->shard.opt_flat_stride;
-    int64_t lo = b->flat_offset - s0, hi = b->flat_offset + b->numel - s0;
-    if (lo < 0) lo = 0;
-    if (hi > p->opt_dev_numel) hi = p->opt_dev_numel;
-    *sets = 0;
-    if (!p->norm_dev_lanes || hi <= lo) return 0;
-    *sets = (hi - 1) / p->norm_block - lo / p->norm_block + 1;
-    return hi - lo;
 }
 
 /* What one op moves per rank, per link (the cost's and the prediction's one source). */

@@ -5,204 +5,81 @@
 ** Everything later (partition, schedule, memory, emitted tables) walks these two tables, so the
 ** trainer never hard-codes a tensor index (docs/CONTRIBUTING.md "Templates").
 **
-** Each architecture is one entry of `archs` below: its modules in forward order and, per module, its
-** tensors with symbolic dimensions. Nothing else in the generator branches on the arch name; what the
-** front end needs to know (rotary keys, tying rules, whether the trainer can run it), the trainer's
-** host files and the kernels' activation layout are in ZgArch.
+** Each architecture is one file (gen/arch_<name>.c, listed in `archs` below): its modules in forward
+** order and, per module, its tensors with symbolic dimensions, which this file walks; everything
+** else the generator needs to know about the arch is in its ZgArch. The lookup by name is here.
 */
 #include <string.h>
-#include "zg.h"
+#include "zg_arch.h"
 
-/* Symbolic dimensions, resolved against the spec by dim(). */
-typedef enum {
-    D_NONE,                     /* second dimension of a vector */
-    D_VOCAB, D_CONTEXT, D_MODEL,
-    D_QKV,                      /* 3 * d_model (gpt2's fused q|k|v) */
-    D_KV,                       /* n_kv_heads * head size (llama's k and v projections) */
-    D_FF,                       /* d_ff */
-} Dim;
+/* Each arch file's one symbol, read here only. */
+extern const ZgArch zg_arch_gpt2, zg_arch_llama, zg_arch_qwen2;
+static const ZgArch *const archs[] = {&zg_arch_gpt2, &zg_arch_llama, &zg_arch_qwen2};
 
-typedef struct ArchTensor {
-    const char *name;           /* Hugging Face name; in a block, relative to the block's prefix */
-    Dim d0, d1;
-    ZgInit init;
-    bool residual_proj;         /* init std / sqrt(2 * n_layers): projections into the residual */
-    bool untied_only;           /* exists only with tie_embeddings: false (llama's lm_head.weight) */
-} ArchTensor;
-
-typedef struct ZgArchModule {
-    ZgModKind kind;             /* ZG_MOD_BLOCK: repeated n_layers times */
-    const char *name;           /* module name; a block's is a prefix taking the layer ("h.%d") */
-    const ArchTensor *tensors;
-    int n_tensors;
-} ArchModule;
-
-#define N(a) ((int)(sizeof a / sizeof a[0]))
-
-/* GPT-2 as Hugging Face's GPT2LMHeadModel (transformer.* prefix dropped, as in its safetensors). */
-static const ArchTensor gpt2_embed[] = {
-    {"wte.weight", D_VOCAB, D_MODEL, ZG_INIT_NORMAL, false, false},
-    {"wpe.weight", D_CONTEXT, D_MODEL, ZG_INIT_NORMAL, false, false},
-};
-static const ArchTensor gpt2_block[] = {
-    {"ln_1.weight", D_MODEL, D_NONE, ZG_INIT_ONES, false, false},
-    {"ln_1.bias", D_MODEL, D_NONE, ZG_INIT_ZEROS, false, false},
-    {"attn.c_attn.weight", D_MODEL, D_QKV, ZG_INIT_NORMAL, false, false},
-    {"attn.c_attn.bias", D_QKV, D_NONE, ZG_INIT_ZEROS, false, false},
-    {"attn.c_proj.weight", D_MODEL, D_MODEL, ZG_INIT_NORMAL, true, false},
-    {"attn.c_proj.bias", D_MODEL, D_NONE, ZG_INIT_ZEROS, false, false},
-    {"ln_2.weight", D_MODEL, D_NONE, ZG_INIT_ONES, false, false},
-    {"ln_2.bias", D_MODEL, D_NONE, ZG_INIT_ZEROS, false, false},
-    {"mlp.c_fc.weight", D_MODEL, D_FF, ZG_INIT_NORMAL, false, false},
-    {"mlp.c_fc.bias", D_FF, D_NONE, ZG_INIT_ZEROS, false, false},
-    {"mlp.c_proj.weight", D_FF, D_MODEL, ZG_INIT_NORMAL, true, false},
-    {"mlp.c_proj.bias", D_MODEL, D_NONE, ZG_INIT_ZEROS, false, false},
-};
-static const ArchTensor gpt2_final[] = {
-    {"ln_f.weight", D_MODEL, D_NONE, ZG_INIT_ONES, false, false},
-    {"ln_f.bias", D_MODEL, D_NONE, ZG_INIT_ZEROS, false, false},
-};
-static const ArchModule gpt2_modules[] = {
-    {ZG_MOD_EMBED, "embed", gpt2_embed, N(gpt2_embed)},
-    {ZG_MOD_BLOCK, "h.%d", gpt2_block, N(gpt2_block)},
-    {ZG_MOD_FINAL_NORM, "ln_f", gpt2_final, N(gpt2_final)},
-    {ZG_MOD_HEAD, "lm_head", NULL, 0},      /* tied: owns nothing, reads wte */
-};
-
-/* LLaMA as Hugging Face's LlamaForCausalLM: nn.Linear weights [out, in], no biases. */
-static const ArchTensor llama_embed[] = {
-    {"model.embed_tokens.weight", D_VOCAB, D_MODEL, ZG_INIT_NORMAL, false, false},
-};
-static const ArchTensor llama_block[] = {
-    {"input_layernorm.weight", D_MODEL, D_NONE, ZG_INIT_ONES, false, false},
-    {"self_attn.q_proj.weight", D_MODEL, D_MODEL, ZG_INIT_NORMAL, false, false},
-    {"self_attn.k_proj.weight", D_KV, D_MODEL, ZG_INIT_NORMAL, false, false},
-    {"self_attn.v_proj.weight", D_KV, D_MODEL, ZG_INIT_NORMAL, false, false},
-    {"self_attn.o_proj.weight", D_MODEL, D_MODEL, ZG_INIT_NORMAL, true, false},
-    {"post_attention_layernorm.weight", D_MODEL, D_NONE, ZG_INIT_ONES, false, false},
-    {"mlp.gate_proj.weight", D_FF, D_MODEL, ZG_INIT_NORMAL, false, false},
-    {"mlp.up_proj.weight", D_FF, D_MODEL, ZG_INIT_NORMAL, false, false},
-    {"mlp.down_proj.weight", D_MODEL, D_FF, ZG_INIT_NORMAL, true, false},
-};
-static const ArchTensor llama_final[] = {
-    {"model.norm.weight", D_MODEL, D_NONE, ZG_INIT_ONES, false, false},
-};
-static const ArchTensor llama_head[] = {
-    {"lm_head.weight", D_VOCAB, D_MODEL, ZG_INIT_NORMAL, false, true},
-};
-static const ArchModule llama_modules[] = {
-    {ZG_MOD_EMBED, "embed", llama_embed, N(llama_embed)},
-    {ZG_MOD_BLOCK, "model.layers.%d", llama_block, N(llama_block)},
-    {ZG_MOD_FINAL_NORM, "model.norm", llama_final, N(llama_final)},
-    {ZG_MOD_HEAD, "lm_head", llama_head, N(llama_head)},
-};
-
-/* The trainer's host files per arch (templates/host/, emitted flat): the gpt2 kernels are also
-** llama's building blocks (threads, zk_sgemm, zk_exp), so llama lists them too. */
-static const char *const gpt2_files[] = {
-    "gpt2_host.c", "gpt2_host.h", "gpt2_host_attn.c", "gpt2_host_math.h", "gpt2_host_ops.c",
-    "gpt2/gpt2_model.c", NULL,
-};
-static const char *const llama_files[] = {
-    "gpt2_host.c", "gpt2_host.h", "gpt2_host_attn.c", "gpt2_host_math.h", "gpt2_host_ops.c",
-    "llama/llama_host.c", "llama/llama_host.h", "llama/llama_model.c", NULL,
-};
-
-/* Activation layouts: gpt2_host.h and llama_host.h state them term by term ("Memory"). */
-#define GPT2_ACTS {.btc = 2, .bt = 3, .btv = 1}                     /* encoded; lnf, mean, rstd, logits, losses */
-#define GPT2_LAYER {.btc = 8, .bt = 4, .att = 1, .btf = 2}
-#define GPT2_SCRATCH {.btc = 6, .att = 1, .btf = 2}
-#define LLAMA_ACTS {.btc = 2, .bt = 2, .btv = 1}                    /* encoded; lnf, rstd, logits, losses */
-#define LLAMA_LAYER {.btc = 6, .bt = 2, .btkv = 2, .att = 1, .btf = 3}
-#define LLAMA_SCRATCH {.btc = 4, .btkv = 2, .att = 1, .btf = 3, .rope = 1}
-
-/* train-cuda's device layouts, array by array as the adapters carve them (the activation dtype unless
-** f32): templates/cuda_trainer/gpt2/cuda_gpt2.c and llama/cuda_llama.c. */
-#define A(n, t) {n, ZG_DA_##t, false}
-#define F(n, t) {n, ZG_DA_##t, true}
-static const ZgDevArr gpt2_dev_fixed[] = {        /* encoded, lnf, lnf mean/rstd, logits, losses */
-    A(1, BTC), A(1, BTC), F(1, BT), F(1, BT), A(1, BTV), F(1, BT), {0},
-};
-static const ZgDevArr gpt2_dev_layer[] = {        /* ln1, mean, rstd, qkv, atty, lse, residual2,
-                                                  ** ln2, mean, rstd, fch, fch_gelu, residual3 */
-    A(1, BTC), F(1, BT), F(1, BT), A(3, BTC), A(1, BTC), F(1, LSE), A(1, BTC),
-    A(1, BTC), F(1, BT), F(1, BT), A(1, BTF), A(1, BTF), A(1, BTC), {0},
-};
-static const ZgDevArr gpt2_dev_scratch[] = {      /* dresidual, dln, dqkv, datty, D, dfch, dfch_gelu,
-                                                  ** ones, position buckets, tokens, targets,
-                                                  ** positions, colsum, token buckets */
-    A(1, BTC), A(1, BTC), A(3, BTC), A(1, BTC), F(1, LSE), A(1, BTF), A(1, BTF),
-    A(1, BT), F(1, TOKBKT), F(1, BT), F(1, BT), F(1, BT), F(1, COLSUM), F(1, TOKBKT), {0},
-};
-static const ZgDevArr llama_dev_fixed[] = {       /* encoded, lnf, lnf rstd, logits, losses */
-    A(1, BTC), A(1, BTC), F(1, BT), A(1, BTV), F(1, BT), {0},
-};
-static const ZgDevArr llama_dev_layer[] = {       /* ln1, rstd, q, k, v, atty, lse, residual2,
-                                                  ** ln2, rstd, gate, up, h, residual3 */
-    A(1, BTC), F(1, BT), A(1, BTC), A(1, BTKV), A(1, BTKV), A(1, BTC), F(1, LSE), A(1, BTC),
-    A(1, BTC), F(1, BT), A(1, BTF), A(1, BTF), A(1, BTF), A(1, BTC), {0},
-};
-static const ZgDevArr llama_dev_scratch[] = {     /* dresidual, dln, dq, dk, dv, datty, D, dgate, dup,
-                                                  ** dh, RoPE cos, sin, tokens, targets, positions,
-                                                  ** colsum, token buckets */
-    A(1, BTC), A(1, BTC), A(1, BTC), A(1, BTKV), A(1, BTKV), A(1, BTC), F(1, LSE), A(1, BTF), A(1, BTF),
-    A(1, BTF), F(1, ROPE), F(1, ROPE), F(1, BT), F(1, BT), F(1, BT), F(1, COLSUM), F(1, TOKBKT), {0},
-};
-#undef A
-#undef F
-
-static const ZgArch archs[] = {
-    {"gpt2", "GPT2LMHeadModel", "[in, out]", false, true, true, false, NULL,
-     gpt2_modules, N(gpt2_modules), gpt2_files, NULL, "gpt2/cuda_gpt2.c", gpt2_dev_fixed, gpt2_dev_layer,
-     gpt2_dev_scratch, GPT2_ACTS, GPT2_LAYER, GPT2_SCRATCH},
-    {"llama", "LlamaForCausalLM", "[out, in]", true, false, false, true, NULL,
-     llama_modules, N(llama_modules), llama_files, NULL, "llama/cuda_llama.c", llama_dev_fixed,
-     llama_dev_layer, llama_dev_scratch, LLAMA_ACTS, LLAMA_LAYER, LLAMA_SCRATCH},
-};
+const ZgArch *zg_arch_at(int i) { return i >= 0 && i < ZG_ARCH_N(archs) ? archs[i] : NULL; }
 
 const ZgArch *zg_arch_find(const char *name)
 {
-    for (int i = 0; name && i < N(archs); i++)
-        if (!strcmp(archs[i].name, name)) return &archs[i];
+    for (int i = 0; name && i < ZG_ARCH_N(archs); i++)
+        if (!strcmp(archs[i]->name, name)) return archs[i];
     return NULL;
+}
+
+const ZgArch *zg_arch_find_hf(const char *model_type)
+{
+    for (int i = 0; model_type && i < ZG_ARCH_N(archs); i++)
+        if (!strcmp(archs[i]->hf_model_type, model_type)) return archs[i];
+    return NULL;
+}
+
+static const char *names(char *buf, size_t cap, bool rope_only)
+{
+    if (!buf[0])
+        for (int i = 0, n = 0; i < ZG_ARCH_N(archs); i++)
+            if (!rope_only || archs[i]->rope)
+                snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", n++ ? ", " : "", archs[i]->name);
+    return buf;
 }
 
 const char *zg_arch_names(void)
 {
     static char buf[128];
-    if (!buf[0])
-        for (int i = 0; i < N(archs); i++)
-            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? ", " : "", archs[i].name);
-    return buf;
+    return names(buf, sizeof buf, false);
 }
 
-static int64_t dim(const ZgModel *m, Dim d)
+const char *zg_arch_rope_names(void)
+{
+    static char buf[128];
+    return names(buf, sizeof buf, true);
+}
+
+static int64_t dim(const ZgModel *m, ZgDim d)
 {
     switch (d) {
-    case D_NONE: return 0;
-    case D_VOCAB: return m->vocab_size;
-    case D_CONTEXT: return m->context;
-    case D_MODEL: return m->d_model;
-    case D_QKV: return 3 * m->d_model;
-    case D_KV: return m->n_heads > 0 ? m->n_kv_heads * (m->d_model / m->n_heads) : 0;
-    case D_FF: return m->d_ff;
+    case ZG_DIM_NONE: return 0;
+    case ZG_DIM_VOCAB: return m->vocab_size;
+    case ZG_DIM_CONTEXT: return m->context;
+    case ZG_DIM_MODEL: return m->d_model;
+    case ZG_DIM_QKV: return 3 * m->d_model;
+    case ZG_DIM_KV: return m->n_heads > 0 ? m->n_kv_heads * (m->d_model / m->n_heads) : 0;
+    case ZG_DIM_FF: return m->d_ff;
     }
     zg_unreachable();
 }
 
-static bool present(const ZgModel *m, const ArchTensor *t) { return !t->untied_only || !m->tie_embeddings; }
+static bool present(const ZgModel *m, const ZgArchTensor *t) { return !t->untied_only || !m->tie_embeddings; }
 
 double zg_arch_params(const ZgModel *m)
 {
     const ZgArch *a = zg_arch_find(m->arch);
     double total = 0;
     for (int i = 0; a && i < a->n_modules; i++) {
-        const ArchModule *am = &a->modules[i];
+        const ZgArchModule *am = &a->modules[i];
         double sum = 0;
         for (int k = 0; k < am->n_tensors; k++) {
-            const ArchTensor *t = &am->tensors[k];
+            const ZgArchTensor *t = &am->tensors[k];
             if (!present(m, t)) continue;
-            sum += (double)dim(m, t->d0) * (t->d1 == D_NONE ? 1.0 : (double)dim(m, t->d1));
+            sum += (double)dim(m, t->d0) * (t->d1 == ZG_DIM_NONE ? 1.0 : (double)dim(m, t->d1));
         }
         total += am->kind == ZG_MOD_BLOCK ? (double)m->n_layers * sum : sum;
     }
@@ -267,13 +144,13 @@ static void add_tensor(Builder *b, const char *prefix, const char *local, int64_
     p->n_tensors++;
 }
 
-static void add_arch_module(const ZgModel *m, Builder *b, const ArchModule *am, int layer)
+static void add_arch_module(const ZgModel *m, Builder *b, const ZgArchModule *am, int layer)
 {
     const char *name = layer >= 0 ? zg_fmt(am->name, layer) : am->name;
     const char *prefix = layer >= 0 ? zg_fmt("%s.", name) : "";
     add_module(b, am->kind, layer, name);
     for (int k = 0; k < am->n_tensors; k++) {
-        const ArchTensor *t = &am->tensors[k];
+        const ZgArchTensor *t = &am->tensors[k];
         if (present(m, t))
             add_tensor(b, prefix, t->name, dim(m, t->d0), dim(m, t->d1), t->init, t->residual_proj);
     }
@@ -282,7 +159,7 @@ static void add_arch_module(const ZgModel *m, Builder *b, const ArchModule *am, 
 static void build(const ZgModel *m, const ZgArch *a, Builder *b)
 {
     for (int i = 0; i < a->n_modules; i++) {
-        const ArchModule *am = &a->modules[i];
+        const ZgArchModule *am = &a->modules[i];
         if (am->kind != ZG_MOD_BLOCK) add_arch_module(m, b, am, -1);
         else
             for (int l = 0; l < (int)m->n_layers; l++) add_arch_module(m, b, am, l);

@@ -2,7 +2,7 @@
 ** names.c — enum -> name functions of the plan. These names appear in plan.json, plan.txt and the
 ** emitted tables' comments, so they are part of the output format: change them only on purpose.
 */
-#include "zg.h"
+#include "zg_plan.h"
 
 /* Every list comes from runtime/zr_enums.h, the one the runtime and the templates use too. */
 #define NAME_FN(fn, type, list, count)                                                 \

@@ -1,13 +1,12 @@
 /*
 ** plan.c — the partition map (DeepSpeed's stage_1_and_2.py and partitioned_param_coordinator.py; docs/PLAN.md): who owns which elements of which tensor,
-** the gradient buckets, the stage-3 gather groups and the optimizer sub-groups; and zg_plan_build,
-** which runs the whole middle (partition -> schedule -> memory plan) and refuses a plan that does
-** not fit the declared hardware (fit.c says which config change would fit, computed by planning
-** that change too, not guessed).
+** the gradient buckets, the stage-3 gather groups and the optimizer sub-groups, and the figures
+** of a partition that the later steps read. It calls no later step: the sizing step (size.c)
+** runs partition -> schedule -> memory plan and re-plans from above.
 ** Bounded on any input: the sub-group count is formed in int64 and checked before anything is
 ** allocated for it, a plan with more table rows than ZG_MAX_TABLE_ROWS or a per-step figure that
-** does not fit in int64 is refused with the number and the bound (zg.h "bounds"), before the
-** (slow) rendering and before the fit alternatives are tried.
+** does not fit in int64 is refused with the number and the bound (zg.h "bounds",
+** zg_plan_within_bounds), before the (slow) rendering and before the fit alternatives are tried.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +25,6 @@ static int64_t lcm64(int64_t a, int64_t b)
     return a / x * b;
 }
 
-/* Fewest elements an automatic sub-group holds: a shard is cut into at most this many sub-groups
-** (each is a table row and three step ops), and NVMe reads stay large. */
-#define AUTO_SG_MAX_GROUPS 1024
 
 /* A sizing key is the planner's to choose when the config did not set it and it holds DeepSpeed's
 ** default (a test or a caller that writes the field directly is honoured like a config). */
@@ -227,7 +223,7 @@ static int64_t sg_wanted;
 
 /* Optimizer sub-groups of the rank's optimizer shard, and what swaps them (ZgSgSwap). More than
 ** ZG_MAX_TABLE_ROWS are not built (sub_group_size 1 on a large shard asks for billions): the plan
-** gets none and zg_plan_build refuses it from sg_wanted. */
+** gets none and zg_plan_within_bounds refuses it from sg_wanted. */
 /* The speculative optimizer step (docs/PLAN.md "Speculative optimizer step"). Adam on the host
 ** cannot start before the global norm, which needs every gradient: without speculation the whole
 ** CPU Adam sits after backward. With it, a sub-group's Adam runs as soon as its gradients are final,
@@ -266,11 +262,6 @@ bool zg_plan_dev_opt_applies(const ZgZero *z)
     return zg_plan_host_state(z) && z->stage == 2;
 }
 
-/* Elements per block of the fused norm's order (train.h TrSq): large enough that the blocks' lanes
-** crossing instead of the device part's gradients are 1/64 B per element, small enough that the
-** device's lanes kernel has a thread per lane of every block. */
-#define NORM_BLOCK 4096
-
 static void decide_speculative(ZgPlan *p)
 {
     const ZgZero *z = p->zero;
@@ -289,6 +280,22 @@ static void decide_speculative(ZgPlan *p)
     p->spec_why = p->speculative ? NULL
                 : !host_state ? "it needs the optimizer state in host memory (offload_optimizer cpu, ZeRO stage 1 or 2)"
                 : "train.speculative_step is false";
+}
+
+/* Rank r's part of bucket a inside its device optimizer range (norm_dev_lanes: that part's
+** gradients stay on the device and its norm lanes cross instead): its elements, and the lane sets
+** (norm blocks, at multiples of norm_block in shard offsets) it meets into *sets. */
+int64_t zg_bucket_dev_part(const ZgPlan *p, int a, int r, int64_t *sets)
+{
+    const ZgBucket *b = &p->buckets[a];
+    int64_t s0 = (int64_t)r * p->shard.opt_flat_stride;
+    int64_t lo = b->flat_offset - s0, hi = b->flat_offset + b->numel - s0;
+    if (lo < 0) lo = 0;
+    if (hi > p->opt_dev_numel) hi = p->opt_dev_numel;
+    *sets = 0;
+    if (!p->norm_dev_lanes || hi <= lo) return 0;
+    *sets = (hi - 1) / p->norm_block - lo / p->norm_block + 1;
+    return hi - lo;
 }
 
 /* The norm's lane sets of the device part (norm_dev_lanes): the most that any rank's buckets need
@@ -310,8 +317,7 @@ static void plan_norm_lanes(ZgPlan *p)
     }
 }
 
-/* The plan's device optimizer part: its first k sub-groups, and what follows from that. */
-static void set_dev_opt(ZgPlan *p, int k)
+void zg_plan_set_dev_opt(ZgPlan *p, int k)
 {
     p->n_sg_dev = k;
     p->opt_dev_numel = 0;
@@ -345,7 +351,7 @@ static void make_subgroups(ZgPlan *p)
     p->adam_device = z->offload_optimizer.device == ZG_OFFLOAD_NONE &&
                      (z->stage < 3 || z->offload_param.device == ZG_OFFLOAD_NONE);
     decide_speculative(p);
-    set_dev_opt(p, 0);                /* place_dev_opt decides, once the rest of the plan is built */
+    zg_plan_set_dev_opt(p, 0);        /* place_dev_opt decides, once the rest of the plan is built */
     p->sg_swap = opt_nvme ? ZG_SWAP_OPTIMIZER
                : z->stage == 3 && par_nvme && z->dtype == ZG_DTYPE_FP32 &&
                  z->offload_optimizer.device == ZG_OFFLOAD_NONE ? ZG_SWAP_PARAMS : ZG_SWAP_NONE;
@@ -417,207 +423,7 @@ int64_t zg_plan_sg_largest(const ZgPlan *p)
     return mx;
 }
 
-/* The smallest sub-group zgen chooses: the shard in AUTO_SG_MAX_GROUPS pieces, aligned. */
-static int64_t sg_floor(const ZgPlan *p)
-{
-    return round_up(ceil_div(p->shard.opt_numel, AUTO_SG_MAX_GROUPS), p->sg_align);
-}
 
-/* Sub-groups sized to the declared host memory when the config left sub_group_size at DeepSpeed's
-** default (1e9: with buffer_count 4 that is 48 GB of pinned optimizer staging per rank). The swap
-** buffers get at most half of what the rest of the plan leaves of hardware.host_memory (the other
-** half stays for the system and the page cache the NVMe files go through), but never fewer elements
-** than cut the shard into AUTO_SG_MAX_GROUPS. true when it chose a smaller size (replan). */
-static bool fit_sub_groups(ZgPlan *p)
-{
-    const ZgZero *z = p->zero;
-    const ZgModel *m = p->model;
-    int64_t per = zg_plan_swap_bytes_per_elem(p), sg = zg_plan_sg_largest(p);
-    if (m->host_memory <= 0 || per == 0 || sg == 0 || p->n_subgroups == 0) return false;
-    if (!zg_plan_left_default(z, ZG_SET_SUB_GROUP, z->sub_group_size, DS_SUB_GROUP)) return false;
-    int rpn = zg_plan_ranks_per_node(m);
-    int64_t swap = per * sg;
-    int64_t fixed = zg_mem_host_per_node(p) / rpn - swap;
-    int64_t budget = (m->host_memory / rpn - fixed) / 2;
-    if (swap <= budget) return false;
-    int64_t floor = sg_floor(p);
-    int64_t want = budget > 0 ? budget / per / p->sg_align * p->sg_align : 0;
-    if (want < floor) want = floor;
-    if (want >= sg) return false;
-    p->sub_group_numel = want;
-    p->sized_auto |= ZG_SET_SUB_GROUP;
-    return true;
-}
-
-static bool spec_unfit(const ZgPlan *p)     /* the speculative step that fit_speculative drops */
-{
-    const ZgModel *m = p->model;
-    return p->speculative && m->speculative_step != 1 && m->host_memory > 0 &&
-           zg_mem_host_per_node(p) > m->host_memory;
-}
-
-/* The speculative step's pieces (stage 1/2, optimizer on the CPU, sub_group_size left at DeepSpeed's
-** 1e9, which those stages do not use otherwise). A sub-group's Adam waits until backward has
-** finalised every gradient of it, so 1e9-element pieces keep the host idle until backward has
-** passed 1e9 elements of the shard (0.5 s into the 10B step, docs/PREDICT.md); pieces of one reduce
-** bucket start as each bucket lands, and smaller ones could not start sooner. Only where the
-** speculative step fits hardware.host_memory (fit_speculative keeps it). true when it chose (replan). */
-static bool fit_spec_sub_groups(ZgPlan *p)
-{
-    const ZgZero *z = p->zero;
-    if (!p->speculative || p->sg_swap != ZG_SWAP_NONE || p->n_subgroups == 0) return false;
-    if (!zg_plan_left_default(z, ZG_SET_SUB_GROUP, z->sub_group_size, DS_SUB_GROUP)) return false;
-    if (spec_unfit(p)) return false;
-    int64_t floor = sg_floor(p);
-    int64_t want = round_up(p->reduce_bucket_cap, p->sg_align);
-    if (want < floor) want = floor;
-    if (want >= zg_plan_sg_largest(p)) return false;
-    p->sub_group_numel = want;
-    p->sized_auto |= ZG_SET_SUB_GROUP;
-    p->sg_for_spec = true;
-    return true;
-}
-
-/* The speculative step needs a second copy of master, m and v in host memory; where that does not
-** fit hardware.host_memory and the spec did not ask for it, the plan runs without it. true when it
-** dropped it (replan). */
-static bool fit_speculative(ZgPlan *p)
-{
-    if (!spec_unfit(p)) return false;
-    p->speculative = p->norm_adam = false;
-    p->spec_why = "its second copy of the optimizer state does not fit hardware.host_memory";
-    return true;
-}
-
-/* The device accumulator takes 4 B per owned element of device memory; where that does not fit
-** hardware.device_memory and the spec did not ask for it, the plan accumulates on the host. true
-** when it dropped it (replan). */
-static bool fit_grad_acc(ZgPlan *p)
-{
-    const ZgModel *m = p->model;
-    if (!p->grad_acc_dev || m->device_grad_accum == 1 || m->device_memory <= 0) return false;
-    if (zg_mem_device_need(p) <= m->device_memory) return false;
-    p->grad_acc_dev = false;
-    p->grad_acc_why = "its fp32 accumulator does not fit hardware.device_memory";
-    return true;
-}
-
-/* Sub-group k as two: its first `part` elements, and the rest (aligned as make_subgroups aligns). */
-static void split_subgroup(ZgPlan *p, int k, int64_t part)
-{
-    p->subgroups = zg_xrealloc(p->subgroups, (size_t)(p->n_subgroups + 1) * sizeof *p->subgroups);
-    memmove(&p->subgroups[k + 1], &p->subgroups[k], (size_t)(p->n_subgroups - k) * sizeof *p->subgroups);
-    p->n_subgroups++;
-    p->subgroups[k].numel = part;
-    p->subgroups[k + 1].shard_offset += part;
-    p->subgroups[k + 1].numel -= part;
-}
-
-/* The leading sub-groups on the device (zg_plan_dev_opt_applies), from train.device_optimizer: a
-** share of the shard's elements rounded down to whole sub-groups, or (auto) as many as fit
-** hardware.device_memory beside the rest of the plan, the first one that does not fit split at what
-** does (when that is at least an eighth of it: Adam's rate does not depend on where a sub-group
-** ends, and the bits do not either). At least one sub-group stays on the host (all of it on the
-** device is offload_optimizer none). true when it placed some (replan). */
-static bool place_dev_opt(ZgPlan *p)
-{
-    const ZgModel *m = p->model;
-    const ZgZero *z = p->zero;
-    double want = m->device_optimizer;
-    p->opt_dev_why = NULL;
-    if (want == 0) { p->opt_dev_why = "train.device_optimizer is not set"; return false; }
-    if (!zg_plan_dev_opt_applies(z)) {
-        p->opt_dev_why = "it applies where ZeRO stage 2 offloads the optimizer to the CPU";
-        return false;
-    }
-    if (z->grad_accum > 1 && !p->grad_acc_dev) {
-        p->opt_dev_why = "with several micro-steps it reads the gradients that accumulate on the device, "
-                         "and this plan accumulates them on the host";
-        return false;
-    }
-    int n = p->n_subgroups - 1;
-    if (n < 1) {
-        p->opt_dev_why = "the optimizer shard is one sub-group, and one stays on the host";
-        return false;
-    }
-    int64_t n16 = zg_dtype_size(z->dtype), keep = z->grad_accum > 1 ? 0 : n16, k = 0, numel = 0;
-    if (want > 0) {
-        double cap = want * (double)p->shard.opt_numel;
-        while (k < n && (double)(numel + p->subgroups[k].numel) <= cap) numel += p->subgroups[k++].numel;
-        if (k == 0) p->opt_dev_why = "train.device_optimizer's share is less than the first sub-group";
-    } else {
-        /* auto: what the device has left, at 12 B of state and the kept gradient per element, and
-        ** the norm's lanes (64 B per NORM_BLOCK elements, and two sets per bucket at most) */
-        int64_t left = m->device_memory > 0 ? m->device_memory - zg_mem_device_need(p) - 128 * p->n_buckets : 0;
-        int64_t per64 = (12 + keep) * 64 + 64 * 64 / NORM_BLOCK;     /* per element, in 1/64 B */
-        while (k < n && (numel + p->subgroups[k].numel) * per64 <= left * 64) numel += p->subgroups[k++].numel;
-        int64_t part = left > 0 ? (left * 64 / per64 - numel) / p->sg_align * p->sg_align : 0;
-        if (k < n && part >= p->subgroups[k].numel / 8 && part < p->subgroups[k].numel &&
-            p->n_subgroups < ZG_MAX_TABLE_ROWS && p->sg_swap == ZG_SWAP_NONE) {
-            split_subgroup(p, (int)k, part);
-            numel += p->subgroups[k++].numel;
-        }
-        if (k == 0) p->opt_dev_why = m->device_memory > 0 ? "the first sub-group's state does not fit hardware.device_memory"
-                                                          : "auto needs hardware.device_memory";
-    }
-    set_dev_opt(p, (int)k);
-    return k > 0;
-}
-
-void zg_plan_build_nocheck(const ZgModel *m, const ZgZero *z, ZgPlan *p)
-{
-    p->act_ckpt = p->act_ckpt || m->activation_checkpointing;
-    p->zero = z;
-    p->model = m;
-    p->sized_auto = 0;
-    p->sub_group_numel = 0;
-    p->sg_for_spec = false;
-    zg_plan_partition(p);
-    zg_sched_build(p);
-    zg_memplan_build(p);
-    if (fit_sub_groups(p) || fit_spec_sub_groups(p)) {
-        zg_plan_partition(p);
-        zg_sched_build(p);
-        zg_memplan_build(p);
-    }
-    if (fit_speculative(p)) {
-        zg_sched_build(p);
-        zg_memplan_build(p);
-    }
-    if (fit_grad_acc(p)) {
-        zg_sched_build(p);
-        zg_memplan_build(p);
-    }
-    if (place_dev_opt(p)) {
-        zg_sched_build(p);
-        zg_memplan_build(p);
-        /* auto's estimate left the regions' alignment out: one sub-group fewer until it fits */
-        while (m->device_optimizer < 0 && p->n_sg_dev > 0 && zg_mem_device_need(p) > m->device_memory) {
-            set_dev_opt(p, p->n_sg_dev - 1);
-            if (p->n_sg_dev == 0) p->opt_dev_why = "the first sub-group's state does not fit hardware.device_memory";
-            zg_sched_build(p);
-            zg_memplan_build(p);
-        }
-    }
-}
-
-/* What DeepSpeed's defaults would have planned for the keys the planner sized (plan.txt). */
-static void ds_defaults_figures(const ZgModel *m, const ZgZero *z, ZgPlan *p)
-{
-    memset(p->ds_default_bytes, 0, sizeof p->ds_default_bytes);
-    if (!p->sized_auto) return;
-    ZgZero *dz = zg_xcalloc(1, sizeof *dz);
-    *dz = *z;
-    dz->sizes_set |= p->sized_auto;
-    ZgPlan q;
-    memset(&q, 0, sizeof q);
-    q.act_ckpt = p->act_ckpt;
-    if (!zg_model_build(m, &q)) return;
-    zg_plan_build_nocheck(m, dz, &q);
-    for (int c = 0; c < ZG_NMEM; c++)
-        for (int t = 0; t < ZG_NTIERS; t++)
-            if (t != ZG_TIER_NVME) p->ds_default_bytes[c] += q.mem.cat_bytes[t][c];
-}
 
 /* Rows a sub-group adds at most: its own, and SWAP_IN, OPTIMIZER, SWAP_OUT in the step list. */
 #define SG_ROWS 4
@@ -637,8 +443,7 @@ bool zg_plan_cost_saturated(const ZgCost *c)
            c->nvme_read_bytes == INT64_MAX || c->nvme_write_bytes == INT64_MAX;
 }
 
-/* The bounds of zg.h, checked on a built plan; false after reporting. */
-static bool within_bounds(const ZgPlan *p)
+bool zg_plan_within_bounds(const ZgPlan *p)
 {
     const ZgModel *m = p->model;
     const ZgZero *z = p->zero;
@@ -678,15 +483,3 @@ static bool within_bounds(const ZgPlan *p)
     return true;
 }
 
-bool zg_plan_build(const ZgModel *m, const ZgZero *z, ZgPlan *p)
-{
-    if (!p->tensors && !zg_model_build(m, p)) return false;
-    zg_plan_build_nocheck(m, z, p);
-    if (!within_bounds(p)) return false;
-    ds_defaults_figures(m, z, p);
-    if (!zg_fit_ok(p)) {
-        zg_fit_refuse(p);
-        return false;
-    }
-    return true;
-}

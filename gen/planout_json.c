@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "zg.h"
+#include "zg_plan.h"
 
 typedef struct J {
     FILE *f;

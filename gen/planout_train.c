@@ -8,7 +8,7 @@
 */
 #include <stdlib.h>
 #include <string.h>
-#include "zg.h"
+#include "zg_plan.h"
 
 static bool shown(const ZgZero *z, ZgSetting s)
 {

@@ -80,6 +80,9 @@ static void op_line(const ZgPlan *p, FILE *f, int idx, const ZgOp *op, int last_
                 a, (long long)p->subgroups[a].numel, (long long)p->subgroups[a].shard_offset,
                 zg_plan_sg_on_device(p, a) ? " on the device (master_dev, adam_m_dev, adam_v_dev)" : "");
         break;
+    case ZG_OP_GRAD_ADD:
+        fprintf(f, "add %s's fp32 gradients into the 16-bit accumulation buffer grads\n", mod_name(p, a));
+        break;
     case ZG_OP_GRAD_KEEP:
         fprintf(f, "keep the part of bucket %d's sums inside this rank's device optimizer range in grad_keep\n", a);
         break;

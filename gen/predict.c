@@ -251,6 +251,11 @@ static void micro_step(Sim *s, const ZgOp *ops, int n)
             }
             break;
         }
+        case ZG_OP_GRAD_ADD:        /* fp32 gradients read, the 16-bit sums read and written */
+            s->last_compute = run1(s, ZG_RES_COMPUTE, o->kind, a,
+                                   (double)p->modules[a].use_numel * (4.0 + 2.0 * n16) / hw->mem_bw + hw->op_overhead_s,
+                                   -1);
+            break;
         case ZG_OP_GRAD_KEEP: {     /* the device optimizer range's part copied on the device */
             const ZgBucket *b = &p->buckets[a];
             int64_t lo = b->flat_offset > 0 ? b->flat_offset : 0;
@@ -433,7 +438,8 @@ const char *zg_pred_kind_name(int kind)
         [ZG_OP_SWAP_OUT] = "NVMe write of optimizer state",
         [ZG_OP_ALLGATHER_PARAMS] = "all-gather of updated parameters",
         [ZG_OP_PARAM_SWAP_IN] = "H2D of parameters", [ZG_OP_GRAD_COPY] = "gradient copy to buckets",
-        [ZG_OP_GRAD_SHIP] = "D2H of accumulated gradients", [ZG_OP_GRAD_KEEP] = "device copy of kept gradients"};
+        [ZG_OP_GRAD_SHIP] = "D2H of accumulated gradients", [ZG_OP_GRAD_KEEP] = "device copy of kept gradients",
+        [ZG_OP_GRAD_ADD] = "16-bit gradient accumulation"};
     if (kind >= 0 && kind < ZG_NOPS) return ops[kind];
     if (kind >= ZG_NOPS && kind < ZG_NOPS + ZG_NPX) return extra[kind - ZG_NOPS];
     return "?";

@@ -17,7 +17,7 @@ static void label(const ZgPlan *p, const ZgPredEvent *e, char *buf, size_t cap)
 {
     const char *k = zg_pred_kind_name(e->kind);
     switch (e->kind) {
-    case ZG_OP_FORWARD: case ZG_OP_BACKWARD:
+    case ZG_OP_FORWARD: case ZG_OP_BACKWARD: case ZG_OP_GRAD_ADD:
         snprintf(buf, cap, "%s %s", k, mod_name(p, e->arg));
         break;
     case ZG_OP_GATHER: case ZG_OP_WAIT_GATHER: case ZG_OP_PARAM_SWAP_IN:

@@ -25,7 +25,7 @@
 */
 #include <stdlib.h>
 #include <string.h>
-#include "zg.h"
+#include "zg_plan.h"
 
 typedef struct OpList {
     ZgOp *ops;
@@ -174,6 +174,9 @@ static void micro_ops(const ZgPlan *p, OpList *l, bool reduce)
             md->layer < p->model->n_layers - 1)
             emit(l, ZG_OP_FORWARD, u[i].module, ZG_RECOMPUTE);
         emit(l, u[i].backward ? ZG_OP_BACKWARD : ZG_OP_FORWARD, u[i].module, -1);
+        /* stages 0/1 in 16 bits: the module's fresh fp32 gradients added into the 16-bit "grads",
+        ** every micro-step, before any reduction of it */
+        if (u[i].backward && z->stage < 2 && z->dtype != ZG_DTYPE_FP32) emit(l, ZG_OP_GRAD_ADD, u[i].module, -1);
         if (j >= 0 && u[i].last) emit(l, ZG_OP_RELEASE, iv[j].group, iv[j].slot);
         if (u[i].backward) grad_ops(p, l, &g, u[i].module, reduce);
     }

@@ -46,7 +46,7 @@ typedef struct Seen {
 void zg_model_defaults(ZgModel *m)
 {
     memset(m, 0, sizeof *m);
-    m->arch = "gpt2";
+    m->arch = zg_arch_at(0)->name;
     m->norm_eps = 1e-5;
     m->tie_embeddings = true;
     m->world_size = 1;
@@ -362,11 +362,17 @@ static void check_rope(ZgModel *m, const Seen *s, const ZgArch *arch)
         static const char *const names[3] = {"n_kv_heads", "rope_theta", "rope_scaling"};
         for (int i = 0; i < 3; i++)
             if (given[i]) {
-                zg_error(locs[i], "model.%s applies to arch llama, not %s", names[i], arch->name);
+                zg_error(locs[i], "model.%s applies to archs with rotary embeddings (%s), not %s", names[i],
+                         zg_arch_rope_names(), arch->name);
                 zg_note(locs[i], "%s has no rotary embeddings or grouped-query attention; remove the key",
                         arch->name);
             }
         return;
+    }
+    if (!arch->rope_scaling && m->rope_llama3) {
+        zg_error(s->rope_scaling_loc, "model.rope_scaling (LLaMA 3's frequency scaling) does not apply to arch %s",
+                 arch->name);
+        zg_note(s->rope_scaling_loc, "%s has plain RoPE; remove the key or write rope_scaling: none", arch->name);
     }
     if (m->n_heads <= 0 || m->d_model <= 0) return;
     if (m->n_kv_heads > 0 && m->n_heads % m->n_kv_heads != 0) {
@@ -406,8 +412,8 @@ static void check_model(ZgModel *m, const Seen *s, ZgLoc root)
     if (!s->n_heads) zg_error(at, "missing key 'model.n_heads'");
     const ZgArch *arch = zg_arch_find(m->arch);
     if (!s->d_ff) {
-        if (arch && arch->d_ff_required && s->arch)
-            zg_error(at, "missing key 'model.d_ff' (the %s MLP's intermediate size; LLaMA 2 7B: 11008)",
+        if (arch && arch->gated_mlp && s->arch)
+            zg_error(at, "missing key 'model.d_ff' (the %s gated MLP's intermediate size; LLaMA 2 7B: 11008)",
                      arch->name);
         m->d_ff = 4 * m->d_model;
     }

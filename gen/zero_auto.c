@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "zero_int.h"
+#include "zg_plan.h"
 
 static const struct { const char *key; int ta; } settings[ZG_NS] = {
     [ZG_S_MICRO] = {"train_micro_batch_size_per_gpu", ZG_TA_MICRO},

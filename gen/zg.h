@@ -336,9 +336,10 @@ bool zg_parse_int64(const char *s, int64_t *out);
 bool zg_parse_double(const char *s, double *out);
 
 /* ======================================================================= model.c: architectures */
-/* An architecture is data (model.c): its tensor table with Hugging Face names, shapes, module, init
-** and decay, its module kinds, and these facts the front end checks against. Adding an arch is a
-** table entry there, kernels and tests; spec.c and main.c read only this struct. */
+/* An architecture is data, one file each (gen/arch_<name>.c, in gen/zg_arch.h's vocabulary): its
+** tensor table with Hugging Face names, shapes, module, init and decay, its capabilities, layouts,
+** emitted files and Hugging Face keys. Adding an arch is that file, a line in model.c's list,
+** kernels and tests; the rest of the generator reads only this struct. */
 /* An activation size in floats: a sum of terms, each a count times one product of the shape
 ** (B = micro-batch, T = seq_len, C = d_model, KV = n_kv_heads * head size, NH = n_heads). */
 typedef struct ZgActsTerms {
@@ -366,15 +367,23 @@ typedef struct ZgDevArr { int n; ZgDevTerm term; bool f32; } ZgDevArr;
 
 typedef struct ZgArch {
     const char *name;           /* model.arch */
+    const char *hf_model_type;  /* Hugging Face config.json "model_type" */
     const char *hf_class;       /* Hugging Face architectures[0], e.g. "LlamaForCausalLM" */
     const char *linear_layout;  /* how linear weights are stored: "[in, out]" or "[out, in]" */
-    bool rope;                  /* rotary positions: n_kv_heads, rope_theta, rope_scaling apply */
+    /* What the arch's kernels do; the front end, the tables and the adapters follow these, never
+    ** the arch's name. */
+    bool rope;                  /* rotary positions and grouped-query attention: n_kv_heads,
+                                ** rope_theta apply */
+    bool rope_scaling;          /* model.rope_scaling (LLaMA 3's frequency scaling) applies */
+    bool qkv_bias;              /* separate q, k, v projections carry biases (ZG_QKV_BIAS) */
+    bool gated_mlp;             /* a gated MLP (SwiGLU): d_ff has no default (else 4 * d_model) */
     bool tie_required;          /* lm_head must be the token embedding (tie_embeddings: true) */
     bool tie_default;           /* tie_embeddings when the spec does not say */
-    bool d_ff_required;         /* no default d_ff (else 4 * d_model) */
+    bool ckpt_legacy_config;    /* checkpoints saved before their meta held the config.json rows
+                                ** were this arch's: `zgen ckpt` writes their config from the shape */
     const char *emit_missing;   /* NULL: the emitted trainer runs this arch; else what it lacks
                                 ** (zgen plans, estimates and writes plan.txt but refuses to emit) */
-    const struct ZgArchModule *modules;     /* model.c's tensor table */
+    const struct ZgArchModule *modules;     /* the tensor table (gen/zg_arch.h) */
     int n_modules;
     /* The trainer's files for this arch under templates/host/ (NULL-terminated): its host kernels
     ** and its model adapter (templates/trainer/train_model.h); render.c emits these and no others. */
@@ -390,11 +399,27 @@ typedef struct ZgArch {
     /* The host kernels' activation layout (memplan.c sizes "acts" and "scratch" from it): outside
     ** the blocks, per block, and the scratch. */
     ZgActsTerms acts_fixed, acts_layer, scratch;
+    /* Hugging Face: config.json -> spec keys (hf.c), the values refused, the config.json rows of
+    ** an export and an --init-from (hf_config.c), the checkpoint names --init-from skips (".x":
+    ** any name ending so; NULL-terminated) and whether a tied checkpoint may still hold lm_head. */
+    const struct ZgHfSpecKey *hf_keys;
+    int n_hf_keys;
+    const struct ZgHfRefusal *hf_refusals;
+    int n_hf_refusals;
+    const struct ZgHfRow *hf_rows;
+    int n_hf_rows;
+    const char *const *hf_ignore;
+    bool hf_ignore_head_if_tied;
 } ZgArch;
-/* The arch named `name`, or NULL. */
+/* The arch named `name`, or NULL. The one lookup by name. */
 const ZgArch *zg_arch_find(const char *name);
-/* "gpt2, llama": every arch, for messages. */
+/* The arch whose Hugging Face model_type is `model_type`, or NULL. */
+const ZgArch *zg_arch_find_hf(const char *model_type);
+/* Every arch in turn: i = 0, 1, ... until NULL. Arch 0 (gpt2) is the default. */
+const ZgArch *zg_arch_at(int i);
+/* "gpt2, llama, qwen2": every arch, for messages; with `rope`, those with rotary embeddings. */
 const char *zg_arch_names(void);
+const char *zg_arch_rope_names(void);
 /* Parameters of m's shape from its arch's table, in double so that absurd shapes are measured, not
 ** overflowed (0 for an unknown arch). */
 double zg_arch_params(const ZgModel *m);
@@ -483,7 +508,5 @@ bool zg_parse_size(const char *s, int64_t *out);
 bool zg_emit_tmp_register(const char *path);
 void zg_emit_tmp_unregister(const char *path);
 void zg_emit_cleanup_on_signals(void);
-
-#include "zg_plan.h"
 
 #endif

@@ -33,6 +33,7 @@
 */
 #ifndef ZG_PLAN_H
 #define ZG_PLAN_H
+#include "zg.h"               /* defines: ZgModel, ZgZero, ZgDtype, ZgTier, ZgLoc */
 
 /* ----------------------------------------------------------------------- model IR (model.c) */
 /* Module kinds: EMBED (wte + wpe), BLOCK (transformer block `layer`), FINAL_NORM (ln_f), HEAD
@@ -152,6 +153,24 @@ typedef enum {
 /* Optimizer sub-group (sub_group_size): the unit of swap-in / Adam / swap-out. Sub-groups cut the
 ** rank's optimizer shard [0, opt_numel) into consecutive pieces of sub_group_size elements rounded
 ** up to a multiple of sg_align (so NVMe offsets stay aligned); the last may be shorter. */
+/* What Adam reads and writes for one sub-group (lower.c, the OPTIMIZER row's operands; emitted as
+** zg_optimizers, columns in runtime/zr_rows.h): each operand a region and the element of it that
+** holds shard element 0, plus this rank's flat start (rank x opt_flat_stride) where _ranked. */
+typedef struct ZgOptRow {
+    int master, m, v;           /* fp32 master (the home itself for fp32 without one), Adam's m, v */
+    int64_t master_off, m_off, v_off;
+    bool master_ranked;
+    int grad;                   /* the gradients it reads, in grad_dt */
+    int64_t grad_off;
+    ZgDtype grad_dt;
+    bool grad_ranked;
+    int home;                   /* where the working copy is written (-1: the master is the home) */
+    int64_t home_off;
+    bool home_ranked, home_nvme;/* home_nvme: home is param_wb, written back to params_shard on NVMe */
+    int next_master, next_m, next_v;  /* the speculative step's second copy, -1 without */
+    int64_t next_off;
+} ZgOptRow;
+
 typedef struct ZgSubGroup {
     int64_t shard_offset;       /* start in this rank's optimizer shard (elements) */
     int64_t numel;
@@ -223,7 +242,8 @@ typedef struct ZgOp {
     ZgOpKind kind;
     int arg;
     int slot;                   /* GATHER, WAIT_GATHER, RELEASE, PARAM_SWAP_IN: gather slot;
-                                ** FORWARD: ZG_RECOMPUTE for a recompute; else -1 */
+                                ** FORWARD: ZG_RECOMPUTE for a recompute; WAIT_REDUCE (lower.c):
+                                ** the "grad_land" slot its D2H lands in, -1 none; else -1 */
     /* The lowered row (lower.c): the data movement this op starts (or, for a WAIT, finishes),
     ** complete, so a trainer executes it without re-deciding. xfer NONE: no data moves. */
     ZgXfer xfer;
@@ -391,6 +411,7 @@ typedef struct ZgPlan {
     int n_gather_slots;
     int64_t gather_slot_numel;              /* largest gather group numel */
     ZgSubGroup *subgroups; int n_subgroups; /* optimizer sub-groups of this rank's shard */
+    ZgOptRow *optim;            /* per sub-group: the operands of its OPTIMIZER rows (lower.c) */
     ZgSgSwap sg_swap;                       /* what SWAP_IN / SWAP_OUT move (none: no swap ops) */
     int n_sg_buffers;                       /* staging buffers of sub-groups (opt_buf_<b> or
                                             ** master_buf_<b>); 0 with ZG_SWAP_NONE */
@@ -485,11 +506,14 @@ typedef struct ZgPlan {
 
 /* model.c: the tensor and module tables for m->arch. false after reporting an error. */
 bool zg_model_build(const ZgModel *m, ZgPlan *p);
-/* plan.c: everything else; false (after reporting) when the plan does not fit the declared memory.
-** Calls zg_model_build itself when p->tensors is NULL. */
+/* plan_build.c: the planning steps of main.c's pipeline() in one call (size.c's sizing, the bounds,
+** fit.c's check and refusal); false (after reporting) when the plan is out of bounds or does not
+** fit the declared memory. Calls zg_model_build itself when p->tensors is NULL. */
 bool zg_plan_build(const ZgModel *m, const ZgZero *z, ZgPlan *p);
 /* plan.c: partition map, buckets, gathers, sub-groups (no schedule, no memory plan). */
 void zg_plan_partition(ZgPlan *p);
+/* plan.c: the bounds of zg.h on a built plan (table rows, per-step figures); false after reporting. */
+bool zg_plan_within_bounds(const ZgPlan *p);
 /* plan.c: whether the owned fp32 gradient shard lives on NVMe (ZgPlan.grad_nvme). */
 bool zg_grads_on_nvme(const ZgZero *z);
 /* sched.c: p->sched from the partition map. */
@@ -532,8 +556,8 @@ static inline bool zg_plan_sg_on_device(const ZgPlan *p, int k) { return k >= 0 
 ** prediction times them). */
 typedef struct ZgOpBytes { int64_t net, h2d, d2h, nvme_read, nvme_write; } ZgOpBytes;
 ZgOpBytes zg_op_bytes(const ZgPlan *p, const ZgOp *o);
-/* Rank r's part of bucket a in its device optimizer range, whose norm lanes cross instead of its
-** gradients (norm_dev_lanes; else 0), with the lane sets (norm blocks it meets) into *sets. */
+/* plan.c: rank r's part of bucket a in its device optimizer range, whose norm lanes cross instead
+** of its gradients (norm_dev_lanes; else 0), with the lane sets (norm blocks it meets) into *sets. */
 int64_t zg_bucket_dev_part(const ZgPlan *p, int a, int r, int64_t *sets);
 /* memplan.c: elements of stage 3's "persist" region (0 without persistent tensors). */
 int64_t zg_persist_region_numel(const ZgPlan *p);

@@ -12,7 +12,7 @@
 */
 #ifndef ZG_RENDER_H
 #define ZG_RENDER_H
-#include "zg.h"
+#include "zg_plan.h"
 
 /* ======================================================================= render.c */
 /* Renders every template into outdir (created if missing). false after reporting an error. */

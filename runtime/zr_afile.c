@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "zr_afile.h"
-#include "zr_log.h"
+#include "zr_err.h"
 
 int zr_fsync_dir(const char *path)
 {

@@ -16,8 +16,9 @@
 #include "zr_afile.h"
 #include "zr_ckpt.h"
 #include "zr_ckpt_int.h"
+#include "zr_crc.h"
 #include "zr_json.h"
-#include "zr_log.h"
+#include "zr_err.h"
 
 struct ZrCkptWriter {
     ZrAfile af;

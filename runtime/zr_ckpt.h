@@ -121,10 +121,4 @@ uint64_t zr_ckpt_set_bytes_read(const ZrCkptSet *s);
 ** --info. *bytes: the shard file's size. */
 int zr_ckpt_set_verify(ZrCkptSet *s, int shard, uint64_t *bytes);
 /* }===== */
-
-/* CRC32C (Castagnoli), the checksum of shards; SSE4.2 when the CPU has it, tables otherwise.
-** crc = 0 to start; chain by passing the previous result. */
-uint32_t zr_crc32c(uint32_t crc, const void *data, size_t n);
-/* The portable table version (the oracle for the hardware path in tests). */
-uint32_t zr_crc32c_sw(uint32_t crc, const void *data, size_t n);
 #endif

@@ -16,8 +16,9 @@
 #include <unistd.h>
 #include "zr_ckpt.h"
 #include "zr_ckpt_int.h"
+#include "zr_crc.h"
 #include "zr_json.h"
-#include "zr_log.h"
+#include "zr_err.h"
 
 #define INDEX_MAGIC "ZRIX"
 #define INDEX_HEAD 24

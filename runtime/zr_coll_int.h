@@ -1,5 +1,9 @@
 /*
 ** zr_coll_int.h — internals shared by the zr_coll_*.c files (not part of the public API).
+** The MPI core (zr_coll_mpi.c) runs every request; a transport that moves or sums data another way
+** (the shared-memory window, NCCL) is a ZrCollTransport table of what differs, installed in the
+** communicator by whoever selects it (zr_coll_shm_init at creation, the caller's zr_comm_use_nccl),
+** so the core and the watchdog call it through the table and name no transport.
 */
 #ifndef ZR_COLL_INT_H
 #define ZR_COLL_INT_H
@@ -7,6 +11,16 @@
 #include <stdint.h>
 #include <mpi.h>
 #include "zr_coll.h"          /* defines: ZrComm, ZrCollReq, ZrCollOp */
+
+/* One transport: how a request it runs starts, advances, and ends. */
+typedef struct ZrCollTransport {
+    const char *name;
+    /* q's op, count and dtype are set; recv and root as the public call gave them */
+    int (*start)(ZrComm *c, ZrCollReq *q, const void *send, void *recv, int root);
+    int (*progress)(ZrComm *c, ZrCollReq *q);  /* 1 done, 0 pending, < 0 error */
+    void (*abort)(ZrComm *c);                  /* before MPI_Abort on a timeout */
+    void (*fini)(ZrComm *c);                   /* collective */
+} ZrCollTransport;
 
 #define ZR_SCRATCH_SLOTS 8         /* cached scratch buffers (alltoall receive, padding, block) */
 #define ZR_PUB_WORDS 4        /* published per rank: seq started, op, step, seq completed */
@@ -23,6 +37,8 @@ struct ZrComm {
     int64_t *pub;             /* this rank's ZR_PUB_WORDS words, inside win */
     ZrCollReq *head, *tail;   /* in-flight requests, in issue order */
     int moved;                /* set when a request advanced: the waiter's backoff restarts */
+    const ZrCollTransport *node;  /* sums on this node (zr_coll_shm.c) when shm_on; else NULL */
+    const ZrCollTransport *dev;   /* device buffers (zr_coll_nccl.c) once zr_comm_use_nccl; NULL */
     /* shared-memory reductions (zr_coll_shm.c); shm_on = 0 when not every rank is on this node */
     int shm_on;
     MPI_Win shm_win;
@@ -61,20 +77,18 @@ struct ZrCollReq {
     void *event;              /* cudaEvent_t recorded after the NCCL call */
 };
 
-/* zr_coll_mpi.c: out = sum of in[0..world-1] (n elements each), rank order, fp32, one rounding */
+/* zr_coll_common.c: out = sum of in[0..world-1] (n elements each), rank order, fp32, one rounding */
 void zr_coll_reduce(const void *const *in, void *out, int64_t n, int world, ZrDtype dt);
 
-/* zr_coll_shm.c */
-void zr_coll_shm_init(ZrComm *c);              /* collective; sets shm_on */
-void zr_coll_shm_fini(ZrComm *c);              /* collective */
-int zr_coll_shm_start(ZrComm *c, ZrCollReq *q, const void *send);   /* all_reduce, reduce_scatter */
-int zr_coll_shm_progress(ZrComm *c, ZrCollReq *q);  /* 1 done, 0 pending, < 0 error */
+/* zr_coll_shm.c: collective; when every rank is on this node, sets shm_on and c->node (its
+** all_reduce and reduce_scatter) */
+void zr_coll_shm_init(ZrComm *c);
 
-/* zr_coll_nccl.c (stubs returning -ENOTSUP without ZR_WITH_NCCL) */
-int zr_coll_nccl_start(ZrComm *c, ZrCollReq *q, const void *send, void *recv, int root);
-int zr_coll_nccl_progress(ZrComm *c, ZrCollReq *q);  /* 1 done, 0 pending, < 0 error */
-void zr_coll_nccl_abort(ZrComm *c);            /* before MPI_Abort on a timeout */
-void zr_coll_nccl_fini(ZrComm *c);
+/* NCCL's kernels waiting on a peer never finish: a timeout aborts the device transport first. */
+static inline void zr_coll_dev_abort(ZrComm *c)
+{
+    if (c->dev) c->dev->abort(c);
+}
 
 /* zr_coll_watchdog.c */
 double zr_coll_default_timeout(void);          /* ZR_COLL_TIMEOUT_S or 300 */

@@ -6,7 +6,9 @@
 ** independent of Open MPI's algorithm choice, identical on every rank, and lets bf16/fp16 sum in
 ** fp32 (MPI has no 16-bit float types). all_reduce is reduce_scatter over ceil(n/W) blocks
 ** (phase 1) followed by an allgather of the summed block (phase 2).
-** On one node the sums go through a shared-memory window instead (zr_coll_shm.c).
+** On one node the sums go through a shared-memory window instead (zr_coll_shm.c), on device
+** buffers through NCCL (zr_coll_nccl.c): transports this core calls through their tables
+** (zr_coll_int.h), never by name, except zr_coll_shm_init at creation, which decides the first.
 ** Progress: every zr_coll_test / zr_coll_wait advances ALL in-flight requests of the
 ** communicator in issue order (MPI_Test, local sums, shared-memory stages), so a rank waiting on
 ** one collective never starves a peer that needs it in another. The timeout and its message are
@@ -20,17 +22,9 @@
 #include <string.h>
 #include <mpi.h>
 #include "zr_coll_int.h"      /* defines: ZrComm, ZrCollReq internals, watchdog hooks */
-#include "zr_half.h"          /* defines: zr_bf16_to_f32 & co. */
 
 static size_t dt_size(ZrDtype dt) { return dt == ZR_DT_FP32 ? 4 : 2; }
 static MPI_Datatype dt_mpi(ZrDtype dt) { return dt == ZR_DT_FP32 ? MPI_FLOAT : MPI_UINT16_T; }
-
-const char *zr_coll_op_name(ZrCollOp op)
-{
-    static const char *names[] = {"all_gather", "reduce_scatter", "all_reduce", "broadcast",
-                                  "barrier"};
-    return (unsigned)op < ZR_COLL_NOPS ? names[op] : "?";
-}
 
 /* {===================================================================== communicator */
 int zr_comm_create(ZrComm **out)
@@ -75,8 +69,8 @@ int zr_comm_create(ZrComm **out)
 void zr_comm_destroy(ZrComm *c)
 {
     if (!c) return;
-    zr_coll_nccl_fini(c);
-    zr_coll_shm_fini(c);
+    if (c->dev) c->dev->fini(c);
+    if (c->node) c->node->fini(c);
     zr_coll_watch_fini(c);
     MPI_Comm_free(&c->mpi);
     for (int i = 0; i < ZR_SCRATCH_SLOTS; i++) free(c->scratch[i].p);
@@ -133,38 +127,6 @@ static void scratch_put(ZrComm *c, void *p)
 /* }===================================================================== */
 
 /* {===================================================================== local reduction */
-/* out[j] = sum over r = 0..W-1 of in[r][j], in rank order, accumulated in fp32 and rounded once.
-** Chunked so that the accumulator stays in L1: each input is read once and out written once. */
-void zr_coll_reduce(const void *const *in, void *out, int64_t n, int world, ZrDtype dt)
-{
-    enum { CH = 2048 };
-    float acc[CH];
-    for (int64_t j0 = 0; j0 < n; j0 += CH) {
-        int64_t k = n - j0 < CH ? n - j0 : CH;
-        if (dt == ZR_DT_FP32) {
-            memcpy(acc, (const float *)in[0] + j0, (size_t)k * 4);
-            for (int r = 1; r < world; r++) {
-                const float *b = (const float *)in[r] + j0;
-                for (int64_t j = 0; j < k; j++) acc[j] += b[j];
-            }
-            memcpy((float *)out + j0, acc, (size_t)k * 4);
-            continue;
-        }
-        for (int r = 0; r < world; r++) {
-            const uint16_t *b = (const uint16_t *)in[r] + j0;
-            if (dt == ZR_DT_BF16) {
-                if (r == 0) for (int64_t j = 0; j < k; j++) acc[j] = zr_bf16_to_f32(b[j]);
-                else for (int64_t j = 0; j < k; j++) acc[j] += zr_bf16_to_f32(b[j]);
-            } else {
-                if (r == 0) for (int64_t j = 0; j < k; j++) acc[j] = zr_fp16_to_f32(b[j]);
-                else for (int64_t j = 0; j < k; j++) acc[j] += zr_fp16_to_f32(b[j]);
-            }
-        }
-        if (dt == ZR_DT_BF16) zr_f32_to_bf16_n((uint16_t *)out + j0, acc, k);
-        else zr_f32_to_fp16_n((uint16_t *)out + j0, acc, k);
-    }
-}
-
 /* The W blocks of B elements of a contiguous buffer, as reduce inputs. */
 static void reduce_blocks(ZrComm *c, const void *buf, int64_t B, void *out, ZrDtype dt)
 {
@@ -235,7 +197,7 @@ int zr_all_gather(ZrComm *c, const void *send, void *recv, int64_t cpr, ZrDtype 
     if (!c || rc || (cpr && (!send || !recv))) return rc ? rc : -EINVAL;
     ZrCollReq *q = new_req(c, ZR_COLL_ALL_GATHER, cpr, dt);
     if (!q) return -ENOMEM;
-    if (c->nccl_on) return finish_start(c, q, zr_coll_nccl_start(c, q, send, recv, 0), req);
+    if (c->nccl_on) return finish_start(c, q, c->dev->start(c, q, send, recv, 0), req);
     const char *own = (const char *)recv + (size_t)c->rank * (size_t)cpr * dt_size(dt);
     rc = MPI_Iallgather(send == own ? MPI_IN_PLACE : send, (int)cpr, dt_mpi(dt), recv, (int)cpr,
                         dt_mpi(dt), c->mpi, &q->mreq);
@@ -262,8 +224,8 @@ int zr_reduce_scatter(ZrComm *c, const void *send, void *recv, int64_t cpr, ZrDt
     ZrCollReq *q = new_req(c, ZR_COLL_REDUCE_SCATTER, cpr, dt);
     if (!q) return -ENOMEM;
     q->recv = recv;
-    if (c->nccl_on) return finish_start(c, q, zr_coll_nccl_start(c, q, send, recv, 0), req);
-    if (c->shm_on) return finish_start(c, q, zr_coll_shm_start(c, q, send), req);
+    if (c->nccl_on) return finish_start(c, q, c->dev->start(c, q, send, recv, 0), req);
+    if (c->shm_on) return finish_start(c, q, c->node->start(c, q, send, recv, 0), req);
     return finish_start(c, q, start_alltoall(c, q, send, cpr), req);
 }
 
@@ -277,7 +239,7 @@ int zr_all_reduce(ZrComm *c, const void *send, void *recv, int64_t count, ZrDtyp
     ZrCollReq *q = new_req(c, ZR_COLL_ALL_REDUCE, count, dt);
     if (!q) return -ENOMEM;
     q->recv = recv;
-    if (c->nccl_on) return finish_start(c, q, zr_coll_nccl_start(c, q, send, recv, 0), req);
+    if (c->nccl_on) return finish_start(c, q, c->dev->start(c, q, send, recv, 0), req);
     size_t esz = dt_size(dt);
     if (W == 1) {       /* one rank: the sum is its own values (a 16-bit value widens and rounds
                         ** back to itself), so nothing moves; the handle is complete at once */
@@ -286,7 +248,7 @@ int zr_all_reduce(ZrComm *c, const void *send, void *recv, int64_t count, ZrDtyp
         zr_coll_watch_done(c, q);
         return finish_start(c, q, 0, req);
     }
-    if (c->shm_on) return finish_start(c, q, zr_coll_shm_start(c, q, send), req);
+    if (c->shm_on) return finish_start(c, q, c->node->start(c, q, send, recv, 0), req);
     if (B * W != count) {                    /* pad to W equal blocks with zeros */
         q->pad = scratch_get(c, (size_t)(B * W) * esz);
         if (!q->pad) return finish_start(c, q, -ENOMEM, req);
@@ -303,7 +265,7 @@ int zr_broadcast(ZrComm *c, void *buf, int64_t count, ZrDtype dt, int root, ZrCo
     if (!c || rc || (count && !buf) || root < 0 || root >= c->world) return rc ? rc : -EINVAL;
     ZrCollReq *q = new_req(c, ZR_COLL_BROADCAST, count, dt);
     if (!q) return -ENOMEM;
-    if (c->nccl_on) return finish_start(c, q, zr_coll_nccl_start(c, q, buf, buf, root), req);
+    if (c->nccl_on) return finish_start(c, q, c->dev->start(c, q, buf, buf, root), req);
     rc = MPI_Ibcast(buf, (int)count, dt_mpi(dt), root, c->mpi, &q->mreq);
     return finish_start(c, q, rc == MPI_SUCCESS ? 0 : mpi_fail(c, q, "MPI_Ibcast", rc), req);
 }
@@ -372,8 +334,8 @@ static void progress_all(ZrComm *c)
     for (ZrCollReq *x = c->head; x; x = x->next) {
         if (x->state != 0) continue;
         if (x->shm && shm_busy) continue;
-        int rc = x->nccl ? zr_coll_nccl_progress(c, x)
-                 : x->shm ? zr_coll_shm_progress(c, x) : progress_mpi(c, x, !order_block);
+        int rc = x->nccl ? c->dev->progress(c, x)
+                 : x->shm ? c->node->progress(c, x) : progress_mpi(c, x, !order_block);
         if (rc != 0) {
             x->state = rc;
             zr_coll_watch_done(c, x);

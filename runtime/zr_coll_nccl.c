@@ -39,6 +39,8 @@ static int all_ok(ZrComm *c, int ok)
     return all;
 }
 
+static const ZrCollTransport nccl_transport;
+
 int zr_comm_use_nccl(ZrComm *c, void *stream)
 {
     int ndev = 0, ok;
@@ -80,10 +82,11 @@ int zr_comm_use_nccl(ZrComm *c, void *stream)
     c->nccl = comm;
     c->stream = s;
     c->nccl_on = 1;
+    c->dev = &nccl_transport;
     return 0;
 }
 
-int zr_coll_nccl_start(ZrComm *c, ZrCollReq *q, const void *send, void *recv, int root)
+static int nccl_start(ZrComm *c, ZrCollReq *q, const void *send, void *recv, int root)
 {
     ncclComm_t comm = c->nccl;
     cudaStream_t s = c->stream;
@@ -112,7 +115,7 @@ int zr_coll_nccl_start(ZrComm *c, ZrCollReq *q, const void *send, void *recv, in
     return 0;
 }
 
-int zr_coll_nccl_progress(ZrComm *c, ZrCollReq *q)
+static int nccl_progress(ZrComm *c, ZrCollReq *q)
 {
     ncclResult_t async = ncclSuccess;
     if (ncclCommGetAsyncError(c->nccl, &async) == ncclSuccess && async != ncclSuccess &&
@@ -132,13 +135,13 @@ int zr_coll_nccl_progress(ZrComm *c, ZrCollReq *q)
     return -EIO;
 }
 
-void zr_coll_nccl_abort(ZrComm *c)
+static void nccl_abort(ZrComm *c)
 {
     if (c->nccl_on) ncclCommAbort(c->nccl);
     c->nccl_on = 0;
 }
 
-void zr_coll_nccl_fini(ZrComm *c)
+static void nccl_fini(ZrComm *c)
 {
     if (!c->nccl_on) return;
     ncclCommDestroy(c->nccl);
@@ -146,7 +149,9 @@ void zr_coll_nccl_fini(ZrComm *c)
     c->nccl_on = 0;
 }
 
-#else /* no NCCL in this build */
+static const ZrCollTransport nccl_transport = {"nccl", nccl_start, nccl_progress, nccl_abort, nccl_fini};
+
+#else /* no NCCL in this build: no transport to install */
 
 int zr_comm_use_nccl(ZrComm *c, void *stream)
 {
@@ -155,12 +160,4 @@ int zr_comm_use_nccl(ZrComm *c, void *stream)
         fprintf(stderr, "zr_coll: this libzrt was built without NCCL (-DZR_WITH_NCCL)\n");
     return -ENOTSUP;
 }
-int zr_coll_nccl_start(ZrComm *c, ZrCollReq *q, const void *send, void *recv, int root)
-{
-    (void)c; (void)q; (void)send; (void)recv; (void)root;
-    return -ENOTSUP;
-}
-int zr_coll_nccl_progress(ZrComm *c, ZrCollReq *q) { (void)c; (void)q; return -ENOTSUP; }
-void zr_coll_nccl_abort(ZrComm *c) { (void)c; }
-void zr_coll_nccl_fini(ZrComm *c) { (void)c; }
 #endif

@@ -20,6 +20,7 @@
 #include "zr_coll_int.h"      /* defines: ZrComm, ZrCollReq internals */
 
 static size_t dt_size(ZrDtype dt) { return dt == ZR_DT_FP32 ? 4 : 2; }
+static const ZrCollTransport shm_transport;
 
 void zr_coll_shm_init(ZrComm *c)
 {
@@ -73,14 +74,16 @@ void zr_coll_shm_init(ZrComm *c)
     c->shm_bars = 0;
     MPI_Barrier(c->mpi);                     /* the counter is zero before anyone arrives */
     c->shm_on = 1;
+    c->node = &shm_transport;
 }
 
-void zr_coll_shm_fini(ZrComm *c)
+static void shm_fini(ZrComm *c)
 {
     if (c->shm_win != MPI_WIN_NULL) MPI_Win_free(&c->shm_win);
     free(c->seg);
     c->seg = NULL;
     c->shm_on = 0;
+    c->node = NULL;
 }
 
 /* Elements per rank block in one chunk: half a segment holds `blocks` of them (64-byte
@@ -93,8 +96,11 @@ static int64_t chunk_elems(const ZrComm *c, ZrDtype dt, int blocks)
     return e & ~(int64_t)31;
 }
 
-int zr_coll_shm_start(ZrComm *c, ZrCollReq *q, const void *send)
+/* all_reduce and reduce_scatter (recv is q->recv already; no root) */
+static int shm_start(ZrComm *c, ZrCollReq *q, const void *send, void *recv, int root)
 {
+    (void)recv;
+    (void)root;
     q->shm = 1;
     q->send = send;
     q->shm_stage = 0;
@@ -134,7 +140,7 @@ static int64_t valid(const ZrCollReq *q, int qq, int64_t bc)
 **   reduce_scatter: 0 copy in W blocks | 1 sum block `rank` into recv, next chunk
 ** Each bar is a barrier: nobody reads a segment before its owner filled it.
 */
-int zr_coll_shm_progress(ZrComm *c, ZrCollReq *q)
+static int shm_progress(ZrComm *c, ZrCollReq *q)
 {
     const int W = c->world, me = c->rank, ar = q->op == ZR_COLL_ALL_REDUCE;
     const size_t esz = dt_size(q->dt);
@@ -187,3 +193,7 @@ int zr_coll_shm_progress(ZrComm *c, ZrCollReq *q)
         }
     }
 }
+
+static void shm_abort(ZrComm *c) { (void)c; }   /* nothing runs outside the polls */
+
+static const ZrCollTransport shm_transport = {"shm", shm_start, shm_progress, shm_abort, shm_fini};

@@ -157,7 +157,7 @@ static void timeout_abort(ZrComm *c, ZrCollReq *q, double waited)
     const char *rest = strchr(msg, '\n') + 1;
     fputs(rest, stderr);
     fflush(stderr);
-    zr_coll_nccl_abort(c);                   /* GPU kernels waiting on a peer never finish */
+    zr_coll_dev_abort(c);                    /* GPU kernels waiting on a peer never finish */
     MPI_Abort(MPI_COMM_WORLD, 70);
     abort();                                 /* MPI_Abort does not return; if it did, stop */
 }

@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
-#include "zr_ckpt.h"
+#include "zr_crc.h"
 #if defined(__x86_64__)
 #include <nmmintrin.h>
 #endif

@@ -14,7 +14,7 @@
 #include "zr_afile.h"
 #include "zr_data.h"
 #include "zr_data_docs.h"
-#include "zr_log.h"
+#include "zr_err.h"
 
 /* JSONL or other text given where tokens belong: the bytes of the first 4 KiB are all text
 ** (printable ASCII, whitespace, UTF-8 continuation) with a line break among them. Token ids rarely

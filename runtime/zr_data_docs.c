@@ -9,7 +9,7 @@
 #include <string.h>
 #include "zr_data.h"
 #include "zr_data_docs.h"
-#include "zr_log.h"
+#include "zr_err.h"
 
 typedef struct DocPiece {
     int64_t start;              /* token index in the file */

@@ -30,7 +30,8 @@
     X(FORWARD, "FORWARD") X(BACKWARD, "BACKWARD") X(REDUCE, "REDUCE") \
     X(WAIT_REDUCE, "WAIT_REDUCE") X(SWAP_IN, "SWAP_IN") X(OPTIMIZER, "OPTIMIZER") \
     X(SWAP_OUT, "SWAP_OUT") X(ALLGATHER_PARAMS, "ALLGATHER_PARAMS") \
-    X(PARAM_SWAP_IN, "PARAM_SWAP_IN") X(GRAD_COPY, "GRAD_COPY") X(GRAD_SHIP, "GRAD_SHIP") X(GRAD_KEEP, "GRAD_KEEP")
+    X(PARAM_SWAP_IN, "PARAM_SWAP_IN") X(GRAD_COPY, "GRAD_COPY") X(GRAD_SHIP, "GRAD_SHIP") X(GRAD_KEEP, "GRAD_KEEP") \
+    X(GRAD_ADD, "GRAD_ADD")
 
 /* Module kinds of the model IR. */
 #define ZR_MODKIND_LIST(X) \
@@ -48,6 +49,25 @@
 /* The stream (queue) a lowered op row runs on. */
 #define ZR_STREAM_LIST(X) \
     X(HOST, "host") X(COMPUTE, "compute") X(COMM, "comm") X(H2D, "h2d") X(D2H, "d2h")
+
+/* The plan's regions by name (gen/zg_plan.h, MEMORY, says what each holds): one X per name
+** gen/memplan.c may lay out, so a trainer asks "is it there" of a compile-time constant
+** (zg_model.h: ZG_HAS_<UPPER> in memory, ZG_ON_NVME_<UPPER> on NVMe), never of a pointer. */
+#define ZR_REGION_LIST(X) \
+    X(PARAMS16, "params16") X(PARAMS_SHARD, "params_shard") X(PERSIST, "persist") \
+    X(PARAM_WB, "param_wb") X(GRADS, "grads") X(GRAD32, "grad32") X(GRAD16, "grad16") \
+    X(GRAD_ACC, "grad_acc") X(MASTER, "master") X(ADAM_M, "adam_m") X(ADAM_V, "adam_v") \
+    X(MASTER_NEXT, "master_next") X(ADAM_M_NEXT, "adam_m_next") X(ADAM_V_NEXT, "adam_v_next") \
+    X(MASTER_DEV, "master_dev") X(ADAM_M_DEV, "adam_m_dev") X(ADAM_V_DEV, "adam_v_dev") \
+    X(GRAD_KEEP, "grad_keep") X(NORM_LANES, "norm_lanes") X(NORM_LANES_LAND, "norm_lanes_land") \
+    X(NORM_PIECES, "norm_pieces") X(NVME_BOUNCE, "nvme_bounce") X(GRAD_LAND, "grad_land") \
+    X(PARAM_LAND, "param_land") X(PERSIST_LAND, "persist_land") X(GRAD_STAGE, "grad_stage") \
+    X(TIED_GRAD, "tied_grad") X(ACTS, "acts") X(SCRATCH, "scratch")
+
+/* Numbered regions "<prefix><i>", i = 0 .. n-1 (zg_model.h: ZG_N_<UPPER> = n). */
+#define ZR_REGION_FAMILY_LIST(X) \
+    X(GATHER_SLOT, "gather_slot_") X(PARAM_BUF, "param_buf_") X(MASTER_BUF, "master_buf_") \
+    X(BUCKET, "bucket_") X(BUCKET_RECV, "bucket_recv_") X(OPT_BUF, "opt_buf_")
 
 /* Helpers: X(UPPER, "name") -> the name string, for name tables indexed by the enum. */
 #define ZR_ENUM_NAME(u, s) s,

@@ -79,6 +79,8 @@ typedef struct Lt {
 } Lt;
 
 static Lt *lts;               /* one per open GPU (a process opens one) */
+static void blaslt_close(ZrGpu *g);
+static const ZrGpuPart blaslt_part = {"cuBLASLt", blaslt_close};
 
 static int lib_load(ZrGpu *g)
 {
@@ -129,6 +131,7 @@ static Lt *lt_get(ZrGpu *g, int *rc)
     if ((*rc = zr_gpu_malloc(g, &l->ws, ZL_WORKSPACE)) < 0) { l_cublasLtDestroy(l->h); free(l); return NULL; }
     l->next = lts;
     lts = l;
+    g->part[ZR_GPU_PART_BLASLT] = &blaslt_part;
     return l;
 }
 
@@ -140,7 +143,8 @@ static void plan_free(Plan *p)
     if (p->lc) l_cublasLtMatrixLayoutDestroy(p->lc);
 }
 
-void zr_gpu_blaslt_close(ZrGpu *g)
+/* g's handle, workspace and cached algorithms, freed while the context still exists. */
+static void blaslt_close(ZrGpu *g)
 {
     for (Lt **pl = &lts; *pl; pl = &(*pl)->next) {
         Lt *l = *pl;
@@ -293,12 +297,6 @@ int zr_gpu_gemm_lt(ZrGpuStream *s, int ta, int tb, int M, int N, int K, float al
 }
 
 /* ---------------------------------------------------------------------- cuBLAS (zr_gpu_sgemm, zr_gpu_gemm_ex) */
-int zr_gpu_blas_fail(ZrGpu *g, cublasStatus_t st, const char *what)
-{
-    snprintf(g->err, sizeof g->err, "%s: %s (%s)", what,
-             cublasGetStatusName(st), cublasGetStatusString(st));
-    return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO;
-}
 
 /* The handle's math mode (fast: MODE_*): PEDANTIC for fp32 (no TF32, no reduced-precision
 ** reductions), TF32_TENSOR_OP for fp32 under zr_gpu_set_tf32, DEFAULT with reduced-precision

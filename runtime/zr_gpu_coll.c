@@ -21,11 +21,18 @@
 #endif
 #pragma GCC diagnostic pop
 
-void zr_gpu_reqs_wait(ZrGpu *g)
+/* Waits every collective in flight and forgets them. */
+static void reqs_wait(ZrGpu *g)
 {
     for (int i = 0; i < g->n_req; i++) zr_coll_wait(g->comm, g->req[i]);
     g->n_req = 0;
 }
+
+static void coll_close(ZrGpu *g)
+{
+    if (g->comm) { reqs_wait(g); zr_comm_destroy(g->comm); }
+}
+static const ZrGpuPart coll_part = {"collectives", coll_close};
 
 int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s)
 {
@@ -33,6 +40,7 @@ int zr_gpu_coll_init(ZrGpu *g, ZrComm *comm, ZrGpuStream *s)
     if (g->comm) return 0;
     int rc = zr_comm_create(&g->comm);
     if (rc < 0) { snprintf(g->err, sizeof g->err, "collectives: communicator"); g->comm = NULL; return rc; }
+    g->part[ZR_GPU_PART_COLL] = &coll_part;
     rc = zr_comm_use_nccl(g->comm, (void *)s->s);
     if (rc < 0) { snprintf(g->err, sizeof g->err, "collectives: NCCL set-up failed (%d; its reason is above)", rc); return rc; }
     int dev = -1;
@@ -56,7 +64,7 @@ int zr_gpu_coll(ZrGpuStream *s, ZrCollOp op, const void *send, void *recv, int64
         if (zr_coll_test(g->comm, g->req[i], &done) < 0) return -EIO;
         if (done) g->req[i] = g->req[--g->n_req]; else i++;
     }
-    if (g->n_req == ZG_MAX_REQS) zr_gpu_reqs_wait(g);
+    if (g->n_req == ZG_MAX_REQS) reqs_wait(g);
     ZrCollReq **q = &g->req[g->n_req];
     int rc;
     switch (op) {

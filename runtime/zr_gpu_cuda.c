@@ -3,7 +3,8 @@
 ** copies and kernel launches (modules loaded from the cubin/PTX blobs zgen embedded with NVRTC at
 ** generation time). The gemms (cuBLAS, cuBLASLt) are zr_gpu_blaslt.c's, the collectives (NCCL
 ** through libzrt's zr_coll_nccl.c) zr_gpu_coll.c's; the structures they share are in
-** zr_gpu_cuda_int.h.
+** zr_gpu_cuda_int.h. Those parts sit above this file: it closes them through the tables they
+** install (ZrGpuPart), never by name.
 ** Built only in CUDA builds (-DZR_WITH_CUDA, the emitted Makefile's `make cuda`); in libzrt's
 ** ordinary build this file compiles to nothing, so libzrt needs no CUDA. The CPU stand-in with the
 ** same interface is templates/cuda_trainer/zr_gpu_emu.cpp.
@@ -31,14 +32,13 @@
 #ifdef ZR_WITH_CUDA
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "zr_gpu.h"
-#include "zr_coll_int.h"      /* defines: zr_coll_nccl_abort (a wait that times out aborts NCCL) */
+#include "zr_coll_int.h"      /* defines: zr_coll_dev_abort (a wait that times out aborts NCCL) */
 #include "zr_gpu_cuda_int.h"  /* defines: struct ZrGpu, zr_gpu_blaslt_close, zr_gpu_blas_fail, zr_gpu_reqs_wait */
 
 /* The driver (libcuda.so.1) comes with the NVIDIA driver, not with the toolkit: it is opened at run
@@ -337,7 +337,7 @@ static int poll_wait(ZrGpu *g, QueryFn query, void *h, const char *what, const c
         }
         if (g->hook && g->hook(g->hook_arg, what, t - t0)) {
             snprintf(g->err, sizeof g->err, "%s: given up after %.1f s (wait hook)", what, t - t0);
-            if (g->comm) zr_coll_nccl_abort(g->comm);
+            if (g->comm) zr_coll_dev_abort(g->comm);
             return -ETIMEDOUT;
         }
         if (t - t0 > g->wait_timeout_s) {
@@ -345,7 +345,7 @@ static int poll_wait(ZrGpu *g, QueryFn query, void *h, const char *what, const c
                      "the GPU work it waits for never finished%s%s", what, t - t0,
                      last_kernel && last_kernel[0] ? "; the last kernel launched there was " : "",
                      last_kernel ? last_kernel : "");
-            if (g->comm) zr_coll_nccl_abort(g->comm);
+            if (g->comm) zr_coll_dev_abort(g->comm);
             return -ETIMEDOUT;
         }
         struct timespec ts = {0, t - t0 < 0.1 ? 20000 : 500000};
@@ -368,9 +368,8 @@ void zr_gpu_close(ZrGpu *g)
     if (!g) return;
     for (int i = 0; i < g->n_streams; i++)       /* nothing may still run on what is freed below */
         if (stream_wait(g->streams[i]) < 0) fprintf(stderr, "zr_gpu: close: %s\n", g->err);
-    zr_gpu_graphs_close(g);
-    if (g->comm) { zr_gpu_reqs_wait(g); zr_comm_destroy(g->comm); }
-    zr_gpu_blaslt_close(g);
+    for (int k = 0; k < ZR_GPU_NPARTS; k++)
+        if (g->part[k]) g->part[k]->close(g);
     if (g->blas) {
         cublasStatus_t st = cublasDestroy(g->blas);
         if (st != CUBLAS_STATUS_SUCCESS) fprintf(stderr, "zr_gpu: cublasDestroy: %s\n", cublasGetStatusName(st));
@@ -610,14 +609,4 @@ int zr_gpu_footprint(ZrGpuStream *s, const void *p, size_t bytes, int write)
     return 0;
 }
 
-/* ---------------------------------------------------------------------- for zr_gpu_blaslt.c (additive) */
-ZrGpu *zr_gpu_stream_gpu(const ZrGpuStream *s) { return s->g; }
-void *zr_gpu_stream_handle(const ZrGpuStream *s) { return (void *)s->s; }
-void zr_gpu_set_error(ZrGpu *g, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g->err, sizeof g->err, fmt, ap);
-    va_end(ap);
-}
 #endif

@@ -4,6 +4,10 @@
 ** collectives and groups), zr_gpu_blaslt.c (cuBLAS gemms and cuBLASLt GEMMs with fused epilogues)
 ** and zr_gpu_graph.c (stream capture and graph launches). The structures are shared here so that each file owns one part of the work on them;
 ** zr_gpu_blaslt.c's cuBLASLt state stays its own and reaches the GPU through the accessors below.
+** Layers, each using only those below it: zr_gpu_state.c (error text, stream accessors, capture
+** refusal), zr_gpu_cuda.c (the driver), then zr_gpu_graph.c, zr_gpu_coll.c, zr_gpu_blaslt.c. A part
+** with state of its own on a GPU installs a ZrGpuPart table in it, through which zr_gpu_close
+** closes it, so the driver core names no part.
 ** Only with -DZR_WITH_CUDA.
 */
 #ifndef ZR_GPU_CUDA_INT_H
@@ -29,6 +33,14 @@
 
 typedef struct { char name[64]; CUfunction f; int max_threads, static_smem, dyn_smem; } GpuFunc;  /* dyn_smem: opt-in raised to */
 typedef struct { const char *p; size_t n; } Pinned;
+
+/* What zr_gpu_close does for one part, in slot order: graphs first (before the streams they ran
+** on), then the collectives (their communicator), then cuBLASLt (its workspace is device memory). */
+typedef struct ZrGpuPart {
+    const char *name;
+    void (*close)(ZrGpu *g);
+} ZrGpuPart;
+enum { ZR_GPU_PART_GRAPH, ZR_GPU_PART_COLL, ZR_GPU_PART_BLASLT, ZR_GPU_NPARTS };
 
 struct ZrGpu {
     CUdevice dev;
@@ -57,6 +69,7 @@ struct ZrGpu {
     void *hook_arg;
     char err[1024], desc[256];
     int tf32;                        /* zr_gpu_set_tf32: fp32 GEMMs on TF32 tensor cores (zr_gpu_blaslt.c) */
+    const ZrGpuPart *part[ZR_GPU_NPARTS];  /* installed by each part when it first keeps state */
 };
 
 struct ZrGpuStream {
@@ -80,23 +93,15 @@ ZC_GRAPH_FNS(ZC_GRAPH_DECL)
 int zr_gpu_cu_fail(ZrGpu *g, CUresult r, const char *what);
 /* Refuses `call` during a capture (runtime/zr_gpu.h, graphs): s is the capturing stream it
 ** concerns, or NULL for a call no capture may overlap; the captures concerned are invalidated.
-** -EINVAL (zr_gpu_graph.c). */
+** -EINVAL (zr_gpu_state.c). */
 int zr_gpu_capture_refuse(ZrGpu *g, ZrGpuStream *s, const char *call);
 /* Where a copy on s counts its bytes: the capture's, while s captures. */
 static inline ZrGpuBytes *zr_gpu_moved(ZrGpuStream *s) { return s->capturing ? &s->cap_moved : &s->g->moved; }
-/* Ends the captures still open and destroys every graph (zr_gpu_close, before the context goes). */
-void zr_gpu_graphs_close(ZrGpu *g);
-
-/* The GPU a stream belongs to, and the stream's CUstream (as void *). */
+/* The GPU a stream belongs to, and the stream's CUstream (as void *) (zr_gpu_state.c). */
 ZrGpu *zr_gpu_stream_gpu(const ZrGpuStream *s);
 void *zr_gpu_stream_handle(const ZrGpuStream *s);
-/* Sets what zr_gpu_strerror(g) returns (printf-style). */
+/* Sets what zr_gpu_strerror(g) returns (printf-style; zr_gpu_state.c). */
 void zr_gpu_set_error(ZrGpu *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* zr_gpu_blaslt.c's state of g: its handle, workspace and cached algorithms, freed while the
-** context still exists (zr_gpu_close calls it). */
-void zr_gpu_blaslt_close(ZrGpu *g);
-/* "what: CUBLAS_STATUS_... (text)" into g's error; -ENOMEM or -EIO (zr_gpu_blaslt.c). */
+/* "what: CUBLAS_STATUS_... (text)" into g's error; -ENOMEM or -EIO (zr_gpu_state.c). */
 int zr_gpu_blas_fail(ZrGpu *g, cublasStatus_t st, const char *what);
-/* Waits every collective in flight and forgets them (zr_gpu_coll.c). */
-void zr_gpu_reqs_wait(ZrGpu *g);
 #endif

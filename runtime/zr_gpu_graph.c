@@ -28,18 +28,8 @@ struct ZrGpuGraph {
     ZrGpuGraph *next;
 };
 
-int zr_gpu_capture_refuse(ZrGpu *g, ZrGpuStream *s, const char *call)
-{
-    ZrGpuStream *c = s;
-    for (int i = 0; !c && i < g->n_streams; i++) if (g->streams[i]->capturing) c = g->streams[i];
-    zr_gpu_set_error(g, "%s while stream %s is capturing a graph (%s)", call, c ? c->name : "?",
-                     s ? "not allowed on a capturing stream" : "not allowed during a capture");
-    for (int i = 0; i < g->n_streams; i++) {
-        ZrGpuStream *t = g->streams[i];
-        if (t->capturing && (!s || t == s) && !t->cap_bad[0]) snprintf(t->cap_bad, sizeof t->cap_bad, "%.255s", g->err);
-    }
-    return -EINVAL;
-}
+static void graphs_close(ZrGpu *g);
+static const ZrGpuPart graph_part = {"graphs", graphs_close};
 
 int zr_gpu_capture_begin(ZrGpuStream *s)
 {
@@ -53,6 +43,7 @@ int zr_gpu_capture_begin(ZrGpuStream *s)
         zr_gpu_set_error(g, "zr_gpu_capture_begin inside an open collective group");
         return -EINVAL;
     }
+    g->part[ZR_GPU_PART_GRAPH] = &graph_part;  /* zr_gpu_close ends what this capture leaves */
     CUresult r = DRV(cuStreamBeginCapture)(s->s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     if (r != CUDA_SUCCESS) return zr_gpu_cu_fail(g, r, "cuStreamBeginCapture");
     s->capturing = 1;
@@ -149,7 +140,8 @@ void zr_gpu_graph_destroy(ZrGpuGraph *gr)
     free(gr);
 }
 
-void zr_gpu_graphs_close(ZrGpu *g)
+/* Ends the captures still open and destroys every graph (zr_gpu_close, before the context goes). */
+static void graphs_close(ZrGpu *g)
 {
     for (int i = 0; i < g->n_streams; i++)
         if (g->streams[i]->capturing) {

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include "zr_afile.h"
 #include "zr_json.h"
-#include "zr_log.h"
+#include "zr_err.h"
 #include "zr_st.h"
 
 #define MAX_JSON (64u << 20)

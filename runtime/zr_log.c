@@ -1,29 +1,16 @@
 /*
-** zr_log.c — the JSONL run log, the progress line, and the per-thread error text of the
-** trainer-support modules. Numbers use fixed formats (%.9g for floats, which round-trips fp32 and
+** zr_log.c — the JSONL run log and the progress line; failures are explained through zr_err.h.
+** Numbers use fixed formats (%.9g for floats, which round-trips fp32 and
 ** keeps lines short) so two runs that computed the same values write the same bytes.
 */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "zr_afile.h"
+#include "zr_err.h"
 #include "zr_log.h"
-
-static _Thread_local char errbuf[1024];
-
-const char *zr_train_error(void) { return errbuf; }
-
-int zr_train_fail(int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
-    va_end(ap);
-    return rc;
-}
 
 /* %.9g, or null for inf/NaN, which JSON cannot spell. */
 static int put_num(char *buf, size_t cap, double v)

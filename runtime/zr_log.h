@@ -1,6 +1,6 @@
 /*
-** zr_log.h — the run log (JSONL, one object per optimizer step), the human progress line, and the
-** error text shared by the trainer-support modules (data, safetensors, checkpoints, ...).
+** zr_log.h — the run log (JSONL, one object per optimizer step) and the human progress line. Its
+** calls fail with a negative errno and the text in zr_train_error() (zr_err.h).
 ** Log line, keys always in this order, floats with %.9g, non-finite values as null:
 **   {"step":12,"loss":5.12,"lr":0.0006,"grad_norm":1.5,"loss_scale":65536,"skipped":0,
 **    "tokens_per_s":10234.5,"ms":101.2}
@@ -47,9 +47,4 @@ int zr_log_format(char *buf, size_t cap, const ZrLogStep *s);
 /* One human line: "step   12/100 | loss 5.123456 | lr 6.00e-04 | norm 1.5000 | 10234 tok/s | 101.2 ms"
 ** then " | skipped (overflow, scale 32768)" and " | " mem when given (e.g. "dev 1.2 GiB host 3 GiB"). */
 void zr_progress(FILE *f, const ZrLogStep *s, int64_t total_steps, const char *mem);
-
-/* Error text of the last failing call of data / st / ckpt / lr / scaler / log / trace in this thread. */
-const char *zr_train_error(void);
-/* For those modules: formats the text, returns rc (a negative errno) for `return zr_train_fail(...)`. */
-int zr_train_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #endif

@@ -5,7 +5,7 @@
 */
 #include <errno.h>
 #include <math.h>
-#include "zr_log.h"
+#include "zr_err.h"
 #include "zr_lr.h"
 
 void zr_lr_defaults(ZrLrSched *s, int kind, double lr)

@@ -1,7 +1,8 @@
 /*
 ** zr_nvme.c — the life of a swap file: open with O_DIRECT (buffered where the file system refuses it),
 ** reserve its size up front so that a full disk shows before step 1, set up the ring with the file and
-** the caller's pinned buffers registered, and close. The request engine is in zr_nvme_io.c.
+** the caller's pinned buffers registered, and close. The request engine is in zr_nvme_io.c, which
+** this file calls and which never calls it; both take their aligned buffers from zr_nvme_buf.c.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -259,23 +260,6 @@ int zr_nvme_queue_depth(const ZrNvme *f) { return f->qd; }
 const char *zr_nvme_path(const ZrNvme *f) { return f->path; }
 const char *zr_nvme_strerror(const ZrNvme *f) { return f->err; }
 int zr_nvme_registered(const ZrNvme *f) { return f->nreg; }
-
-void *zr_nvme_alloc(size_t bytes)
-{
-    void *p = NULL;
-    size_t n = (size_t)round_up((int64_t)(bytes ? bytes : 1), ZR_NVME_ALIGN);
-    if (posix_memalign(&p, ZR_NVME_ALIGN, n) != 0) return NULL;
-    memset(p, 0, n);
-    (void)mlock(p, n);        /* best effort: pinned when the memlock limit allows */
-    return p;
-}
-
-void zr_nvme_free(void *p, size_t bytes)
-{
-    if (!p) return;
-    (void)munlock(p, (size_t)round_up((int64_t)(bytes ? bytes : 1), ZR_NVME_ALIGN));
-    free(p);
-}
 
 int zr_nvme_register_buffers(ZrNvme *f, void *const *bufs, const size_t *bytes, int n)
 {

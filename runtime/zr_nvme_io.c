@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "zr_ckpt.h"          /* zr_crc32c */
+#include "zr_crc.h"           /* zr_crc32c */
 #include "zr_nvme_int.h"
 
 #define A ZR_NVME_ALIGN

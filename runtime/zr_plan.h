@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "zr_enums.h"         /* defines: the enumerator lists shared with the generator */
+#include "zr_rows.h"          /* defines: the tensor table's columns */
 
 #define ZR_E_DT(u, s) ZR_DT_##u,
 #define ZR_E_TIER(u, s) ZR_TIER_##u,
@@ -26,56 +27,17 @@ typedef enum { ZR_TIER_LIST(ZR_E_TIER) ZR_NTIERS } ZrTier;
 typedef enum { ZR_MODKIND_LIST(ZR_E_MOD) } ZrModKind;
 typedef enum { ZR_INIT_LIST(ZR_E_INIT) } ZrInit;
 
-typedef struct ZrTensorRow {
-    const char *name;           /* Hugging Face GPT-2 name, e.g. "h.0.attn.c_attn.weight" */
-    int ndim;
-    int64_t shape[2];           /* [in, out] for linear weights; shape[1] = 0 when ndim == 1 */
-    int64_t numel;
-    int module, layer;          /* owning module; block index or -1 */
-    int decay;                  /* 1: weight decay applies (ndim >= 2) */
-    int init;                   /* ZrInit */
-    int residual_proj;          /* 1: init std scaled by 1/sqrt(2*n_layers) */
-    int64_t flat_offset;        /* start in the flat parameter space */
-    int64_t part_numel;         /* stage 3: slice held per rank; 0 otherwise */
-    int64_t shard_offset;       /* stage 3: offset of the slice in each rank's shard; 0 otherwise */
-    int persistent;             /* stage 3: kept gathered on every rank (region "persist") */
-    int bucket;                 /* gradient reduce bucket */
-    int gather;                 /* stage 3: gather group, -1 if persistent / not stage 3 */
-    int64_t gather_offset;      /* stage 3: start of the gathered tensor in its slot; -1 if none */
-    int64_t persist_offset;     /* stage 3: start in region "persist"; -1 if none */
-    int64_t bucket_offset;      /* start of its gradient in its bucket buffer */
-} ZrTensorRow;
+/* A tensor's row: its fields and their meaning are zr_rows.h's ZR_TENSOR_COLUMNS. */
+#define ZR_E_COLUMN(ctype, name, dims, kind, gen, what) ctype name dims;
+typedef struct ZrTensorRow { ZR_TENSOR_COLUMNS(ZR_E_COLUMN) } ZrTensorRow;
 
-typedef struct ZrModuleRow {
-    const char *name;           /* "embed", "h.3", "ln_f", "lm_head" */
-    int kind;                   /* ZrModKind */
-    int layer;
-    int first_tensor, n_tensors;
-    int gather;                 /* stage 3 gather group it needs (tied lm_head: embed's), -1 */
-    int64_t numel;              /* parameters owned */
-    int64_t use_numel;          /* parameters its forward reads (tied lm_head: numel of wte) */
-} ZrModuleRow;
-
-typedef struct ZrBucketRow {
-    int first_tensor, n_tensors;
-    int64_t numel, padded_numel;
-    int64_t flat_offset;        /* stages 0-2: start in the flat buffer */
-    int buffer;                 /* stages 2/3: bucket buffer "bucket_<buffer>"; else -1 */
-} ZrBucketRow;
-
-typedef struct ZrGatherRow {
-    int module, first_tensor, n_tensors;
-    int64_t part_numel, numel;
-    int slot;                   /* slot of its first GATHER in a micro-step (ops carry theirs) */
-    int64_t shard_offset;       /* start of the group's span in the rank's shard */
-    int64_t shard_numel;        /* span length in the shard */
-} ZrGatherRow;
-
-typedef struct ZrSubGroupRow {
-    int64_t shard_offset, numel;
-    int64_t nvme_offset_bytes;  /* -1 when the optimizer state is not on NVMe */
-    int buffer;                 /* optimizer on NVMe: staging buffer "opt_buf_<buffer>"; else -1 */
-} ZrSubGroupRow;
+/* Modules, buckets, gather groups, sub-groups: fields and meaning in zr_rows.h. */
+typedef struct ZrModuleRow { ZR_MODULE_COLUMNS(ZR_E_COLUMN) } ZrModuleRow;
+typedef struct ZrBucketRow { ZR_BUCKET_COLUMNS(ZR_E_COLUMN) } ZrBucketRow;
+typedef struct ZrGatherRow { ZR_GATHER_COLUMNS(ZR_E_COLUMN) } ZrGatherRow;
+typedef struct ZrSubGroupRow { ZR_SUBGROUP_COLUMNS(ZR_E_COLUMN) } ZrSubGroupRow;
+/* The operands of sub-group k's OPTIMIZER rows (zg_optimizers[k]): zr_rows.h. */
+typedef struct ZrOptRow { ZR_OPTIMIZER_COLUMNS(ZR_E_COLUMN) } ZrOptRow;
 
 typedef enum { ZR_MEMCAT_LIST(ZR_E_MEM) ZR_NMEM } ZrMemCat;
 
@@ -94,12 +56,14 @@ typedef enum { ZR_STREAM_LIST(ZR_E_STREAM) ZR_NSTREAMS } ZrStream;
 static const char *const zr_tier_names[ZR_NTIERS] = {ZR_TIER_LIST(ZR_ENUM_NAME)};
 static const char *const zr_op_names[ZR_NOPS] = {ZR_OP_LIST(ZR_ENUM_NAME)};
 static const char *const zr_xfer_names[ZR_NXFERS] = {ZR_XFER_LIST(ZR_ENUM_NAME)};
+static const char *const zr_stream_names[ZR_NSTREAMS] = {ZR_STREAM_LIST(ZR_ENUM_NAME)};
 
 typedef struct ZrOpRow {
     int kind;                   /* ZrOpKind */
     int arg;                    /* module, bucket, gather group or sub-group index */
     int slot;                   /* GATHER, WAIT_GATHER, RELEASE, PARAM_SWAP_IN: gather slot;
-                                ** FORWARD: ZR_RECOMPUTE for a recompute; else -1 */
+                                ** FORWARD: ZR_RECOMPUTE for a recompute; WAIT_REDUCE: the slot of
+                                ** "grad_land" a GPU rank's D2H lands in (-1: none); else -1 */
     /* The lowered row (gen/lower.c): what the op moves, complete; NONE moves nothing. */
     int xfer;                   /* ZrXfer */
     int stream;                 /* ZrStream */

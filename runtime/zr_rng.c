@@ -6,7 +6,7 @@
 */
 #include <errno.h>
 #include <math.h>
-#include "zr_log.h"
+#include "zr_err.h"
 #include "zr_rng.h"
 
 #define PHILOX_M0 0xD2511F53u

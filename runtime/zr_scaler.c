@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
-#include "zr_log.h"
+#include "zr_err.h"
 #include "zr_scaler.h"
 
 #define SCALER_MAGIC 0x4353525Au /* "ZRSC" little endian */

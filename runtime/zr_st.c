@@ -14,7 +14,7 @@
 #include "zr_afile.h"
 #include "zr_half.h"
 #include "zr_json.h"
-#include "zr_log.h"
+#include "zr_err.h"
 #include "zr_plan.h"
 #include "zr_st.h"
 

@@ -16,7 +16,7 @@
 #include "zr_afile.h"
 #include "zr_half.h"
 #include "zr_json.h"
-#include "zr_log.h"
+#include "zr_err.h"
 #include "zr_st.h"
 
 #define INDEX_NAME "model.safetensors.index.json"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include "zr_afile.h"
-#include "zr_log.h"
+#include "zr_err.h"
 #include "zr_trace.h"
 
 #define NAMELEN 48

@@ -4,6 +4,7 @@
 # and zt_end prints "N passed, N failed, N skipped" and exits 0, 1, or 77 when all skipped.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ZT_LIB_ROOT=$PWD                      # zt_make's runtime and cache, wherever the test has gone since
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMP_WAIT_POLICY=PASSIVE
 PY=$PWD/build/py/bin/python           # the project's venv (scripts/install-deps.sh): Debian's torch
@@ -29,3 +30,7 @@ zt_need_mpi() {
 zt_build() {
   make -s "$@" >/dev/null || { echo "build ... FAIL"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 }
+
+# zt_make MAKE-ARGS...: make for an emitted trainer (-C DIR), built once per distinct input and reused:
+# tests/zt_make (the trainer cache) with tests/zt_cc (the object cache) under build/trainer-cache/.
+zt_make() { bash "$ZT_LIB_ROOT/tests/zt_make" "$@"; }

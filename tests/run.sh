@@ -8,7 +8,8 @@
 #              printed whole when it ends, in completion order; the tests in SERIAL below (and any
 #              script with a "# zt: serial" line) run afterwards, alone, in name order. With -j > 1
 #              the build must be current first (make test-run / make check do that): the tests'
-#              own `make bin/zgen ...` calls would otherwise race each other.
+#              own `make bin/zgen ...` calls would otherwise race each other (make test-build builds
+#              everything the tests use, build/solo included).
 #   --list F   run only the tests named in F (one path a line, # comments), e.g. tests/check.list
 #   FILTER     run only the tests whose path holds FILTER
 set -u
@@ -16,13 +17,10 @@ cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export ZT_ROOT=$PWD
 
-# Tests that must run alone under -j: they build shared top-level targets (build/solo, build/fuzz,
-# bin/fuzz) through the top-level Makefile, or they measure time (collective timeouts, a frozen rank
-# that must end within a bound, signals), which a loaded machine would make flaky.
+# Tests that must run alone under -j: they measure time (collective timeouts, a frozen rank that must
+# end within a bound, signals), which a loaded machine would make flaky. (build/solo, which t_solo and
+# t_bundle link, is built by make test-build first; build/fuzz and bin/fuzz are t_fuzz's alone.)
 SERIAL="
-tests/cuda/t_bundle.sh
-tests/trainer/t_solo.sh
-tests/fuzz/t_fuzz.sh
 tests/runtime/t_coll_timeout.sh
 tests/runtime/t_coll.sh
 tests/trainer/t_faults.sh
@@ -31,6 +29,30 @@ tests/trainer/t_nvme_paths.sh
 tests/gen/t_interrupt.sh
 tests/gen/t_bounds.sh
 "
+
+# Under -j, the tests that take longest start first, so that the last minutes are not one long test
+# alone: in the order of their times in the last run that timed them (build/test-times, which every
+# run updates), or, where none is recorded, the ones below first (the slowest on the 2-core machine),
+# then the rest in name order.
+SLOW="
+tests/cuda/t_train_cuda.sh
+tests/trainer/t_spec.sh
+tests/trainer/t_matrix.sh
+tests/cuda/t_links.sh
+tests/trainer/t_hf_llama.sh
+tests/fuzz/t_fuzz.sh
+tests/trainer/t_finetune.sh
+tests/cuda/t_ptxas.sh
+tests/cuda/t_graphs.sh
+tests/trainer/t_hf_gpt2.sh
+tests/trainer/t_reshard.sh
+tests/cuda/t_bundle.sh
+tests/san/t_san.sh
+tests/data/t_zgen_data.sh
+tests/trainer/t_memfall.sh
+tests/trainer/t_actckpt.sh
+"
+times=build/test-times
 
 jobs=1; list=""; filter=""
 while [ $# -gt 0 ]; do
@@ -44,6 +66,9 @@ done
 [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: -j wants a positive number, not '$jobs'" >&2; exit 2; }
 
 P=0; F=0; S=0; failed_names=()
+mkdir -p build; times_new=$(mktemp "$times.XXXXXX")
+# the emitted-trainer caches (tests/zt_make, tests/zt_cc) start again once they pass 4 GiB
+[ -d build/trainer-cache ] && [ "$(du -sm build/trainer-cache | cut -f1)" -gt 4096 ] && rm -rf build/trainer-cache
 tests=$(ls bin/tests/*/t_* tests/*/t_*.sh 2>/dev/null | sort)
 if [ -n "$list" ]; then
   want=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$list" | grep -v '^$')
@@ -66,11 +91,23 @@ run_one() {
   if [[ "$1" == *.sh ]]; then bash "$1" >"$2" 2>&1; else "$1" >"$2" 2>&1; fi
 }
 
+# by_time TEST...: the tests, longest first (build/test-times, else SLOW first), one a line
+by_time() {
+  local t w i=0
+  for t in "$@"; do
+    i=$((i + 1))
+    w=$(awk -v t="$t" '$2 == t { w = $1 } END { print w }' "$times" 2>/dev/null)
+    if [ -z "$w" ]; then w=$(grep -nxF "$t" <<<"$SLOW" | cut -d: -f1); [ -n "$w" ] && w=$((100000 - w)) || w=-1; fi
+    printf '%s %06d %s\n' "$w" "$i" "$t"
+  done | sort -k1,1nr -k2,2n | cut -d' ' -f3
+}
+
 # tally TEST RC LOG SECONDS: prints the test's log and adds its line to the totals
 tally() {
   local t=$1 rc=$2 log=$3 secs=$4 line p f s
   cat "$log"
   echo "-- $t: $secs s"
+  echo "$secs $t" >>"$times_new"
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
   if [ -n "$line" ]; then
     p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$line")
@@ -102,6 +139,7 @@ if [ "$jobs" -eq 1 ]; then
 else
   par=(); ser=()
   for t in ${sel[@]+"${sel[@]}"}; do if is_serial "$t"; then ser+=("$t"); else par+=("$t"); fi; done
+  [ ${#par[@]} -gt 0 ] && mapfile -t par < <(by_time "${par[@]}")
   work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
   # Each test runs in a background job that writes $work/N.log, then $work/N.rc ("RC SECONDS") last;
   # the main loop reports every finished test (whole log) as soon as its .rc appears.
@@ -129,6 +167,10 @@ else
   wait
   run_serially ${ser[@]+"${ser[@]}"}
 fi
+# build/test-times: this run's times replace the recorded ones of the same tests
+{ awk 'NR == FNR { seen[$2] = 1; next } !($2 in seen)' "$times_new" "$times" 2>/dev/null; cat "$times_new"; } \
+  >"$times_new.all" && mv -f "$times_new.all" "$times"
+rm -f "$times_new"
 echo
 [ ${#failed_names[@]} -gt 0 ] && printf 'FAILED: %s\n' "${failed_names[@]}"
 echo "$P passed, $F failed, $S skipped"

@@ -2,7 +2,7 @@
 ** cuda_exec.c — the CUDA backend's op table (train.h, TrOps: cz_ops): what each op of the plan does
 ** on the device, for the one executor loop (templates/trainer/train_exec.c), which runs it exactly
 ** as it runs the host's table. Each op becomes work on one of four streams with an event for every
-** dependency the op list implies; the host never waits for the device inside a micro-step except
+** dependency the op list implies, on the stream the row names (gen/lower.c: cz_queue); the host never waits for the device inside a micro-step except
 ** where a host buffer it is about to reuse is still being copied. Every entry reads the lowered op
 ** row (gen/lower.c) and the tensor rows, as the host's do, and maps the plan addresses the shared
 ** computations give (train_exec.c) to the device with cz_dev: no entry decides by the ZeRO stage.
@@ -16,10 +16,11 @@
 **   WAIT_GATHER g s   compute  ev_gather[s]
 **   RELEASE g s       compute                                             ev_release[s]
 **   FORWARD/BACKWARD  compute
+**   GRAD_ADD m        compute                                   (stages 0/1, 16-bit: G into "grads")
 **   GRAD_COPY b       compute  ev_buf_free[bucket buffer]
 **   REDUCE b          nccl     ev_compute (recorded here on compute)      ev_reduced[b]
 **   WAIT_REDUCE b     d2h      ev_reduced[b]; D2H of the part the host    ev_d2h[b], ev_buf_free
-**                              takes into a slot of the pinned "grad_land"; the host does the
+**                              takes into the row's slot of the pinned "grad_land"; the host does the
 **                              row's hand-over into grad32 from there later (cz_flush, or before
 **                              the slot is refilled). With Adam on the device (and no --check), or
 **                              a row into the device's grad_acc, no D2H: the hand-over runs on the
@@ -33,7 +34,7 @@
 ** host.
 ** 16-bit plans (bf16, fp16) convert exactly where the host executor does, with convert.cu's kernels
 ** (zr_half.h's bits): the module gradient area is the fp32 "grad_stage", GRAD_COPY
-** rounds it into the 16-bit bucket, stages 0/1 add it into the 16-bit "grads" after each BACKWARD,
+** rounds it into the 16-bit bucket, stages 0/1's GRAD_ADD rows add it into the 16-bit "grads",
 ** and reduced 16-bit gradients are widened into grad32 on the host with zr_half.h. Every 16-bit
 ** plan has 16-bit activations (ZK_IO 1 bf16, 2 fp16), so the model reads the working copy itself:
 ** no parameter is widened before a module runs.
@@ -103,6 +104,19 @@ void cz_regions_init(void)
     }
 }
 
+/* The row's queue as gen lowered it: every entry below issues its work there. */
+ZrGpuStream *cz_queue(const ZrOpRow *op)
+{
+    switch (op->stream) {
+    case ZR_STREAM_COMPUTE: return CZ.compute;
+    case ZR_STREAM_COMM: return CZ.nccl;
+    case ZR_STREAM_H2D: return CZ.h2d;
+    case ZR_STREAM_D2H: return CZ.d2h;
+    }
+    tr_die("%s row (%d) lowered to the %s queue, which is not a device stream", zr_op_names[op->kind], op->arg,
+           op->stream >= 0 && op->stream < ZR_NSTREAMS ? zr_stream_names[op->stream] : "unknown");
+}
+
 int cz_dev_region(int r)
 {
     return r >= 0 && zg_regions[r].tier == ZR_TIER_DEVICE;
@@ -143,24 +157,25 @@ static int load_params(int m, int *n)
 ** and all-gathers in place (send = recv + rank * part), so no device staging is needed. */
 static void param_swap_in(const ZrOpRow *op)
 {
-    int g = op->arg, s = op->slot;
-    int64_t off = zg_gathers[g].shard_offset, n = zg_gathers[g].shard_numel;
-    if (!T.param_buf[s]) tr_die("plan lacks param_buf_%d for PARAM_SWAP_IN", s);
-    if (!cz_is_dev(T.param_buf[s])) {
-        if (T.params_shard) tr_die("plan puts param_buf_%d in host memory with the shard in memory", s);
+    int s = op->slot;
+    size_t bytes = (size_t)op->count * ZG_DTYPE_SIZE;
+    char *dst = tr_region_at(op->dst, op->dst_off, op->dst_dt);
+    if (op->xfer == ZR_XFER_NVME_READ) {
+        if (cz_dev_region(op->dst)) tr_die("PARAM_SWAP_IN %d: an NVMe read into device memory (param_buf_%d)", op->arg, s);
         cz_host_wait(CZ.ev_pswap[s], "H2D out of param_buf", s);   /* its last H2D out of the staging */
-        ZR_CHECK(zr_nvme_read_async(T.nvme_param, T.param_buf[s], n * ZG_DTYPE_SIZE,
-                                    T.params_shard_nvme + off * ZG_DTYPE_SIZE, &T.pswap_req[s]));
+        ZR_CHECK(zr_nvme_read_async(T.nvme_param, dst, (int64_t)bytes, tr_nvme_at(op->src, op->src_off, op->src_dt),
+                                    &T.pswap_req[s]));
         return;
     }
-    if (!T.params_shard) tr_die("plan puts param_buf_%d on the device with the shard on NVMe", s);
-    CZ_CHECK(zr_gpu_wait(CZ.h2d, CZ.ev_gather[s]));      /* the last gather out of it is done */
-    CZ_CHECK(zr_gpu_copy(CZ.h2d, cz_is_dev(T.params_shard) ? ZR_GPU_D2D : ZR_GPU_H2D,
-                         cz_dev(T.param_buf[s]),
-                         cz_is_dev(T.params_shard) ? cz_dev(tr_w_at(T.params_shard, off))
-                                                   : tr_w_at(T.params_shard, off),
-                         (size_t)n * ZG_DTYPE_SIZE));
-    CZ_CHECK(zr_gpu_record(CZ.ev_pswap[s], CZ.h2d));
+    if (op->xfer != ZR_XFER_COPY || !cz_dev_region(op->dst))
+        tr_die("PARAM_SWAP_IN %d lowered to %s into %s memory", op->arg, zr_xfer_names[op->xfer],
+               cz_dev_region(op->dst) ? "device" : "host");
+    const char *src = tr_region_at(op->src, op->src_off, op->src_dt);
+    int d2d = cz_dev_region(op->src);
+    ZrGpuStream *q = cz_queue(op);
+    CZ_CHECK(zr_gpu_wait(q, CZ.ev_gather[s]));      /* the last gather out of it is done */
+    CZ_CHECK(zr_gpu_copy(q, d2d ? ZR_GPU_D2D : ZR_GPU_H2D, cz_dev(dst), d2d ? cz_dev(src) : src, bytes));
+    CZ_CHECK(zr_gpu_record(CZ.ev_pswap[s], q));
 }
 
 /* One all-gather per tensor of the group, issued as one NCCL group (ncclGroupStart/End): NCCL
@@ -169,8 +184,12 @@ static void gather(const ZrOpRow *op)
 {
     int s = op->slot;
     const ZrGatherRow *gr = &zg_gathers[op->arg];
-    int staged = T.param_buf[s] && !cz_is_dev(T.param_buf[s]);
-    CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_release[s]));     /* compute is done with the slot */
+    /* the row's source holds the group's span of the shard: param_buf s (PARAM_SWAP_IN brought it)
+    ** or the shard itself; a host-memory source (NVMe offload: pinned param_buf s) is staged */
+    const char *span = tr_region_at(op->src, op->src_off, op->src_dt);
+    int staged = !cz_dev_region(op->src);
+    ZrGpuStream *q = cz_queue(op);
+    CZ_CHECK(zr_gpu_wait(q, CZ.ev_release[s]));     /* compute is done with the slot */
     if (staged) {
         if (T.pswap_req[s].state == 1 && zr_nvme_wait(T.nvme_param, &T.pswap_req[s]) < 0)
             tr_die("%s", zr_nvme_strerror(T.nvme_param));
@@ -180,12 +199,12 @@ static void gather(const ZrOpRow *op)
             int64_t part = zg_tensors[t].part_numel;
             CZ_CHECK(zr_gpu_copy(CZ.h2d, ZR_GPU_H2D,
                                  cz_dev(tr_w_at(T.slot[s], zg_tensors[t].gather_offset + T.rank * part)),
-                                 tr_w_at(T.param_buf[s], zg_tensors[t].shard_offset - gr->shard_offset),
+                                 span + (zg_tensors[t].shard_offset - gr->shard_offset) * ZG_DTYPE_SIZE,
                                  (size_t)part * ZG_DTYPE_SIZE));
         }
         CZ_CHECK(zr_gpu_record(CZ.ev_pswap[s], CZ.h2d));
     }
-    if (T.param_buf[s]) CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_pswap[s]));
+    if (ZG_N_REGIONS_PARAM_BUF > 0) CZ_CHECK(zr_gpu_wait(q, CZ.ev_pswap[s]));
     CZ_CHECK(zr_gpu_group_begin(CZ.gpu));
     for (int t = gr->first_tensor; t < gr->first_tensor + gr->n_tensors; t++) {
         if (zg_tensors[t].persistent) continue;
@@ -193,24 +212,29 @@ static void gather(const ZrOpRow *op)
         char *recv = cz_dev(tr_w_at(T.slot[s], zg_tensors[t].gather_offset));
         const void *send;
         if (staged) send = recv + (size_t)T.rank * part * ZG_DTYPE_SIZE;
-        else if (T.param_buf[s])
-            send = cz_dev(tr_w_at(T.param_buf[s], zg_tensors[t].shard_offset - gr->shard_offset));
-        else send = cz_dev(tr_w_at(T.params_shard, zg_tensors[t].shard_offset));
-        CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_ALL_GATHER, send, recv, part, ZG_DTYPE));
+        else send = cz_dev(span + (zg_tensors[t].shard_offset - gr->shard_offset) * ZG_DTYPE_SIZE);
+        CZ_CHECK(zr_gpu_coll(q, ZR_COLL_ALL_GATHER, send, recv, part, ZG_DTYPE));
     }
     CZ_CHECK(zr_gpu_group_end(CZ.gpu));
-    CZ_CHECK(zr_gpu_record(CZ.ev_gather[s], CZ.nccl));
+    CZ_CHECK(zr_gpu_record(CZ.ev_gather[s], q));
 }
 
 static void wait_gather(const ZrOpRow *op)
 {
-    int s = op->slot;
-    CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_gather[s]));
+    CZ_CHECK(zr_gpu_wait(cz_queue(op), CZ.ev_gather[op->slot]));
 }
 
 static void release(const ZrOpRow *op)
 {
-    CZ_CHECK(zr_gpu_record(CZ.ev_release[op->slot], CZ.compute));
+    CZ_CHECK(zr_gpu_record(CZ.ev_release[op->slot], cz_queue(op)));
+}
+
+/* The arch adapters issue a module's kernels on the compute stream, where gen lowers every module. */
+static void module_queue(const ZrOpRow *op)
+{
+    if (cz_queue(op) != CZ.compute)
+        tr_die("%s of module %s lowered to the %s queue; modules run on compute", zr_op_names[op->kind],
+               zg_modules[op->arg].name, zr_stream_names[op->stream]);
 }
 
 /* ---------------------------------------------------------------------- modules */
@@ -233,6 +257,7 @@ static void forward(const ZrOpRow *op)
     int m = op->arg, n, first = load_params(m, &n);
     const ZrModuleRow *mr = &zg_modules[m];
     const void *const *p = (const void *const *)(P + first);
+    module_queue(op);
     switch (mr->kind) {
     case ZR_MOD_EMBED: cz_embed_forward(T.micro, p); break;
     case ZR_MOD_BLOCK: cz_block_forward(mr->layer, p, op->slot == ZR_RECOMPUTE); break;
@@ -247,6 +272,7 @@ static void backward(const ZrOpRow *op)
 {
     int m = op->arg, n, first = load_params(m, &n);
     const ZrModuleRow *mr = &zg_modules[m];
+    module_queue(op);
     prepare_grads(op);
     const void *const *p = (const void *const *)(P + first);
     float *const *g = Gp + first;
@@ -256,11 +282,13 @@ static void backward(const ZrOpRow *op)
     case ZR_MOD_BLOCK: cz_block_backward(mr->layer, p, g); break;
     case ZR_MOD_EMBED: cz_embed_backward(g); break;
     }
-    if (op->accumulate || !T.grads) return;
-    /* G written fresh with a 16-bit accumulation buffer "grads" (the host's finish_grads): add it */
-    for (int t = first; t < first + n; t++)
-        cz_convert(CZ.compute, "zd_add_f32_to_16", cz_dev(tr_w_at(T.grads, zg_tensors[t].flat_offset)), Gp[t],
-                   zg_tensors[t].numel);
+}
+
+/* GRAD_ADD (stages 0/1, 16-bit): the row's fp32 gradient area added into "grads", one launch. */
+static void grad_add(const ZrOpRow *op)
+{
+    cz_convert(cz_queue(op), "zd_add_f32_to_16", cz_dev(tr_region_at(op->dst, op->dst_off, op->dst_dt)),
+               cz_dev(tr_region_at(op->src, op->src_off, op->src_dt)), op->count);
 }
 
 /* ---------------------------------------------------------------------- gradient buckets */
@@ -275,6 +303,7 @@ static void put_w(char *dst, const float *src, int64_t n, int64_t pad)
 static void grad_copy(const ZrOpRow *op)
 {
     int bi = tr_bucket_buf(op->arg);
+    module_queue(op);                            /* put_w issues on compute, after the backward */
     CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_buf_free[bi]));
     tr_grad_copy_each(op, cz_dev(T.bucket[bi]), Gp, put_w);
 }
@@ -294,10 +323,11 @@ static void reduce(const ZrOpRow *op)
     ZrOpRow *l = &landed[k];
     *l = *op;                                    /* in place: the sums are where the source was */
     l->xfer = ZR_XFER_NONE;
+    ZrGpuStream *q = cz_queue(op);
     CZ_CHECK(zr_gpu_record(CZ.ev_compute, CZ.compute));
-    CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_compute));
+    CZ_CHECK(zr_gpu_wait(q, CZ.ev_compute));
     if (op->xfer == ZR_XFER_REDUCE_SCATTER && cz_dev_region(op->dst)) {
-        CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_REDUCE_SCATTER,
+        CZ_CHECK(zr_gpu_coll(q, ZR_COLL_REDUCE_SCATTER,
                              cz_dev(tr_region_at(op->src, op->src_off, op->src_dt)),
                              cz_dev(tr_region_at(op->dst, op->dst_off, op->dst_dt)), op->count,
                              (ZrDtype)op->src_dt));
@@ -309,9 +339,9 @@ static void reduce(const ZrOpRow *op)
                k, op->dst);
     } else if (op->xfer == ZR_XFER_ALL_REDUCE) {
         void *p = cz_dev(tr_region_at(op->src, op->src_off, op->src_dt));
-        CZ_CHECK(zr_gpu_coll(CZ.nccl, ZR_COLL_ALL_REDUCE, p, p, op->count, (ZrDtype)op->src_dt));
+        CZ_CHECK(zr_gpu_coll(q, ZR_COLL_ALL_REDUCE, p, p, op->count, (ZrDtype)op->src_dt));
     }
-    CZ_CHECK(zr_gpu_record(CZ.ev_reduced[k], CZ.nccl));
+    CZ_CHECK(zr_gpu_record(CZ.ev_reduced[k], q));
 }
 
 static size_t dt_bytes(int dt) { return dt == ZR_DT_FP32 ? 4 : 2; }
@@ -348,14 +378,14 @@ void cz_finish_bucket(int k)
 ** device accumulator grad_acc (ZG_GRAD_ACC_DEV). */
 static void dev_take(const ZrOpRow *h)
 {
-    if (h->xfer == ZR_XFER_NONE || !(CZ.dev_opt ? T.grad32 != NULL : ZG_GRAD_ACC_DEV)) return;
+    if (h->xfer == ZR_XFER_NONE || !(CZ.dev_opt ? ZG_HAS_GRAD32 : ZG_GRAD_ACC_DEV)) return;
     int64_t skip, dst, n = tr_hand_over_range(h, &skip, &dst);
     if (n <= 0) return;
     const char *src = (const char *)cz_dev(tr_region_at(h->src, h->src_off, h->src_dt)) + skip * ZG_DTYPE_SIZE;
     float *d = cz_dev(tr_region_at(h->dst, dst, ZR_DT_FP32));
-    if (h->accumulate) cz_convert(CZ.d2h, ZG_MIXED ? "zd_add_16_to_f32" : "zd_add_f32", d, src, n);
-    else if (ZG_MIXED) cz_convert(CZ.d2h, "zd_16_to_f32", d, src, n);
-    else CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2D, d, src, (size_t)n * 4));
+    if (h->accumulate) cz_convert(cz_queue(h), ZG_MIXED ? "zd_add_16_to_f32" : "zd_add_f32", d, src, n);
+    else if (ZG_MIXED) cz_convert(cz_queue(h), "zd_16_to_f32", d, src, n);
+    else CZ_CHECK(zr_gpu_copy(cz_queue(h), ZR_GPU_D2D, d, src, (size_t)n * 4));
 }
 
 /* The range of a reduced bucket that crosses to the host: only what the host reads of it, the
@@ -377,26 +407,26 @@ static char *host_range(const ZrOpRow *h, size_t *bytes)
 ** waits for the device inside a micro-step. */
 static char *pend_at[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 static size_t pend_bytes[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
-static int land_region = -2, land_next, land_bucket[ZG_GRAD_LAND_SLOTS > 0 ? ZG_GRAD_LAND_SLOTS : 1];
+static int land_ready, land_bucket[ZG_GRAD_LAND_SLOTS > 0 ? ZG_GRAD_LAND_SLOTS : 1];
 
-/* The next slot of "grad_land" for bucket k's part of n elements (its previous bucket's hand-over
-** done first), as the row the hand-over reads; -1 when the plan has no landing. */
+/* The row's slot of "grad_land" for bucket k's part of n elements (the hand-over of the bucket
+** that landed there before done first), as the row the hand-over reads; -1 when it names none. */
 static int land_take(int k, ZrOpRow *h, int64_t n)
 {
-    if (land_region == -2) {
-        land_region = tr_region_index("grad_land");
-        for (int j = 0; j < ZG_GRAD_LAND_SLOTS; j++) land_bucket[j] = -1;
+    int j = h->slot;
+    if (!ZG_HAS_GRAD_LAND || j < 0) return -1;
+    if (j >= ZG_GRAD_LAND_SLOTS) tr_die("WAIT_REDUCE %d lands in grad_land slot %d of %d", k, j, ZG_GRAD_LAND_SLOTS);
+    if (!land_ready) {
+        for (int i = 0; i < ZG_GRAD_LAND_SLOTS; i++) land_bucket[i] = -1;
+        land_ready = 1;
     }
-    if (land_region < 0 || ZG_GRAD_LAND_SLOTS == 0) return -1;
     if (n > ZG_GRAD_LAND_NUMEL) tr_die("bucket %d hands over %lld elements; grad_land holds %lld", k, (long long)n,
                                        (long long)ZG_GRAD_LAND_NUMEL);
-    int j = land_next;
-    land_next = (land_next + 1) % (ZG_GRAD_LAND_SLOTS > 0 ? ZG_GRAD_LAND_SLOTS : 1);
     if (land_bucket[j] >= 0) cz_finish_bucket(land_bucket[j]);
     land_bucket[j] = k;
     int64_t skip, dst;
     tr_hand_over_range(h, &skip, &dst);
-    h->src = land_region;
+    h->src = ZG_RG_GRAD_LAND;
     h->src_off = (int64_t)j * ZG_GRAD_LAND_NUMEL;
     h->dst_off = dst;
     h->flat = -1;
@@ -427,6 +457,7 @@ static ZrOpRow sums_at[ZG_N_BUCKETS > 0 ? ZG_N_BUCKETS : 1];
 static void wait_reduce(const ZrOpRow *op)
 {
     int k = op->arg, host_copy = host_takes();
+    ZrGpuStream *q = cz_queue(op);
     const ZrOpRow *l = &landed[k];
     take[k] = l->xfer != ZR_XFER_NONE ? *l : *op;
     if (l->xfer == ZR_XFER_NONE) {               /* the row's hand-over, reading where the sums are */
@@ -436,7 +467,7 @@ static void wait_reduce(const ZrOpRow *op)
     }
     size_t bytes = 0;
     char *from = host_range(take[k].xfer != ZR_XFER_NONE ? &take[k] : l, &bytes), *host = from;
-    CZ_CHECK(zr_gpu_wait(CZ.d2h, CZ.ev_reduced[k]));
+    CZ_CHECK(zr_gpu_wait(q, CZ.ev_reduced[k]));
     dev_take(&take[k]);
     sums_at[k] = take[k];
     /* the part in the device optimizer range stays (GRAD_KEEP copies it): its norm lanes cross */
@@ -452,9 +483,9 @@ static void wait_reduce(const ZrOpRow *op)
         for (int j = 0; host_copy && bytes && j < ZG_N_BUCKETS; j++)   /* a shadow range about to be refilled */
             if (pend[j] && pend_at[j] < host + bytes && host < pend_at[j] + pend_bytes[j]) cz_finish_bucket(j);
     }
-    if (host_copy && bytes) CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, host, cz_dev(from), bytes));
-    if (host_copy) CZ_CHECK(zr_gpu_record(CZ.ev_d2h[k], CZ.d2h));
-    if (zg_buckets[k].buffer >= 0) CZ_CHECK(zr_gpu_record(CZ.ev_buf_free[tr_bucket_buf(k)], CZ.d2h));
+    if (host_copy && bytes) CZ_CHECK(zr_gpu_copy(q, ZR_GPU_D2H, host, cz_dev(from), bytes));
+    if (host_copy) CZ_CHECK(zr_gpu_record(CZ.ev_d2h[k], q));
+    if (zg_buckets[k].buffer >= 0) CZ_CHECK(zr_gpu_record(CZ.ev_buf_free[tr_bucket_buf(k)], q));
     pend[k] = host_copy;
     pend_at[k] = host;
     pend_bytes[k] = bytes;
@@ -468,15 +499,16 @@ static void wait_reduce(const ZrOpRow *op)
 static void grad_ship(const ZrOpRow *op)
 {
     int k = op->arg;
+    ZrGpuStream *q = cz_queue(op);
     take[k] = *op;
     int64_t skip, at, n = tr_hand_over_range(op, &skip, &at);
     /* the part in the device optimizer range stays in grad_acc: its norm lanes cross */
     if (n > 0 && cz_norm_lanes(k, &take[k], cz_dev(tr_region_at(op->src, at, ZR_DT_FP32)), 0))
         n = tr_hand_over_range(&take[k], &skip, &at);
     if (n > 0)
-        CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2H, tr_region_at(op->dst, at, ZR_DT_FP32),
+        CZ_CHECK(zr_gpu_copy(q, ZR_GPU_D2H, tr_region_at(op->dst, at, ZR_DT_FP32),
                              cz_dev(tr_region_at(op->src, at, ZR_DT_FP32)), (size_t)n * 4));
-    CZ_CHECK(zr_gpu_record(CZ.ev_d2h[k], CZ.d2h));
+    CZ_CHECK(zr_gpu_record(CZ.ev_d2h[k], q));
     pend[k] = 1;
     pend_at[k] = NULL;          /* into grad32, no shadow range that a later D2H could refill */
     pend_bytes[k] = 0;
@@ -490,13 +522,14 @@ static void grad_ship(const ZrOpRow *op)
 static void grad_keep(const ZrOpRow *op)
 {
     int k = op->arg;
+    ZrGpuStream *q = cz_queue(op);
     const ZrOpRow *h = &sums_at[k];
     int64_t skip, at, n = tr_keep_range(h, &skip, &at);
     if (n > 0)
-        CZ_CHECK(zr_gpu_copy(CZ.d2h, ZR_GPU_D2D, cz_dev(tr_w_at(T.grad_keep, at)),
+        CZ_CHECK(zr_gpu_copy(q, ZR_GPU_D2D, cz_dev(tr_w_at(T.grad_keep, at)),
                              (const char *)cz_dev(tr_region_at(h->src, h->src_off, h->src_dt)) + skip * ZG_DTYPE_SIZE,
                              (size_t)n * ZG_DTYPE_SIZE));
-    if (zg_buckets[k].buffer >= 0) CZ_CHECK(zr_gpu_record(CZ.ev_buf_free[tr_bucket_buf(k)], CZ.d2h));
+    if (zg_buckets[k].buffer >= 0) CZ_CHECK(zr_gpu_record(CZ.ev_buf_free[tr_bucket_buf(k)], q));
 }
 
 /* End of the step's micro-steps: the host's part of every copy (reduced gradients into grad32,
@@ -531,18 +564,16 @@ void cz_flush(void)
 ** the whole optimizer state when Adam runs on the device. */
 static int state_regions(void **regs, int64_t *bytes)
 {
-    void *all[9] = {T.params16, T.persist, T.params_shard, T.master_dev, T.adam_m_dev, T.adam_v_dev,
-                    T.master, T.adam_m, T.adam_v};
-    const char *names[9] = {"params16", "persist", "params_shard", "master_dev", "adam_m_dev", "adam_v_dev",
-                            "master", "adam_m", "adam_v"};
+    static const struct { int has; const char *name; } st[9] = {
+        {ZG_HAS_PARAMS16, "params16"}, {ZG_HAS_PERSIST, "persist"}, {ZG_HAS_PARAMS_SHARD, "params_shard"},
+        {ZG_HAS_MASTER_DEV, "master_dev"}, {ZG_HAS_ADAM_M_DEV, "adam_m_dev"}, {ZG_HAS_ADAM_V_DEV, "adam_v_dev"},
+        {ZG_HAS_MASTER, "master"}, {ZG_HAS_ADAM_M, "adam_m"}, {ZG_HAS_ADAM_V, "adam_v"}};
     int n = 0;
     for (int i = 0; i < (CZ.dev_opt ? 9 : 6); i++) {   /* the *_dev regions exist only on the device */
-        if (!all[i] || !cz_is_dev(all[i])) continue;
-        int64_t b = 0;
-        for (int r = 0; r < ZG_N_REGIONS; r++)
-            if (zg_regions[r].name && strcmp(zg_regions[r].name, names[i]) == 0) b = zg_regions[r].bytes;
-        regs[n] = all[i];
-        bytes[n++] = b;
+        int r = st[i].has ? tr_region_index(st[i].name) : -1;
+        if (r < 0 || zg_regions[r].tier != ZR_TIER_DEVICE) continue;
+        regs[n] = T.rg[r];
+        bytes[n++] = zg_regions[r].bytes;
     }
     return n;
 }
@@ -583,17 +614,17 @@ void cz_push_params(void)
 ** "grads"; with Adam on the device, grad32). */
 static void grads_zero(void)
 {
-    if (T.grads) CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grads), 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE));
-    if (T.grad32 && CZ.dev_opt)
+    if (ZG_HAS_GRADS) CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grads), 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE));
+    if (ZG_HAS_GRAD32 && CZ.dev_opt)
         CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grad32), 0, (size_t)T.opt_numel * 4));
-    if (T.grad_acc) CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grad_acc), 0, (size_t)T.opt_numel * 4));
+    if (ZG_HAS_GRAD_ACC) CZ_CHECK(zr_gpu_memset(CZ.compute, cz_dev(T.grad_acc), 0, (size_t)T.opt_numel * 4));
 }
 
 const TrOps cz_ops = {
     .name = "cuda",
     .swap_in = param_swap_in, .gather = gather, .wait_gather = wait_gather, .release = release,
     .forward = forward, .backward = backward,
-    .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce, .optimizer = cz_spec_optimizer,
+    .grad_copy = grad_copy, .grad_add = grad_add, .reduce = reduce, .wait_reduce = wait_reduce, .optimizer = cz_spec_optimizer,
     .grad_ship = grad_ship, .grad_keep = grad_keep,
     .batch = cz_upload_batch, .flush = cz_flush, .grads_zero = grads_zero,
 };

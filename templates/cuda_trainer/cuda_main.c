@@ -81,65 +81,64 @@ static CzAdamK adam_consts(float lr, float wd)
     return k;
 }
 
-static void adamw(float *p, const float *g, float *m, float *v, int64_t n, CzAdamK k)
+static void adamw(ZrGpuStream *q, float *p, const float *g, float *m, float *v, int64_t n, CzAdamK k)
 {
     long nn = (long)n;
     float *p16 = NULL;                      /* the 16-bit copy is convert.cu's (zr_half.h's bits) */
     const unsigned grid[3] = {(unsigned)((n + 255) / 256), 1, 1}, block[3] = {256, 1, 1};
     void *args[] = {&p, &p16, &g, &m, &v, &nn, &k, NULL};
-    CZ_CHECK(zr_gpu_launch(CZ.compute, "zd_adamw", grid, block, 0, args));
+    CZ_CHECK(zr_gpu_launch(q, "zd_adamw", grid, block, 0, args));
 }
 
-/* train_optim.c's home, as a device address. */
-static char *dev_home(void) { return cz_dev(tr_opt_home()); }
-
 /* One OPTIMIZER op: zr_adam_step's pieces (whole tensor pieces of the sub-group, weight decay for
-** tensors of 2+ dimensions) with zd_adamw, then the working copy rounded with convert.cu. With Adam
-** on the device its state is "master", "adam_m", "adam_v" and the gradients grad32 or "grads"; with
-** part of a CPU optimizer on the device (k < ZG_N_SG_DEV) the state is the *_dev regions (shard
-** element i at i) and the gradients are the row's source: grad_keep (16-bit, one micro-step) or the
-** device accumulator grad_acc (fp32). */
+** tensors of 2+ dimensions) with zd_adamw, then the working copy rounded with convert.cu. Master,
+** m, v, the gradients and the home are the sub-group's zg_optimizers row (gen/lower.c): with Adam on
+** the device "master" (or the home itself), "adam_m", "adam_v" and grad32 or "grads"; with part of a
+** CPU optimizer on the device (k < ZG_N_SG_DEV) the *_dev regions and the OPTIMIZER row's source,
+** grad_keep (16-bit, one micro-step) or the device accumulator grad_acc (fp32). */
+static void *dev_operand(int r, int64_t off, int ranked, int dt)
+{
+    return cz_dev(tr_opt_operand(r, off, ranked, dt, 0));
+}
+
 static void dev_optimizer(const ZrOpRow *op, float lr)
 {
     int k = op->arg;
     const ZrSubGroupRow *sg = &zg_subgroups[k];
+    const ZrOptRow *r = &zg_optimizers[k];
     int64_t s0 = sg->shard_offset, s1 = sg->shard_offset + sg->numel;
-    char *home = dev_home();
-    int part = k < ZG_N_SG_DEV;
-    float *p = part ? (float *)cz_dev(T.master_dev) : T.master ? (float *)cz_dev(T.master) : (float *)home;
-    float *m = cz_dev(part ? T.adam_m_dev : T.adam_m), *v = cz_dev(part ? T.adam_v_dev : T.adam_v);
-    void *src = part ? tr_region_at(op->src, 0, op->src_dt) : NULL;
-    float *g32 = part ? (op->src_dt == ZR_DT_FP32 ? src : NULL) : T.grad32;
-    void *g16 = part ? src : T.grads ? tr_w_at(T.grads, T.opt_flat0) : NULL;
+    ZrGpuStream *q = cz_queue(op);
+    float *p = dev_operand(r->master, r->master_off, r->master_ranked, ZR_DT_FP32);
+    float *m = dev_operand(r->m, r->m_off, 0, ZR_DT_FP32), *v = dev_operand(r->v, r->v_off, 0, ZR_DT_FP32);
+    char *home = r->home >= 0 ? dev_operand(r->home, r->home_off, r->home_ranked, ZG_DTYPE) : NULL;
+    int fp32_grads = r->grad_dt == ZR_DT_FP32;
+    char *grad = dev_operand(r->grad, r->grad_off, r->grad_ranked, r->grad_dt);
     for (int t = 0; t < ZG_N_TENSORS; t++) {
         int64_t lo = T.t[t].opt_lo > s0 ? T.t[t].opt_lo : s0;
         int64_t hi = T.t[t].opt_hi < s1 ? T.t[t].opt_hi : s1;
         if (hi <= lo) continue;
         CzAdamK c = adam_consts(lr, zg_tensors[t].decay ? (float)ZG_WEIGHT_DECAY : 0.0f);
-        if (g32) {
-            adamw(p + lo, (float *)cz_dev(g32) + lo, m + lo, v + lo, hi - lo, c);
-        } else if (!ZG_MIXED) {
-            adamw(p + lo, (float *)cz_dev(g16) + lo, m + lo, v + lo, hi - lo, c);   /* fp32 "W" */
+        if (fp32_grads) {                   /* fp32 gradients (an fp32 plan's "W" too) */
+            adamw(q, p + lo, (float *)grad + lo, m + lo, v + lo, hi - lo, c);
         } else {                            /* 16-bit gradients: widened piece by piece into the
                                             ** module gradient area, free during the step */
             float *g = cz_dev(T.grad_stage);
             int64_t cap = ZG_MAX_USE_NUMEL;
             for (int64_t a = lo; a < hi; a += cap) {
                 int64_t n = hi - a < cap ? hi - a : cap;
-                cz_convert(CZ.compute, "zd_16_to_f32", g, cz_dev(tr_w_at(g16, a)), n);
-                adamw(p + a, g, m + a, v + a, n, c);
+                cz_convert(q, "zd_16_to_f32", g, grad + a * ZG_DTYPE_SIZE, n);
+                adamw(q, p + a, g, m + a, v + a, n, c);
             }
         }
-        if (!T.master) continue;
-        if (ZG_MIXED) cz_convert(CZ.compute, "zd_f32_to_16", home + lo * ZG_DTYPE_SIZE, p + lo, hi - lo);
-        else CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_D2D, home + lo * 4, p + lo, (size_t)(hi - lo) * 4));
+        if (!home) continue;
+        if (ZG_MIXED) cz_convert(q, "zd_f32_to_16", home + lo * ZG_DTYPE_SIZE, p + lo, hi - lo);
+        else CZ_CHECK(zr_gpu_copy(q, ZR_GPU_D2D, home + lo * 4, p + lo, (size_t)(hi - lo) * 4));
     }
 }
 
 /* One persistent tensor's slice into "persist" (the row's destination, on the device): from the
 ** shard on the device, or with the parameters offloaded from the pinned shard or, on NVMe, from
 ** where tr_persist_fill read it into the pinned "persist_land": only this rank's slices cross. */
-static int persist_land = -2;
 
 static void dev_persist_slice(int64_t at, int64_t from, int64_t n, void *ctx)
 {
@@ -152,17 +151,16 @@ static void dev_persist_slice(int64_t at, int64_t from, int64_t n, void *ctx)
         CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, dst, tr_region_at(op->src, op->src_off + from, op->src_dt),
                              (size_t)n * ZG_DTYPE_SIZE));
     else
-        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, dst, tr_region_at(persist_land, at, op->dst_dt),
+        CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, dst, tr_region_at(ZG_RG_PERSIST_LAND, at, op->dst_dt),
                              (size_t)n * ZG_DTYPE_SIZE));
 }
 
 /* The host's part of the persistent row with the shard on NVMe: the slices into "persist_land". */
 static void persist_fill_land(const ZrOpRow *op)
 {
-    if (persist_land == -2) persist_land = tr_region_index("persist_land");
-    if (persist_land < 0) tr_die("the plan keeps the parameters on NVMe but has no persist_land");
+    if (!ZG_HAS_PERSIST_LAND) tr_die("the plan keeps the parameters on NVMe but has no persist_land");
     ZrOpRow r = *op;
-    r.dst = persist_land;
+    r.dst = ZG_RG_PERSIST_LAND;
     r.dst_off = 0;
     CZ_CHECK(zr_gpu_event_sync(CZ.ev_opt2));     /* its last H2D (the previous step's) is done */
     tr_persist_fill(&r);
@@ -170,7 +168,7 @@ static void persist_fill_land(const ZrOpRow *op)
 
 /* ALLGATHER_PARAMS on the device, as train_optim.c reads the row: in place, this rank's partition
 ** all-gathered; else the persistent tensors rebuilt (every rank's slices into a zeroed "persist",
-** one all-reduce: x + 0 is exact). The collective runs on the nccl stream, after Adam. */
+** one all-reduce: x + 0 is exact). The collective runs on the row's queue (comm), after Adam. */
 static void dev_allgather(const ZrOpRow *op)
 {
     void *recv = cz_dev(tr_region_at(op->dst, op->dst_off, op->dst_dt)), *send;
@@ -189,10 +187,11 @@ static void dev_allgather(const ZrOpRow *op)
     } else {
         send = cz_dev(tr_region_at(op->src, op->src_off + T.rank * count, op->src_dt));
     }
+    ZrGpuStream *q = cz_queue(op);
     CZ_CHECK(zr_gpu_record(CZ.ev_opt, CZ.compute));
-    CZ_CHECK(zr_gpu_wait(CZ.nccl, CZ.ev_opt));
-    if (T.ws > 1) CZ_CHECK(zr_gpu_coll(CZ.nccl, coll, send, recv, count, (ZrDtype)op->dst_dt));
-    CZ_CHECK(zr_gpu_record(CZ.ev_opt2, CZ.nccl));
+    CZ_CHECK(zr_gpu_wait(q, CZ.ev_opt));
+    if (T.ws > 1) CZ_CHECK(zr_gpu_coll(q, coll, send, recv, count, (ZrDtype)op->dst_dt));
+    CZ_CHECK(zr_gpu_record(CZ.ev_opt2, q));
     CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_opt2));
 }
 
@@ -242,9 +241,9 @@ static void norm_init(void)
 static double dev_owned_sumsq(void)
 {
     norm_init();
-    int fmt = T.grad32 ? ZR_DT_FP32 : ZG_DTYPE;
-    size_t esz = T.grad32 ? 4 : ZG_DTYPE_SIZE;
-    const char *g = cz_dev(T.grad32 ? (void *)T.grad32 : tr_w_at(T.grads, T.opt_flat0));
+    int fmt = ZG_HAS_GRAD32 ? ZR_DT_FP32 : ZG_DTYPE;
+    size_t esz = ZG_HAS_GRAD32 ? 4 : ZG_DTYPE_SIZE;
+    const char *g = cz_dev(ZG_HAS_GRAD32 ? (void *)T.grad32 : tr_w_at(T.grads, T.opt_flat0));
     for (int r = 0; r < NS.n_runs; r++) {
         int64_t lo = NS.runs[2 * r];
         long n = (long)(NS.runs[2 * r + 1] - lo);

@@ -35,7 +35,7 @@ void *cz_take(char **cur, size_t n, size_t es)
 void *cz_carve_begin(char **acts, char **scratch, char **cur, size_t layer_bytes)
 {
     /* the plan's device regions, which gen sized for the adapter's carving (ZG_ACTS_BYTES,
-    ** ZG_SCRATCH_BYTES; gen/model.c's dev_* lists) */
+    ** ZG_SCRATCH_BYTES; the arch files' dev_* lists) */
     *acts = cz_dev(tr_region_named("acts"));
     *scratch = cz_dev(tr_region_named("scratch"));
     *cur = *acts;

@@ -28,8 +28,7 @@ static double *lanes_dev, *lanes_host;
 ** flat range, as its rows carry it), in bucket order. */
 static void lay_out(void)
 {
-    int r = tr_region_index("norm_lanes");
-    int64_t at = 0, skip, lo, region = r >= 0 ? zg_regions[r].bytes / 64 : 0;
+    int64_t at = 0, skip, lo, region = ZG_HAS_NORM_LANES ? zg_regions[ZG_RG_NORM_LANES].bytes / 64 : 0;
     for (int k = 0; k < ZG_N_BUCKETS; k++) {
         ZrOpRow row = {.flat = zg_buckets[k].flat_offset, .count = zg_buckets[k].numel};
         int64_t n = tr_keep_range(&row, &skip, &lo);

@@ -85,6 +85,7 @@ void cz_die_gpu(const char *what, int rc) __attribute__((noreturn));
 void *cz_dev(const void *shadow);           /* device address of a device-tier shadow pointer */
 int cz_is_dev(const void *shadow);
 int cz_dev_region(int r);                   /* plan region r lives in the device tier */
+ZrGpuStream *cz_queue(const ZrOpRow *op);   /* the stream of the row's lowered queue (gen/lower.c) */
 void cz_regions_init(void);                 /* the shadow -> device map */
 extern const TrOps cz_ops;                  /* the executor's op table on the device */
 void cz_flush(void);                        /* host waits the step's copies, finishes its adds */

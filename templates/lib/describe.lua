@@ -34,7 +34,7 @@ function M.module(m)
   else
     s = s .. tensor_span(m.first_tensor, m.n_tensors) .. string.format(", %d parameters", m.numel)
   end
-  if m.gather_bucket >= 0 then s = s .. string.format(", gather group %d", m.gather_bucket) end
+  if m.gather >= 0 then s = s .. string.format(", gather group %d", m.gather) end
   return s
 end
 
@@ -89,6 +89,18 @@ local region_meaning = {
   acts = "activations of one micro-batch",
   scratch = "backward scratch",
 }
+
+-- An optimizer row: where Adam reads the master and the gradients and writes the working copy.
+local function region_name(i) return i >= 0 and plan.mem.regions[i + 1].name or "none" end
+function M.optimizer(o)
+  local s = string.format("master in %s, m/v in %s/%s, gradients in %s (%s)", region_name(o.master),
+                          region_name(o.m), region_name(o.v), region_name(o.grad), o.grad_dt)
+  if o.home >= 0 then
+    s = s .. ", working copy to " .. region_name(o.home) .. (o.home_nvme and " then NVMe" or "")
+  end
+  if o.next_master >= 0 then s = s .. ", speculative into " .. region_name(o.next_master) end
+  return s
+end
 
 function M.region(r)
   local what = region_meaning[r.name] or region_meaning[r.name:gsub("_%d+$", "")] or r.cat

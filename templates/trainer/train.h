@@ -92,7 +92,6 @@ typedef struct Trainer {
     void *grads;                /* stages 0/1: every gradient, flat (W) */
     void *bucket[TR_MAX_BUFS];  /* stages 2/3 bucket buffers (W) */
     void *bucket_recv[TR_MAX_BUFS];  /* stage 3: this rank's reduce-scattered chunk (W), or NULL */
-    int n_bucket_bufs;
     float *grad32;              /* owned fp32 gradient shard, or NULL (absent, or on NVMe) */
     float *grad_acc;            /* ZG_GRAD_ACC_DEV: its accumulator in the device tier, or NULL */
     void *grad16;               /* ZG_GRAD16: the owned gradient shard kept 16-bit (W), or NULL */
@@ -115,12 +114,9 @@ typedef struct Trainer {
     int64_t master_nvme, adam_m_nvme, adam_v_nvme;  /* byte offsets in the swap file, -1 */
     void *opt_buf[TR_MAX_BUFS]; /* optimizer on NVMe: staging for master|m|v of one sub-group */
     int64_t opt_buf_part;       /* floats per part of an opt_buf */
-    int opt_parts;              /* parts of an opt_buf: master, m, v (, gradients with ZG_GRAD_NVME) */
-    int n_opt_bufs;
     float *master_buf[TR_MAX_BUFS];  /* fp32 stage 3, params on NVMe, optimizer in memory: one
                                 ** sub-group's fp32 parameters (= master) between SWAP_IN and
                                 ** SWAP_OUT (gen/zg_plan.h, ZG_SWAP_PARAMS) */
-    int n_master_bufs;
     float *stage_params;        /* 16-bit dtypes: the host kernels' fp32 copy of one module's
                                 ** parameters (in the host buffer, ZG_HOST_STAGE_BYTES) */
     float *grad_stage;          /* the module gradient area: fp32 gradients of one module (16-bit
@@ -198,6 +194,10 @@ void *tr_w_at(void *base, int64_t elem);
 /* Element `elem` (of dtype dt, a ZrDtype) of plan region r (a zg_regions index): how every lowered
 ** op row's source and destination become addresses. */
 void *tr_region_at(int r, int64_t elem, int dt);
+int64_t tr_nvme_at(int r, int64_t elem, int dt);
+/* An OPTIMIZER operand (zg_optimizers): shard element e in region r, whose element off (+ this
+** rank's flat start where ranked) holds shard element 0 (train_optim.c). */
+void *tr_opt_operand(int r, int64_t off, int ranked, int dt, int64_t e);   /* byte offset in its swap file of an NVMe region's element */
 int tr_region_index(const char *name);  /* the plan's region `name`: its index, -1 when it has none */
 void *tr_region_named(const char *name);  /* its memory; NULL when it has none or it is on NVMe */
 /* d[i] (+)= widened element i of s (ZG_DTYPE), n elements: every gradient hand-over into fp32
@@ -250,6 +250,7 @@ typedef struct TrOps {
     TrOpFn *optimizer;          /* OPTIMIZER in a micro-step list (ZG_SPECULATIVE) */
     TrOpFn *grad_ship;          /* GRAD_SHIP (ZG_GRAD_ACC_DEV): the bucket's sums into grad32 */
     TrOpFn *grad_keep;          /* GRAD_KEEP (ZG_GRAD_KEEP): the device range's sums into grad_keep */
+    TrOpFn *grad_add;           /* GRAD_ADD (stages 0/1, 16-bit): the module's gradients into "grads" */
     void (*batch)(int micro);   /* hook: T.inputs / T.targets hold micro-step `micro`'s batch */
     void (*flush)(void);        /* hook: after the step's last micro-step and after an evaluation */
     void (*grads_zero)(void);   /* hook: start of a step, after the host accumulators are zeroed */

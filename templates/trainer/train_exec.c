@@ -58,13 +58,13 @@ int tr_grad_views(const ZrOpRow *op, float *area, float **G)
     tr_module_tensors(m, &first, &n);
     int64_t base = zg_tensors[first].flat_offset;
     for (int t = first; t < first + n; t++) G[t] = area + (zg_tensors[t].flat_offset - base);
-    return zg_modules[m].kind == ZR_MOD_EMBED && T.tied_grad ? ZG_TIED_TENSOR : -1;
+    return zg_modules[m].kind == ZR_MOD_EMBED && ZG_HAS_TIED_GRAD ? ZG_TIED_TENSOR : -1;
 }
 
 int tr_bucket_buf(int k)
 {
     int b = zg_buckets[k].buffer;
-    if (b < 0 || b >= T.n_bucket_bufs) tr_die("bucket %d names buffer %d, which the plan lacks", k, b);
+    if (b < 0 || b >= ZG_N_REGIONS_BUCKET) tr_die("bucket %d names buffer %d, which the plan lacks", k, b);
     return b;
 }
 
@@ -108,25 +108,31 @@ int64_t tr_keep_range(const ZrOpRow *op, int64_t *skip, int64_t *dst)
 }
 
 /* ---------------------------------------------------------------------- the loop */
-/* Tracing: one span per op, on the track of what it waits for or runs. */
+/* Tracing: one span per op, on the track of the queue gen lowered it to (the CUDA backend's
+** stream): host work is I/O, the copy queues and collectives are communication. */
+static const ZrTrack track_of[ZR_NSTREAMS] = {
+    [ZR_STREAM_HOST] = ZR_TRACK_IO, [ZR_STREAM_COMPUTE] = ZR_TRACK_COMPUTE, [ZR_STREAM_COMM] = ZR_TRACK_COMM,
+    [ZR_STREAM_H2D] = ZR_TRACK_COMM, [ZR_STREAM_D2H] = ZR_TRACK_COMM};
+
 static void run_op(const TrOps *ops, const ZrOpRow *op)
 {
     int a = op->arg, train = !T.forward_only;
+    ZrTrack track = track_of[op->stream];
     double t0 = tr_now();
     switch (op->kind) {
     case ZR_OP_PARAM_SWAP_IN:
         ops->swap_in(op);
-        tr_span(ZR_TRACK_IO, "param swap-in", t0);
+        tr_span(track, "param swap-in", t0);
         break;
     case ZR_OP_GATHER:
         ops->gather(op);
-        tr_span(ZR_TRACK_COMM, "gather start", t0);
+        tr_span(track, "gather start", t0);
         break;
     case ZR_OP_WAIT_GATHER:
         ops->wait_gather(op);
         slots_init();
         gslot[a] = op->slot;    /* a group may sit in two slots (prefetch reaching its next use) */
-        tr_span(ZR_TRACK_COMM, "gather", t0);
+        tr_span(track, "gather", t0);
         break;
     case ZR_OP_RELEASE:
         ops->release(op);
@@ -137,7 +143,7 @@ static void run_op(const TrOps *ops, const ZrOpRow *op)
         if (op->slot == ZR_RECOMPUTE && !train) break;   /* checkpointing: only before a backward */
         ops->forward(op);
         if (T.act_ckpt && zg_modules[a].kind == ZR_MOD_BLOCK) T.area_layer = zg_modules[a].layer;
-        tr_span(ZR_TRACK_COMPUTE, op->slot == ZR_RECOMPUTE ? "recompute" : zg_modules[a].name, t0);
+        tr_span(track, op->slot == ZR_RECOMPUTE ? "recompute" : zg_modules[a].name, t0);
         break;
     case ZR_OP_BACKWARD:
         if (!train) break;
@@ -148,32 +154,37 @@ static void run_op(const TrOps *ops, const ZrOpRow *op)
                    zg_modules[a].layer, T.area_layer);
         ops->backward(op);
         T.last_bwd_module = a;
-        tr_span(ZR_TRACK_COMPUTE, zg_modules[a].name, t0);
+        tr_span(track, zg_modules[a].name, t0);
+        break;
+    case ZR_OP_GRAD_ADD:
+        if (!train) break;
+        ops->grad_add(op);
+        tr_span(track, "grad add", t0);
         break;
     case ZR_OP_GRAD_COPY:
         if (!train) break;
         ops->grad_copy(op);
-        tr_span(ZR_TRACK_COMPUTE, "grad copy", t0);
+        tr_span(track, "grad copy", t0);
         break;
     case ZR_OP_REDUCE:
         if (!train) break;
         ops->reduce(op);
-        tr_span(ZR_TRACK_COMM, "reduce start", t0);
+        tr_span(track, "reduce start", t0);
         break;
     case ZR_OP_WAIT_REDUCE:
         if (!train) break;
         ops->wait_reduce(op);
-        tr_span(ZR_TRACK_COMM, "reduce + hand-over", t0);
+        tr_span(track, "reduce + hand-over", t0);
         break;
     case ZR_OP_GRAD_SHIP:
         if (!train) break;
         ops->grad_ship(op);
-        tr_span(ZR_TRACK_COMM, "gradient sums D2H", t0);
+        tr_span(track, "gradient sums D2H", t0);
         break;
     case ZR_OP_GRAD_KEEP:
         if (!train) break;
         ops->grad_keep(op);
-        tr_span(ZR_TRACK_COMPUTE, "gradients kept", t0);
+        tr_span(track, "gradients kept", t0);
         break;
     case ZR_OP_OPTIMIZER:       /* the speculative step (gen/plan.c): the trace span is Adam's own */
         if (!train) break;
@@ -248,9 +259,9 @@ double tr_eval(const TrOps *ops, const ZrData *d, int64_t *targets)
 
 void tr_grads_zero(const TrOps *ops)
 {
-    if (T.grads) memset(T.grads, 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE);
-    if (T.grad32) memset(T.grad32, 0, (size_t)T.opt_numel * 4);
-    if (T.grad_acc) memset(T.grad_acc, 0, (size_t)T.opt_numel * 4);
+    if (ZG_HAS_GRADS) memset(T.grads, 0, (size_t)ZG_PADDED_NUMEL * ZG_DTYPE_SIZE);
+    if (ZG_HAS_GRAD32) memset(T.grad32, 0, (size_t)T.opt_numel * 4);
+    if (ZG_HAS_GRAD_ACC) memset(T.grad_acc, 0, (size_t)T.opt_numel * 4);
     memset(T.norm_part, 0, sizeof T.norm_part);
     tr_grad_window_reset();
     if (ops->grads_zero) ops->grads_zero();

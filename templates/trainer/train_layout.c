@@ -54,6 +54,13 @@ void *tr_region_at(int r, int64_t elem, int dt)
     return (char *)T.rg[r] + (size_t)elem * (dt == ZR_DT_FP32 ? 4 : 2);
 }
 
+int64_t tr_nvme_at(int r, int64_t elem, int dt)
+{
+    if (r < 0 || r >= ZG_N_REGIONS || zg_regions[r].tier != ZR_TIER_NVME)
+        tr_die("internal: an op row reads region %d from NVMe, where the plan does not put it", r);
+    return zg_regions[r].offset_bytes + elem * (dt == ZR_DT_FP32 ? 4 : 2);
+}
+
 static const ZrRegionRow *find_region(const char *name)
 {
     for (int i = 0; i < ZG_N_REGIONS; i++)
@@ -124,12 +131,12 @@ static void describe_swap(void *ctx, const ZrNvme *f, int64_t off, int64_t bytes
         int par = strcmp(r->name, "params_shard") == 0;
         for (int k = 0; k < ZG_N_SUBGROUPS; k++) {
             const ZrSubGroupRow *sg = &zg_subgroups[k];
-            int64_t lo = par && T.n_master_bufs == 0 ? sg->shard_offset * ZG_DTYPE_SIZE
+            int64_t lo = par && ZG_N_REGIONS_MASTER_BUF == 0 ? sg->shard_offset * ZG_DTYPE_SIZE
                                                      : sg->nvme_offset_bytes;
-            int64_t hi = lo + sg->numel * (par && T.n_master_bufs == 0 ? ZG_DTYPE_SIZE : 4);
+            int64_t hi = lo + sg->numel * (par && ZG_N_REGIONS_MASTER_BUF == 0 ? ZG_DTYPE_SIZE : 4);
             if (lo < 0 || rel < lo || rel >= hi) continue;
             snprintf(out, n, "%s of sub-group %d (region %s, rank %d)",
-                     par ? (T.n_master_bufs ? "fp32 parameters (the master)" : "16-bit parameters")
+                     par ? (ZG_N_REGIONS_MASTER_BUF ? "fp32 parameters (the master)" : "16-bit parameters")
                      : !strcmp(r->name, "grad32") ? "fp32 gradients"
                      : !strcmp(r->name, "master") ? "optimizer state: fp32 master"
                      : !strcmp(r->name, "adam_m") ? "optimizer state: Adam m" : "optimizer state: Adam v",
@@ -186,14 +193,40 @@ static void give_bounce(void)
 {
     int64_t bytes;
     char *b = region("nvme_bounce", NULL, &bytes);
-    if (!b || !T.nvme) return;
-    if (T.nvme_param == T.nvme) {
+    if (!ZG_HAS_NVME_BOUNCE || ZG_NVME_FILES == 0) return;
+    if (ZG_NVME_FILES == 1) {
         ZR_CHECK(zr_nvme_use_bounce(T.nvme, b, bytes));
         return;
     }
     ZR_CHECK(zr_nvme_use_bounce(T.nvme_param, b, bytes / 2));
     ZR_CHECK(zr_nvme_use_bounce(T.nvme, b + bytes / 2, bytes / 2));
 }
+
+/* ---------------------------------------------------------------------- the plan's regions */
+/* What the trainer dereferences, by the regions the plan carved (gen/memplan.c decides them from
+** the configuration, not from the ZeRO stage): a plan without them does not compile. */
+#define TR_PARAMS_SHARDED (ZG_HAS_PARAMS_SHARD || ZG_ON_NVME_PARAMS_SHARD)
+_Static_assert(ZG_HAS_PARAMS16 != TR_PARAMS_SHARDED,
+               "plan needs exactly one working copy of the parameters: params16 (whole) or params_shard");
+_Static_assert(ZG_HAS_GRADS || ((ZG_HAS_GRAD32 || ZG_HAS_GRAD16 || ZG_ON_NVME_GRAD32) && ZG_N_REGIONS_BUCKET > 0),
+               "plan lacks gradient buffers: neither grads nor grad32 (or grad16) with bucket_0");
+_Static_assert(!ZG_ON_NVME_GRAD32 || (ZG_OPT_BUF_PARTS == 4 && ZG_N_SUBGROUPS > 0),
+               "plan puts grad32 on NVMe without opt_buf_<b> staging for its sub-groups");
+_Static_assert(!ZG_MIXED || ZG_HAS_GRAD_STAGE, "plan lacks the module gradient area grad_stage");
+_Static_assert(ZG_MIXED || ZG_HAS_GRADS || ZG_HAS_GRAD_STAGE, "plan lacks region grad_stage (bucketed fp32 gradients)");
+_Static_assert(ZG_N_GATHER_SLOTS <= TR_MAX_SLOTS && ZG_N_REGIONS_PARAM_BUF <= TR_MAX_SLOTS,
+               "more gather slots than this trainer supports");
+_Static_assert(ZG_N_REGIONS_BUCKET <= TR_MAX_BUFS && ZG_N_REGIONS_OPT_BUF <= TR_MAX_BUFS &&
+               ZG_N_REGIONS_MASTER_BUF <= TR_MAX_BUFS, "more buffers than this trainer supports");
+_Static_assert(ZG_MIXED || !ZG_ON_NVME_PARAMS_SHARD || ZG_HAS_MASTER || ZG_ON_NVME_MASTER || ZG_N_REGIONS_MASTER_BUF > 0,
+               "plan lacks region master_buf_0 (fp32 parameters on NVMe are the master)");
+_Static_assert(!ZG_GRAD_ACC_DEV || (ZG_HAS_GRAD_ACC && ZG_HAS_GRAD32),
+               "plan accumulates on the device without grad_acc and grad32");
+_Static_assert(!ZG_NORM_ADAM || ZG_HAS_NORM_PIECES, "plan sums the norm in Adam without norm_pieces");
+_Static_assert(ZG_N_SG_DEV == 0 || (ZG_HAS_MASTER_DEV && ZG_HAS_ADAM_M_DEV && ZG_HAS_ADAM_V_DEV && ZG_HAS_MASTER &&
+                                    (ZG_GRAD_KEEP ? ZG_HAS_GRAD_KEEP : ZG_HAS_GRAD_ACC)),
+               "the plan keeps part of the optimizer on the device without its regions");
+_Static_assert(ZG_HAS_ACTS && ZG_HAS_SCRATCH, "the plan has no acts/scratch regions");
 
 /* ---------------------------------------------------------------------- derived offsets */
 static void derive(void)
@@ -270,18 +303,16 @@ void tr_layout_init(void)
     }
     T.param_wb = region("param_wb", NULL, NULL);
     T.grads = region("grads", NULL, NULL);
-    for (int b = 0; b < TR_MAX_BUFS; b++) {
+    for (int b = 0; b < ZG_N_REGIONS_BUCKET; b++) {
         snprintf(name, sizeof name, "bucket_%d", b);
-        if (!(T.bucket[b] = region(name, NULL, NULL))) break;
-        T.n_bucket_bufs = b + 1;
+        T.bucket[b] = region(name, NULL, NULL);
         snprintf(name, sizeof name, "bucket_recv_%d", b);
         T.bucket_recv[b] = region(name, NULL, NULL);
     }
     T.grad32 = region("grad32", &T.grad32_nvme, NULL);
     T.grad_acc = region("grad_acc", NULL, NULL);
-    if (ZG_GRAD_ACC_DEV && (!T.grad_acc || !T.grad32)) tr_die("plan accumulates on the device without grad_acc and grad32");
     int64_t g16_bytes = 0;
-    if ((T.grad16 = region("grad16", NULL, &g16_bytes))) memset(T.grad16, 0, (size_t)g16_bytes);   /* padding */
+    if (ZG_HAS_GRAD16 && (T.grad16 = region("grad16", NULL, &g16_bytes))) memset(T.grad16, 0, (size_t)g16_bytes);   /* padding */
     T.master = region("master", &T.master_nvme, NULL);
     T.adam_m = region("adam_m", &T.adam_m_nvme, NULL);
     T.adam_v = region("adam_v", &T.adam_v_nvme, NULL);
@@ -292,30 +323,21 @@ void tr_layout_init(void)
     int64_t np_bytes = 0;
     T.norm_pieces = region("norm_pieces", NULL, &np_bytes);
     T.n_norm_pieces = np_bytes / 8;
-    if (ZG_NORM_ADAM && !T.norm_pieces) tr_die("plan sums the norm in Adam without norm_pieces");
-    if (ZG_N_SG_DEV > 0 && (!T.master_dev || !T.adam_m_dev || !T.adam_v_dev || !T.master ||
-                            (ZG_GRAD_KEEP ? !T.grad_keep : !T.grad_acc)))
-        tr_die("the plan keeps part of the optimizer on the device without its regions");
     T.master_next = region("master_next", NULL, NULL);
     T.adam_m_next = region("adam_m_next", NULL, NULL);
     T.adam_v_next = region("adam_v_next", NULL, NULL);
-    for (int b = 0; b < TR_MAX_BUFS; b++) {
+    for (int b = 0; b < ZG_N_REGIONS_OPT_BUF; b++) {
         snprintf(name, sizeof name, "opt_buf_%d", b);
-        if (!(T.opt_buf[b] = region(name, NULL, &bytes))) break;
-        T.n_opt_bufs = b + 1;
-        T.opt_parts = T.grad32_nvme >= 0 ? 4 : 3;      /* the plan's opt_buf: master|m|v(|g) */
-        T.opt_buf_part = bytes / (4 * T.opt_parts);
+        T.opt_buf[b] = region(name, NULL, &bytes);
+        T.opt_buf_part = bytes / (4 * ZG_OPT_BUF_PARTS);
     }
     tr_grad_window_reset();
-    for (int b = 0; b < TR_MAX_BUFS; b++) {
+    for (int b = 0; b < ZG_N_REGIONS_MASTER_BUF; b++) {
         snprintf(name, sizeof name, "master_buf_%d", b);
-        if (!(T.master_buf[b] = region(name, NULL, NULL))) break;
-        T.n_master_bufs = b + 1;
+        T.master_buf[b] = region(name, NULL, NULL);
     }
     T.grad_stage = region("grad_stage", NULL, NULL);
     T.tied_grad = region("tied_grad", NULL, NULL);
-    if (!region("acts", NULL, NULL) || !region("scratch", NULL, NULL))
-        tr_die("the plan has no \"acts\"/\"scratch\" regions");
 
     derive();
     tr_norm_init();                 /* the norm's pieces by this rank's buckets (after derive) */
@@ -348,35 +370,21 @@ void tr_layout_init(void)
     tr_model_carve(T.acts, T.scratch, T.act_ckpt ? 1 : ZG_N_LAYERS);
     if (T.act_ckpt) T.ckpt_out = T.acts + tr_model_acts_floats(1);
 
-    /* what the executor dereferences: a plan without it cannot be run. Each rule reads which regions
-    ** the plan carved (gen/memplan.c decides that from the configuration), not the ZeRO stage. */
+    /* what the executor dereferences: a plan without it cannot be run (the regions themselves are
+    ** checked when this file compiles, above) */
     check_op_regions(zg_micro_ops, ZG_N_MICRO_OPS, "zg_micro_ops");
     check_op_regions(zg_last_micro_ops, ZG_N_LAST_MICRO_OPS, "zg_last_micro_ops");
     check_op_regions(zg_step_ops, ZG_N_STEP_OPS, "zg_step_ops");
-    int has_shard = T.params_shard || T.params_shard_nvme >= 0;
-    if (!T.params16 == !has_shard)
-        tr_die("plan needs exactly one working copy of the parameters: params16 (whole) or params_shard "
-               "(this rank's slices)");
-    if ((zg_tensors[0].part_numel > 0) != has_shard)    /* derive() reads the rows, the rest the regions */
+    if ((zg_tensors[0].part_numel > 0) != TR_PARAMS_SHARDED)   /* derive() reads the rows, the rest the regions */
         tr_die("plan's tensor rows %s per-rank slices (part_numel) but its regions hold %s",
-               has_shard ? "lack" : "have", has_shard ? "params_shard" : "params16");
-    if (!T.grads && ((!T.grad32 && !T.grad16 && T.grad32_nvme < 0) || T.n_bucket_bufs == 0))
-        tr_die("plan lacks gradient buffers: neither grads nor grad32 (or grad16) with bucket_0");
-    if (T.grad32_nvme >= 0 && (T.opt_parts != 4 || ZG_N_SUBGROUPS == 0))
-        tr_die("plan puts grad32 on NVMe without opt_buf_<b> staging for its sub-groups");
-    if (ZG_MIXED && (!T.grad_stage || !T.stage_params))
-        tr_die("plan lacks the module gradient area grad_stage or the host's fp32 parameter staging");
-    if (!ZG_MIXED && !T.grads && !T.grad_stage) tr_die("plan lacks region grad_stage (bucketed fp32 gradients)");
-    if (ZG_N_GATHER_SLOTS > TR_MAX_SLOTS) tr_die("more gather slots than this trainer supports");
-    /* fp32 with the shard on NVMe and no separate master: the plan swaps the parameters */
-    if (!ZG_MIXED && T.params_shard_nvme >= 0 && !T.master && T.master_nvme < 0 && T.n_master_bufs == 0)
-        tr_die("plan lacks region master_buf_0 (fp32 parameters on NVMe are the master)");
+               TR_PARAMS_SHARDED ? "lack" : "have", TR_PARAMS_SHARDED ? "params_shard" : "params16");
+    if (ZG_MIXED && !T.stage_params) tr_die("plan lacks the host's fp32 parameter staging (ZG_HOST_STAGE_BYTES)");
 }
 
 void tr_layout_free(void)
 {
-    if (T.nvme_param && T.nvme_param != T.nvme) ZR_CHECK(zr_nvme_close(T.nvme_param));
-    if (T.nvme) ZR_CHECK(zr_nvme_close(T.nvme));
+    if (ZG_NVME_FILES > 1) ZR_CHECK(zr_nvme_close(T.nvme_param));
+    if (ZG_NVME_FILES > 0) ZR_CHECK(zr_nvme_close(T.nvme));
     for (int tier = 0; tier < ZR_NTIERS; tier++) {
         if (!T.arena[tier]) continue;
         ZR_CHECK(zr_arena_check(T.arena[tier]));

@@ -2,7 +2,7 @@
 ** train_model.h — the model adapter: everything the executor (train_exec.c) and the layout
 ** (train_layout.c) need of an architecture's host kernels, and nothing else. One implementation per
 ** arch (templates/host/gpt2/gpt2_model.c, templates/host/llama/llama_model.c); zgen emits the one the arch
-** table names (gen/model.c, ZgArch.host_files), so the executor never names an architecture.
+** file names (gen/arch_<name>.c, ZgArch.host_files), so the executor never names an architecture.
 **
 ** Module by module, as the plan's FORWARD / BACKWARD rows run them: every call takes the module's
 ** parameter pointers p and gradient pointers g, indexed from the module's first tensor in the IR's

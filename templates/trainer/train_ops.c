@@ -50,22 +50,18 @@ static void prepare_grads(const ZrOpRow *op)
     if (tied >= 0) memcpy(Gp[tied], T.tied_grad, (size_t)zg_tensors[tied].numel * 4);
 }
 
-/* Stages 0/1 with a 16-bit dtype (the plan has "grads" and no fp32 accumulation into it): add G
-** into the 16-bit accumulation buffer "grads". */
-static void finish_grads(const ZrOpRow *op)
+/* GRAD_ADD (stages 0/1 with a 16-bit dtype): the row's fp32 module gradient area added into the
+** 16-bit accumulation buffer "grads", each element widened, added and rounded once. */
+static void grad_add(const ZrOpRow *op)
 {
-    if (op->accumulate || !T.grads) return;
-    int first, n;
-    tr_module_tensors(op->arg, &first, &n);
-    for (int t = first; t < first + n; t++) {
-        uint16_t *g = tr_w_at(T.grads, zg_tensors[t].flat_offset);
-        const float *s = Gp[t];
-        for (int64_t i = 0; i < zg_tensors[t].numel; i++) {
-            float a;
-            tr_w_to_f32(&a, &g[i], 1);
-            a += s[i];
-            tr_f32_to_w(&g[i], &a, 1);
-        }
+    char *g = tr_region_at(op->dst, op->dst_off, op->dst_dt);
+    const float *s = tr_region_at(op->src, op->src_off, op->src_dt);
+    float a[1024];
+    for (int64_t i = 0; i < op->count; i += 1024) {
+        int64_t m = op->count - i < 1024 ? op->count - i : 1024;
+        tr_w_to_f32(a, g + i * ZG_DTYPE_SIZE, m);
+        for (int64_t j = 0; j < m; j++) a[j] += s[i + j];
+        tr_f32_to_w(g + i * ZG_DTYPE_SIZE, a, m);
     }
 }
 
@@ -146,21 +142,21 @@ static void backward(const ZrOpRow *op)
         tr_model_embed_backward(T.inputs, T.pos, g);
         break;
     }
-    finish_grads(op);
 }
 
 /* ---------------------------------------------------------------------- stage 3 gathers */
+/* The row's span of the shard into param_buf s: a copy, or an NVMe read the GATHER waits for. */
 static void param_swap_in(const ZrOpRow *op)
 {
-    int g = op->arg, s = op->slot;
-    int64_t off = zg_gathers[g].shard_offset, n = zg_gathers[g].shard_numel;
-    if (!T.param_buf[s]) tr_die("plan lacks param_buf_%d for PARAM_SWAP_IN", s);
-    if (T.params_shard) {
-        memcpy(T.param_buf[s], tr_w_at(T.params_shard, off), (size_t)n * ZG_DTYPE_SIZE);
-    } else {
-        ZR_CHECK(zr_nvme_read_async(T.nvme_param, T.param_buf[s], n * ZG_DTYPE_SIZE,
-                                    T.params_shard_nvme + off * ZG_DTYPE_SIZE, &T.pswap_req[s]));
-    }
+    void *dst = tr_region_at(op->dst, op->dst_off, op->dst_dt);
+    int64_t bytes = op->count * ZG_DTYPE_SIZE;
+    if (op->xfer == ZR_XFER_COPY)
+        memcpy(dst, tr_region_at(op->src, op->src_off, op->src_dt), (size_t)bytes);
+    else if (op->xfer == ZR_XFER_NVME_READ)
+        ZR_CHECK(zr_nvme_read_async(T.nvme_param, dst, bytes, tr_nvme_at(op->src, op->src_off, op->src_dt),
+                                    &T.pswap_req[op->slot]));
+    else
+        tr_die("PARAM_SWAP_IN of group %d lowered to %s", op->arg, zr_xfer_names[op->xfer]);
 }
 
 static void gather(const ZrOpRow *op)
@@ -168,21 +164,15 @@ static void gather(const ZrOpRow *op)
     int s = op->slot;
     const ZrGatherRow *gr = &zg_gathers[op->arg];
     TrReq *q = &T.gather_req[s];
-    const char *src;
-    int64_t src0;
-    if (T.param_buf[s]) {         /* parameters offloaded: PARAM_SWAP_IN brought the span in */
-        if (!T.params_shard && T.pswap_req[s].state == 1 && zr_nvme_wait(T.nvme_param, &T.pswap_req[s]) < 0)
-            tr_die("%s", zr_nvme_strerror(T.nvme_param));
-        src = T.param_buf[s];
-        src0 = gr->shard_offset;
-    } else {
-        src = T.params_shard;
-        src0 = 0;
-    }
+    /* the row's source holds the group's span of the shard: param_buf s (PARAM_SWAP_IN brought it,
+    ** from NVMe still in flight) or the shard itself at the span */
+    if (T.pswap_req[s].state == 1 && zr_nvme_wait(T.nvme_param, &T.pswap_req[s]) < 0)
+        tr_die("%s", zr_nvme_strerror(T.nvme_param));
+    const char *src = tr_region_at(op->src, op->src_off, op->src_dt);
     if (q->n) tr_die("slot %d gathered again before its previous gather was waited for", s);
     for (int t = gr->first_tensor; t < gr->first_tensor + gr->n_tensors; t++) {
         if (zg_tensors[t].persistent) continue;
-        const void *send = src + (zg_tensors[t].shard_offset - src0) * ZG_DTYPE_SIZE;
+        const void *send = src + (zg_tensors[t].shard_offset - gr->shard_offset) * ZG_DTYPE_SIZE;
         ZR_CHECK(zr_all_gather(T.comm, send, tr_w_at(T.slot[s], zg_tensors[t].gather_offset),
                                zg_tensors[t].part_numel, ZG_DTYPE, &q->h[q->n]));
         q->n++;
@@ -429,7 +419,7 @@ void tr_norm_init(void)
         if (u == 0 || norm_cut[u - 1] != norm_cut[i]) norm_cut[u++] = norm_cut[i];
     norm_sq = (ZrAdamSq){.block = ZG_NORM_BLOCK, .cut = norm_cut, .n_cut = u, .piece = T.norm_pieces, .open = -1};
     int64_t need = T.opt_numel > 0 ? zr_adam_sq_piece(&norm_sq, T.opt_numel - 1) + 1 : 0;
-    if (!T.norm_pieces || need > T.n_norm_pieces)
+    if (need > T.n_norm_pieces)
         tr_die("rank %d's norm needs %lld pieces; the plan's norm_pieces holds %lld", T.rank, (long long)need,
                (long long)T.n_norm_pieces);
     /* zero once: the fold clears each piece it reads, which are all the speculative Adam writes */
@@ -484,6 +474,6 @@ const TrOps tr_host_ops = {
     .name = "host",
     .swap_in = param_swap_in, .gather = gather, .wait_gather = wait_gather, .release = release,
     .forward = forward, .backward = backward,
-    .grad_copy = grad_copy, .reduce = reduce, .wait_reduce = wait_reduce,
+    .grad_copy = grad_copy, .grad_add = grad_add, .reduce = reduce, .wait_reduce = wait_reduce,
     .optimizer = host_spec_optimizer, .grad_ship = host_grad_ship, .grad_keep = grad_keep,
 };

@@ -23,8 +23,8 @@
 /* Gradient of opt-shard element `i` (W when read from "grads", fp32 from grad32). */
 static const void *grad_at(int64_t i, ZrDtype *dt)
 {
-    if (T.grad32) { *dt = ZR_DT_FP32; return T.grad32 + i; }
-    if (T.grad16) { *dt = (ZrDtype)ZG_DTYPE; return tr_w_at(T.grad16, i); }
+    if (ZG_HAS_GRAD32) { *dt = ZR_DT_FP32; return T.grad32 + i; }
+    if (ZG_HAS_GRAD16) { *dt = (ZrDtype)ZG_DTYPE; return tr_w_at(T.grad16, i); }
     *dt = (ZrDtype)ZG_DTYPE;
     return tr_w_at(T.grads, T.opt_flat0 + i);
 }
@@ -34,7 +34,7 @@ static const void *grad_at(int64_t i, ZrDtype *dt)
 ** when the shard is on NVMe. */
 void *tr_opt_home(void)
 {
-    return T.params16 ? tr_w_at(T.params16, T.opt_flat0) : T.params_shard;
+    return ZG_HAS_PARAMS16 ? tr_w_at(T.params16, T.opt_flat0) : T.params_shard;
 }
 
 /* The working-precision home of opt-shard element i (NULL + i when it is on NVMe). */
@@ -43,14 +43,14 @@ static void *home_at(int64_t i) { return tr_w_at(tr_opt_home(), i); }
 /* Part of the optimizer on the device (ZG_N_SG_DEV, gen/plan.c): the host's state regions hold the
 ** shard from ZG_OPT_DEV_NUMEL on, so shard element i (i >= ZG_OPT_DEV_NUMEL) is their element
 ** i - ZG_OPT_DEV_NUMEL; these bases are indexed by the shard element, as the device's *_dev are. */
-static float *host_base(float *region) { return region ? region - ZG_OPT_DEV_NUMEL : NULL; }
+static float *host_base(float *region) { return region - ZG_OPT_DEV_NUMEL; }
 
 /* fp32 master of opt-shard element i (i >= ZG_OPT_DEV_NUMEL) when it lives in memory: "master", or
 ** with fp32 and no offload the working parameters themselves. */
 static float *master_at(int64_t i)
 {
-    if (T.master) return host_base(T.master) + i;
-    if (T.master_nvme >= 0) return NULL;
+    if (ZG_HAS_MASTER) return host_base(T.master) + i;
+    if (ZG_ON_NVME_MASTER) return NULL;
     return (float *)home_at(i);
 }
 
@@ -75,7 +75,7 @@ static void wait_buf(int b)
 static int sg_buffer(int k)
 {
     int b = zg_subgroups[k].buffer;
-    int n = T.n_master_bufs ? T.n_master_bufs : T.n_opt_bufs;
+    int n = ZG_N_REGIONS_MASTER_BUF ? ZG_N_REGIONS_MASTER_BUF : ZG_N_REGIONS_OPT_BUF;
     if (b < 0 || b >= n) tr_die("sub-group %d names staging buffer %d, absent", k, b);
     return b;
 }
@@ -139,8 +139,8 @@ static void gw_flush(void)
 ** so the hand-over walks the sub-groups downwards and prefetches the one below. */
 void tr_grad_take(int64_t off, const void *src, int64_t n, int add)
 {
-    if (T.grad32) { tr_w_into_f32(T.grad32 + off, src, n, add); return; }
-    if (T.grad32_nvme < 0) tr_die("internal: a gradient hand-over without grad32");
+    if (ZG_HAS_GRAD32) { tr_w_into_f32(T.grad32 + off, src, n, add); return; }
+    if (!ZG_ON_NVME_GRAD32) tr_die("internal: a gradient hand-over without grad32");
     if (n <= 0) return;
     int64_t size = zg_subgroups[0].numel;
     for (int k = (int)((off + n - 1) / size); k >= 0 && k >= (int)(off / size); k--) {
@@ -169,7 +169,7 @@ static int64_t pmaster_off(int k) { return T.params_shard_nvme + zg_subgroups[k]
 
 static void swap_in(int k)
 {
-    if (T.n_master_bufs) {
+    if (ZG_N_REGIONS_MASTER_BUF) {
         int b = sg_buffer(k);
         double t0 = tr_now();
         wait_buf(b);                          /* its previous sub-group's write-back */
@@ -178,11 +178,11 @@ static void swap_in(int k)
         tr_span(ZR_TRACK_IO, "swap-in", t0);
         return;
     }
-    if (T.master_nvme < 0) return;            /* optimizer state in memory: nothing to bring in */
+    if (!ZG_ON_NVME_MASTER) return;            /* optimizer state in memory: nothing to bring in */
     int b = sg_buffer(k);
     double t0 = tr_now();
     wait_buf(b);                              /* its previous sub-group's write-back */
-    if (T.grad32_nvme >= 0 && T.gw_in[b] != k) gw_fetch(k);   /* not still there from the norm */
+    if (ZG_ON_NVME_GRAD32 && T.gw_in[b] != k) gw_fetch(k);   /* not still there from the norm */
     int64_t bytes = zg_subgroups[k].numel * 4;
     for (int part = 0; part < 3; part++)
         ZR_CHECK(zr_nvme_read_async(T.nvme, buf_part(b, part), bytes, nvme_off(k, part),
@@ -192,13 +192,13 @@ static void swap_in(int k)
 
 static void swap_out(int k)
 {
-    if (T.n_master_bufs) {
+    if (ZG_N_REGIONS_MASTER_BUF) {
         int b = sg_buffer(k);
         ZR_CHECK(zr_nvme_write_async(T.nvme, T.master_buf[b], zg_subgroups[k].numel * 4,
                                      pmaster_off(k), &T.opt_req[b][0]));
         return;
     }
-    if (T.master_nvme < 0) return;
+    if (!ZG_ON_NVME_MASTER) return;
     int b = sg_buffer(k);
     int64_t bytes = zg_subgroups[k].numel * 4;
     for (int part = 0; part < 3; part++)
@@ -225,47 +225,39 @@ static void adam_piece(const ZrAdamCfg *c, float *p, float *m, float *v, float *
         ZR_CHECK(zr_adam_step_sq(c, p + a, m + a, v + a, po + a, mo + a, vo + a,
                                  (const char *)g + a * gsz, gdt, p16 ? p16 + a * ZG_DTYPE_SIZE : NULL,
                                  (ZrDtype)ZG_DTYPE, len, at + a, sq));
-        if (T.nvme && zr_nvme_poll(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
-        if (T.nvme_param != T.nvme && zr_nvme_poll(T.nvme_param) < 0) tr_die("%s", zr_nvme_strerror(T.nvme_param));
+        if (ZG_NVME_FILES > 0 && zr_nvme_poll(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
+        if (ZG_NVME_FILES > 1 && zr_nvme_poll(T.nvme_param) < 0) tr_die("%s", zr_nvme_strerror(T.nvme_param));
     }
+}
+
+/* An operand of sub-group k's OPTIMIZER (zg_optimizers, gen/lower.c): the address of shard element
+** e in region r, whose element off (+ this rank's flat start where ranked) holds shard element 0. */
+void *tr_opt_operand(int r, int64_t off, int ranked, int dt, int64_t e)
+{
+    return tr_region_at(r, off + (ranked ? T.opt_flat0 : 0) + e, dt);
 }
 
 static void optimizer(const ZrOpRow *op, double lr)
 {
     int k = op->arg;
     const ZrSubGroupRow *sg = &zg_subgroups[k];
+    const ZrOptRow *r = &zg_optimizers[k];
     int64_t s0 = sg->shard_offset, s1 = sg->shard_offset + sg->numel;
-    float *p, *m, *v, *gnv = NULL;
     double tw = tr_now();
-    if (T.master_nvme >= 0) {
-        int b = sg_buffer(k);
-        wait_buf(b);
-        p = buf_part(b, 0) - s0; m = buf_part(b, 1) - s0; v = buf_part(b, 2) - s0;
-        if (T.grad32_nvme >= 0) gnv = gw_buf(b) - s0;
-    } else if (T.n_master_bufs) {
-        /* fp32 with the parameters on NVMe and no separate master: the parameters are the master;
-        ** the plan's SWAP_IN brought the sub-group into master_buf, its SWAP_OUT writes it back */
-        int b = sg_buffer(k);
-        wait_buf(b);
-        p = T.master_buf[b] - s0; m = T.adam_m; v = T.adam_v;
-    } else if (k < ZG_N_SG_DEV) {         /* the device's part (train-cuda runs it there itself) */
-        p = T.master_dev; m = T.adam_m_dev; v = T.adam_v_dev;
-    } else {
-        p = master_at(0); m = host_base(T.adam_m); v = host_base(T.adam_v);
-    }
+    /* staged state (the master on NVMe, or fp32 parameters that are the master): SWAP_IN's reads */
+    if (ZG_ON_NVME_MASTER || ZG_N_REGIONS_MASTER_BUF) wait_buf(sg_buffer(k));
+    float *p = tr_opt_operand(r->master, r->master_off, r->master_ranked, ZR_DT_FP32, 0);
+    float *m = tr_opt_operand(r->m, r->m_off, 0, ZR_DT_FP32, 0), *v = tr_opt_operand(r->v, r->v_off, 0, ZR_DT_FP32, 0);
     /* 16-bit copy of the result: straight to its home, or to the NVMe write-back buffer */
-    int separate = T.master || T.master_nvme >= 0;
     char *home = NULL;
-    if (separate) {
-        if (T.params_shard_nvme >= 0) {       /* the home is on NVMe: through the write-back buffer */
-            if (T.wb_req.state == 1 && zr_nvme_wait(T.nvme_param, &T.wb_req) < 0)
-                tr_die("%s", zr_nvme_strerror(T.nvme_param));
-            home = (char *)T.param_wb - s0 * ZG_DTYPE_SIZE;
-        } else {
-            home = T.param_out ? T.param_out : home_at(0);
-        }
+    if (r->home >= 0 && r->home_nvme) {
+        if (T.wb_req.state == 1 && zr_nvme_wait(T.nvme_param, &T.wb_req) < 0)
+            tr_die("%s", zr_nvme_strerror(T.nvme_param));
+        home = tr_opt_operand(r->home, r->home_off, 0, ZG_DTYPE, 0);
+    } else if (r->home >= 0) {
+        home = T.param_out ? T.param_out : tr_opt_operand(r->home, r->home_off, r->home_ranked, ZG_DTYPE, 0);
     }
-    if (T.nvme) tr_span(ZR_TRACK_IO, "swap-in wait", tw);   /* waiting is I/O, not Adam */
+    if (ZG_NVME_FILES > 0) tr_span(ZR_TRACK_IO, "swap-in wait", tw);   /* waiting is I/O, not Adam */
     double t0 = tr_now();
     ZrAdamCfg c = {(float)lr, (float)ZG_BETA1, (float)ZG_BETA2, (float)ZG_EPS, 0.0f, ZG_ADAM_W_MODE,
                    ZG_BIAS_CORRECTION ? T.applied + 1 : INT64_MAX, T.grad_scale};
@@ -274,8 +266,10 @@ static void optimizer(const ZrOpRow *op, double lr)
     int next = T.spec_mode == TR_SPEC_NEXT;
     /* the speculative pass over the host's part sums the norm's squares of what it reads */
     ZrAdamSq *sq = ZG_NORM_ADAM && spec_first && k >= ZG_N_SG_DEV ? tr_norm_sq() : NULL;
-    float *out[3] = {next ? host_base(T.master_next) : p, next ? host_base(T.adam_m_next) : m,
-                     next ? host_base(T.adam_v_next) : v};
+    if (next && r->next_master < 0) tr_die("internal: a speculative redo of sub-group %d, which has no second copy", k);
+    float *out[3] = {next ? tr_opt_operand(r->next_master, r->next_off, 0, ZR_DT_FP32, 0) : p,
+                     next ? tr_opt_operand(r->next_m, r->next_off, 0, ZR_DT_FP32, 0) : m,
+                     next ? tr_opt_operand(r->next_v, r->next_off, 0, ZR_DT_FP32, 0) : v};
     for (int t = 0; t < ZG_N_TENSORS; t++) {
         int64_t lo = T.t[t].opt_lo > s0 ? T.t[t].opt_lo : s0;
         int64_t hi = T.t[t].opt_hi < s1 ? T.t[t].opt_hi : s1;
@@ -285,9 +279,8 @@ static void optimizer(const ZrOpRow *op, double lr)
             else memcpy(home + lo * 4, p + lo, (size_t)(hi - lo) * 4);
             continue;
         }
-        /* the device's part reads the row's source (grad_keep or grad_acc, by shard element) */
-        ZrDtype gdt = k < ZG_N_SG_DEV ? (ZrDtype)op->src_dt : ZR_DT_FP32;
-        const void *g = gnv ? gnv + lo : k < ZG_N_SG_DEV ? tr_region_at(op->src, lo, op->src_dt) : grad_at(lo, &gdt);
+        ZrDtype gdt = (ZrDtype)r->grad_dt;
+        const void *g = tr_opt_operand(r->grad, r->grad_off, r->grad_ranked, gdt, lo);
         c.weight_decay = zg_tensors[t].decay ? (float)ZG_WEIGHT_DECAY : 0.0f;
         char *p16 = ZG_MIXED && home ? home + lo * ZG_DTYPE_SIZE : NULL;
         adam_piece(&c, p + lo, m + lo, v + lo, out[0] + lo, out[1] + lo, out[2] + lo, g, gdt, p16, hi - lo,
@@ -295,9 +288,9 @@ static void optimizer(const ZrOpRow *op, double lr)
         if (!ZG_MIXED && home) memcpy(home + lo * 4, out[0] + lo, (size_t)(hi - lo) * 4);
     }
     if (sq) zr_adam_sq_close(sq);
-    if (separate && T.params_shard_nvme >= 0)
-        ZR_CHECK(zr_nvme_write_async(T.nvme_param, T.param_wb, sg->numel * ZG_DTYPE_SIZE,
-                                     T.params_shard_nvme + s0 * ZG_DTYPE_SIZE, &T.wb_req));
+    if (r->home >= 0 && r->home_nvme)
+        ZR_CHECK(zr_nvme_write_async(T.nvme_param, home + s0 * ZG_DTYPE_SIZE, sg->numel * ZG_DTYPE_SIZE,
+                                     tr_nvme_at(ZG_RG_PARAMS_SHARD, s0, ZG_DTYPE), &T.wb_req));
     tr_span(ZR_TRACK_COMPUTE, "adam", t0);
 }
 
@@ -325,7 +318,7 @@ static void persist_slice(int64_t at, int64_t from, int64_t n, void *ctx)
 {
     const ZrOpRow *op = ctx;
     void *dst = tr_region_at(op->dst, op->dst_off + at, op->dst_dt);
-    if (T.params_shard)
+    if (ZG_HAS_PARAMS_SHARD)
         memcpy(dst, tr_region_at(op->src, op->src_off + from, op->src_dt), (size_t)n * ZG_DTYPE_SIZE);
     else
         tr_nvme_rw_param(0, dst, n * ZG_DTYPE_SIZE, T.params_shard_nvme + from * ZG_DTYPE_SIZE);
@@ -339,9 +332,9 @@ int64_t tr_persist_fill(const ZrOpRow *op)
     int64_t numel = tr_persist_slices(NULL, NULL);
     if (numel == 0) return 0;
     /* shard on NVMe: the sub-groups' write-backs must land before their slices are read */
-    if (!T.params_shard && T.wb_req.state == 1 && zr_nvme_wait(T.nvme_param, &T.wb_req) < 0)
+    if (ZG_ON_NVME_PARAMS_SHARD && T.wb_req.state == 1 && zr_nvme_wait(T.nvme_param, &T.wb_req) < 0)
         tr_die("%s", zr_nvme_strerror(T.nvme_param));
-    for (int b = 0; b < T.n_master_bufs; b++) wait_buf(b);
+    for (int b = 0; b < ZG_N_REGIONS_MASTER_BUF; b++) wait_buf(b);
     void *persist = tr_region_at(op->dst, op->dst_off, op->dst_dt);
     memset(persist, 0, (size_t)numel * ZG_DTYPE_SIZE);
     tr_persist_slices(persist_slice, (void *)op);
@@ -400,7 +393,7 @@ static double owned_sumsq_nvme(void)
 static double owned_sumsq(void)
 {
     if (ZG_NORM_FUSED) return tr_norm_total();
-    if (T.grad32_nvme >= 0) return owned_sumsq_nvme();
+    if (ZG_ON_NVME_GRAD32) return owned_sumsq_nvme();
     double s = 0;
     for (int t = 0; t < ZG_N_TENSORS; t++) {
         int64_t lo = T.t[t].opt_lo, n = T.t[t].opt_hi - lo;
@@ -489,14 +482,17 @@ void tr_spec_optimizer(const ZrOpRow *op, void (*run_op)(const ZrOpRow *op, doub
     spec_done[op->arg] = 1;
 }
 
-static void swap_state(float **a, float **b, const char *name, const char *next)
+#if ZG_SPECULATIVE
+static void swap_state(float **a, float **b, int i, int j)
 {
     float *t = *a;
     *a = *b;
     *b = t;
-    int i = tr_region_index(name), j = tr_region_index(next);
-    if (i >= 0 && j >= 0) { void *r = T.rg[i]; T.rg[i] = T.rg[j]; T.rg[j] = r; }
+    void *r = T.rg[i];
+    T.rg[i] = T.rg[j];
+    T.rg[j] = r;
 }
+#endif
 
 /* Every OPTIMIZER of the last micro-step's list again, in `mode`. */
 static void spec_rerun(int mode, double lr, void (*run_op)(const ZrOpRow *op, double lr))
@@ -527,9 +523,13 @@ static int spec_settle(double (*owned)(void), void (*run_op)(const ZrOpRow *op, 
         tr_span(ZR_TRACK_COMPUTE, "speculation redone", t0);
         T.spec_redone++;
     }
-    swap_state(&T.master, &T.master_next, "master", "master_next");
-    swap_state(&T.adam_m, &T.adam_m_next, "adam_m", "adam_m_next");
-    swap_state(&T.adam_v, &T.adam_v_next, "adam_v", "adam_v_next");
+#if ZG_SPECULATIVE
+    _Static_assert(ZG_RG_MASTER >= 0 && ZG_RG_MASTER_NEXT >= 0 && ZG_RG_ADAM_M_NEXT >= 0 && ZG_RG_ADAM_V_NEXT >= 0,
+                   "a speculative plan without the state's second copy");
+    swap_state(&T.master, &T.master_next, ZG_RG_MASTER, ZG_RG_MASTER_NEXT);
+    swap_state(&T.adam_m, &T.adam_m_next, ZG_RG_ADAM_M, ZG_RG_ADAM_M_NEXT);
+    swap_state(&T.adam_v, &T.adam_v_next, ZG_RG_ADAM_V, ZG_RG_ADAM_V_NEXT);
+#endif
     for (int i = 0; i < ZG_N_STEP_OPS; i++) run_op(&zg_step_ops[i], lr);
     T.applied++;
     return 1;
@@ -547,10 +547,10 @@ int tr_step(double (*owned)(void), void (*run_op)(const ZrOpRow *op, double lr))
 
 void tr_optim_step_with(void (*run_op)(const ZrOpRow *op, double lr))
 {
-    if (!tr_step(owned_sumsq, run_op) || !T.nvme) return;
+    if (!tr_step(owned_sumsq, run_op) || ZG_NVME_FILES == 0) return;
     double t0 = tr_now();
     if (zr_nvme_wait_all(T.nvme) < 0) tr_die("%s", zr_nvme_strerror(T.nvme));
-    if (T.nvme_param != T.nvme && zr_nvme_wait_all(T.nvme_param) < 0)
+    if (ZG_NVME_FILES > 1 && zr_nvme_wait_all(T.nvme_param) < 0)
         tr_die("%s", zr_nvme_strerror(T.nvme_param));
     tr_span(ZR_TRACK_IO, "swap-out wait", t0);
 }
@@ -580,7 +580,7 @@ void tr_opt_state_copy(int part, int64_t lo, int64_t n, float *buf, int into_sta
 
 void tr_opt_shard_grads(float *dst)
 {
-    if (T.grad32_nvme >= 0) {
+    if (ZG_ON_NVME_GRAD32) {
         gw_flush();
         for (int k = 0; k < ZG_N_SUBGROUPS; k++)
             memcpy(dst + zg_subgroups[k].shard_offset, gw_get(k), (size_t)zg_subgroups[k].numel * 4);

@@ -31,18 +31,19 @@ void tr_state_load(TrFill *fill, void *ctx)
     int64_t chunk = chunk_floats();
     float *buf = T.acts;
     void *wbuf = T.acts + chunk;
+    static const int in_mem[3] = {ZG_HAS_MASTER, ZG_HAS_ADAM_M, ZG_HAS_ADAM_V};
+    static const int on_nvme[3] = {ZG_ON_NVME_MASTER, ZG_ON_NVME_ADAM_M, ZG_ON_NVME_ADAM_V};
     for (int part = 0; part < 3; part++) {
-        float *mem = part == 0 ? (T.master ? T.master : NULL) : part == 1 ? T.adam_m : T.adam_v;
         int64_t nv = part == 0 ? T.master_nvme : part == 1 ? T.adam_m_nvme : T.adam_v_nvme;
         for (int64_t lo = 0; lo < T.opt_numel; lo += chunk) {
             int64_t n = T.opt_numel - lo < chunk ? T.opt_numel - lo : chunk;
             fill(part, lo, n, buf, ctx);
-            if (mem) tr_opt_state_copy(part, lo, n, buf, 1);
-            else if (nv >= 0) tr_nvme_rw(1, buf, n * 4, nv + lo * 4);
+            if (in_mem[part]) tr_opt_state_copy(part, lo, n, buf, 1);
+            else if (on_nvme[part]) tr_nvme_rw(1, buf, n * 4, nv + lo * 4);
             if (part != 0) continue;
             /* the working copy: rounded (or copied) from the master */
-            if (T.params16 || T.params_shard) {
-                void *home = T.params16 ? tr_w_at(T.params16, T.opt_flat0 + lo) : tr_w_at(T.params_shard, lo);
+            if (ZG_HAS_PARAMS16 || ZG_HAS_PARAMS_SHARD) {
+                void *home = ZG_HAS_PARAMS16 ? tr_w_at(T.params16, T.opt_flat0 + lo) : tr_w_at(T.params_shard, lo);
                 tr_f32_to_w(home, buf, n);
             } else {                  /* the shard lives on NVMe */
                 tr_f32_to_w(wbuf, buf, n);

@@ -46,6 +46,7 @@
 #define ZG_ROPE_LOW_FREQ_FACTOR         ${cfmt.double(m.rope_low_freq_factor)}
 #define ZG_ROPE_HIGH_FREQ_FACTOR        ${cfmt.double(m.rope_high_freq_factor)}
 #define ZG_ROPE_ORIGINAL_CONTEXT        ${cfmt.int(m.rope_original_context)}
+#define ZG_QKV_BIAS                     ${cfmt.bool(m.qkv_bias)}  /* q, k, v projections carry biases (zg_tables.h ZG_LT_*_BIAS) */
 @@ end
 
 /* ---------------------------------------------------------------------- batch and run */
@@ -172,6 +173,7 @@
 #define ZG_OPT_DEV_NUMEL                ${cfmt.i64(plan.opt_dev_numel)}  /* their elements: the shard's [0, ZG_OPT_DEV_NUMEL); the host regions hold the rest */
 #define ZG_GRAD_KEEP                    ${cfmt.bool(plan.grad_keep)}  /* GRAD_KEEP copies their reduced gradients into the device grad_keep */
 #define ZG_GRAD_NVME                    ${cfmt.bool(plan.grad_nvme)}  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
+#define ZG_OPT_BUF_PARTS                ${plan.grad_nvme and 4 or 3}  /* fp32 parts of an opt_buf_<b>: master, m, v (, gradients with ZG_GRAD_NVME) */
 #define ZG_SG_ALIGN                     ${cfmt.i64(plan.sg_align)}
 #define ZG_NVME_ALIGN                   ${cfmt.i64(plan.nvme_align)}
 #define ZG_NVME_FILES                   ${#plan.mem.nvme_files}  /* swap files per rank: one per distinct nvme_path (param's first) */
@@ -201,6 +203,24 @@
 #define ZG_GRAD_LAND_NUMEL              ${cfmt.i64(plan.mem.grad_land_numel)}
 #define ZG_GRAD_LAND_DIRECT             ${cfmt.bool(plan.mem.grad_land_direct)}  /* a GPU rank's D2H lands in grad16 itself (gen/memplan.c) */
 #define ZG_PARAM_LAND_NUMEL             ${cfmt.i64(plan.mem.param_land_numel)}
+
+/* ---------------------------------------------------------------------- regions present */
+/* Which regions the plan lays out (runtime/zr_enums.h's ZR_REGION_LIST): ZG_HAS_<NAME> 1 when in
+** memory (a tier but NVMe), ZG_ON_NVME_<NAME> 1 when on NVMe; ZG_N_REGIONS_<FAMILY> numbered ones.
+** The trainer asks these, never whether a pointer is set. */
+@@ local where = {}
+@@ for _, r in ipairs(plan.mem.regions) do where[r.name] = r.tier end
+@@ for _, n in ipairs(enums.regions) do
+#define ${cfmt.pad("ZG_HAS_" .. n:upper(), 32)}${cfmt.bool(where[n] ~= nil and where[n] ~= "nvme")}
+#define ${cfmt.pad("ZG_ON_NVME_" .. n:upper(), 32)}${cfmt.bool(where[n] == "nvme")}
+@@ end
+@@ for _, f in ipairs(enums.region_families) do
+@@   local count = 0
+@@   for _, r in ipairs(plan.mem.regions) do
+@@     if r.name:sub(1, #f) == f and r.name:sub(#f + 1):match("^%d+$") then count = count + 1 end
+@@   end
+#define ${cfmt.pad("ZG_N_REGIONS_" .. f:sub(1, -2):upper(), 32)}${count}
+@@ end
 
 /* ---------------------------------------------------------------------- table sizes */
 #define ZG_N_TENSORS                    ${#plan.tensors}

@@ -6,20 +6,31 @@
 ** zg_tables.c — the static tables of the ${plan.model.name} trainer: the partition map, every
 ** buffer's place, and the schedule of a step, as zgen planned them for ${plan.model.world_size} rank(s),
 ** ZeRO stage ${plan.zero.stage}, ${plan.zero.dtype}. The trainer executes these; it decides nothing at
-** run time. Row types: zr_plan.h; meaning of each field: zgen's gen/zg_plan.h.
+** run time. Row types: zr_plan.h; the columns and their meaning: zr_rows.h (and zgen's gen/zg_plan.h).
 */
 #include "zg_tables.h"
 
 /* ---------------------------------------------------------------------- tensors */
+@@ -- a row of one of runtime/zr_rows.h's tables as designated initializers, each column as its kind writes it
+@@ local column = {
+@@   INT = function(t, n) return string.format("%d", t[n]) end,
+@@   BOOL = function(t, n) return b(t[n]) end,
+@@   STR = function(t, n) return cfmt.str(t[n]) end,
+@@   INIT = function(t, n) return "ZR_INIT_" .. t[n]:upper() end,
+@@   MODKIND = function(t, n) return "ZR_MOD_" .. t[n]:upper() end,
+@@   DTYPE = function(t, n) return "ZR_DT_" .. t[n]:upper() end,
+@@   REGION = function(t, n) return reg(t[n]) end,
+@@   DIMS = function(t) return shape.c_dims(t) end,
+@@ }
+@@ local function cells(table_name, t)
+@@   local out = {}
+@@   for _, c in ipairs(enums.columns[table_name]) do out[#out + 1] = "." .. c.name .. " = " .. column[c.kind](t, c.name) end
+@@   return out
+@@ end
 @@ local R = rows.new()
 @@ for _, t in ipairs(plan.tensors) do
-@@   R:add({cfmt.str(t.name), t.ndim, shape.c_dims(t), t.numel, t.module, t.layer, b(t.decay),
-@@          "ZR_INIT_" .. t.init:upper(), b(t.residual_proj), t.flat_offset, t.part_numel,
-@@          t.shard_offset, b(t.persistent), t.reduce_bucket, t.gather, t.gather_offset,
-@@          t.persist_offset, t.bucket_offset}, string.format("%d: ", t.index) .. describe.tensor(t))
+@@   R:add(cells("tensor", t), string.format("%d: ", t.index) .. describe.tensor(t))
 @@ end
-/* name, ndim, shape, numel, module, layer, decay, init, residual_proj, flat_offset, part_numel,
-** shard_offset, persistent, bucket, gather, gather_offset, persist_offset, bucket_offset */
 const ZrTensorRow zg_tensors[${R:size()}] = {
 ${R:render("    ", "no tensors")}
 };
@@ -27,10 +38,8 @@ ${R:render("    ", "no tensors")}
 /* ---------------------------------------------------------------------- modules, forward order */
 @@ R = rows.new()
 @@ for _, m in ipairs(plan.modules) do
-@@   R:add({cfmt.str(m.name), "ZR_MOD_" .. m.kind:upper(), m.layer, m.first_tensor, m.n_tensors,
-@@          m.gather_bucket, m.numel, m.use_numel}, string.format("%d: ", m.index) .. describe.module(m))
+@@   R:add(cells("module", m), string.format("%d: ", m.index) .. describe.module(m))
 @@ end
-/* name, kind, layer, first_tensor, n_tensors, gather, numel, use_numel */
 const ZrModuleRow zg_modules[${R:size()}] = {
 ${R:render("    ", "no modules")}
 };
@@ -38,10 +47,8 @@ ${R:render("    ", "no modules")}
 /* ---------------------------------------------------------------------- gradient buckets, reduction order */
 @@ R = rows.new()
 @@ for _, k in ipairs(plan.buckets) do
-@@   R:add({k.first_tensor, k.n_tensors, k.numel, k.padded_numel, k.flat_offset, k.buffer},
-@@         string.format("bucket %d: ", k.index) .. describe.bucket(k))
+@@   R:add(cells("bucket", k), string.format("bucket %d: ", k.index) .. describe.bucket(k))
 @@ end
-/* first_tensor, n_tensors, numel, padded_numel, flat_offset, buffer */
 const ZrBucketRow zg_buckets[${R:size()}] = {
 ${R:render("    ", "no gradient buckets")}
 };
@@ -49,10 +56,8 @@ ${R:render("    ", "no gradient buckets")}
 /* ---------------------------------------------------------------------- stage-3 gather groups */
 @@ R = rows.new()
 @@ for _, g in ipairs(plan.gathers) do
-@@   R:add({g.module, g.first_tensor, g.n_tensors, g.part_numel, g.numel, g.slot, g.shard_offset,
-@@          g.shard_numel}, string.format("group %d: ", g.index) .. describe.gather(g))
+@@   R:add(cells("gather", g), string.format("group %d: ", g.index) .. describe.gather(g))
 @@ end
-/* module, first_tensor, n_tensors, part_numel, numel, slot, shard_offset, shard_numel */
 const ZrGatherRow zg_gathers[${R:size()}] = {
 ${R:render("    ", "no gather groups below stage 3")}
 };
@@ -60,11 +65,18 @@ ${R:render("    ", "no gather groups below stage 3")}
 /* ---------------------------------------------------------------------- optimizer sub-groups */
 @@ R = rows.new()
 @@ for _, s in ipairs(plan.subgroups) do
-@@   R:add({s.shard_offset, s.numel, s.nvme_offset_bytes, s.buffer},
-@@         string.format("sub-group %d: ", s.index) .. describe.subgroup(s))
+@@   R:add(cells("subgroup", s), string.format("sub-group %d: ", s.index) .. describe.subgroup(s))
 @@ end
-/* shard_offset, numel, nvme_offset_bytes, buffer */
 const ZrSubGroupRow zg_subgroups[${R:size()}] = {
+${R:render("    ", "no optimizer sub-groups")}
+};
+
+/* Each sub-group's Adam operands (gen/lower.c): regions by index, offsets of shard element 0. */
+@@ R = rows.new()
+@@ for _, o in ipairs(plan.optimizers) do
+@@   R:add(cells("optimizer", o), string.format("sub-group %d: ", o.index) .. describe.optimizer(o))
+@@ end
+const ZrOptRow zg_optimizers[${R:size()}] = {
 ${R:render("    ", "no optimizer sub-groups")}
 };
 
@@ -151,7 +163,8 @@ const char *const zg_hf_ignore[${#plan.hf_ignore > 0 and #plan.hf_ignore or 1}] 
 
 /* Each table agrees with its count in zg_model.h (a placeholder row stands in for none). */
 @@ for _, c in ipairs({{"zg_tensors", "TENSORS"}, {"zg_modules", "MODULES"}, {"zg_buckets", "BUCKETS"},
-@@                     {"zg_gathers", "GATHERS"}, {"zg_subgroups", "SUBGROUPS"}, {"zg_regions", "REGIONS"},
+@@                     {"zg_gathers", "GATHERS"}, {"zg_subgroups", "SUBGROUPS"}, {"zg_optimizers", "SUBGROUPS"},
+@@                     {"zg_regions", "REGIONS"},
 @@                     {"zg_micro_ops", "MICRO_OPS"}, {"zg_last_micro_ops", "LAST_MICRO_OPS"},
 @@                     {"zg_step_ops", "STEP_OPS"}, {"zg_hf_config", "HF_CONFIG"}, {"zg_hf_ignore", "HF_IGNORE"}}) do
 _Static_assert(sizeof ${c[1]} / sizeof ${c[1]}[0] == (ZG_N_${c[2]} > 0 ? ZG_N_${c[2]} : 1), "${c[1]}");

@@ -16,6 +16,7 @@ extern const ZrModuleRow   zg_modules[];        /* ZG_N_MODULES, forward order *
 extern const ZrBucketRow   zg_buckets[];        /* ZG_N_BUCKETS, reduction order */
 extern const ZrGatherRow   zg_gathers[];        /* ZG_N_GATHERS (stage 3) */
 extern const ZrSubGroupRow zg_subgroups[];      /* ZG_N_SUBGROUPS of this rank's optimizer shard */
+extern const ZrOptRow      zg_optimizers[];     /* ZG_N_SUBGROUPS: each one's Adam operands */
 extern const ZrRegionRow   zg_regions[];        /* ZG_N_REGIONS, every buffer of every tier */
 extern const int           zg_region_file[];    /* ZG_N_REGIONS: swap file of each NVMe region */
 extern const ZrOpRow       zg_micro_ops[];      /* ZG_N_MICRO_OPS: micro-steps 0 .. accum-2 */
@@ -34,6 +35,14 @@ enum {
 @@ end
     ZG_REGION_END_ = ${#plan.mem.regions}
 };
+
+/* Every region name of runtime/zr_enums.h's ZR_REGION_LIST: its index in zg_regions, -1 when the
+** plan has none (zg_model.h's ZG_HAS_* say which). */
+@@ local at = {}
+@@ for _, r in ipairs(plan.mem.regions) do at[r.name] = r.index end
+@@ for _, n in ipairs(enums.regions) do
+#define ${cfmt.pad("ZG_RG_" .. n:upper(), W)}${at[n] or -1}
+@@ end
 
 /* Modules: index in zg_modules; block l is ZG_MODULE_BLOCK0 + l. */
 enum {

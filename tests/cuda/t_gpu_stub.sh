@@ -63,10 +63,11 @@ build() {
   cc $CFLAGS -DZR_WITH_CUDA -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_blaslt.c -o "$tmp/zr_gpu_blaslt.o" &&
   cc $CFLAGS -DZR_WITH_CUDA -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_coll.c -o "$tmp/zr_gpu_coll.o" &&
   cc $CFLAGS -DZR_WITH_CUDA -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_graph.c -o "$tmp/zr_gpu_graph.o" &&
+  cc $CFLAGS -DZR_WITH_CUDA -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_gpu_state.c -o "$tmp/zr_gpu_state.o" &&
   cc $CFLAGS -DZR_WITH_NCCL -I"$CUDA_INC" $MPI_CFLAGS -Iruntime -c runtime/zr_coll_nccl.c -o "$tmp/zr_coll_nccl.o" &&
   cc -std=c11 -O1 -g $WARN -Iruntime -I"$out" $MPI_CFLAGS -c tests/cuda/x_gpu_stub.c -o "$tmp/x.o" &&
   cc -std=c11 -O1 -I"$out" -c "$out/zg_kernels_bin.c" -o "$tmp/blobs.o" &&
-  cc -o "$tmp/x_gpu_stub" "$tmp/x.o" "$tmp/blobs.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_gpu_blaslt.o" "$tmp/zr_gpu_coll.o" "$tmp/zr_gpu_graph.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
+  cc -o "$tmp/x_gpu_stub" "$tmp/x.o" "$tmp/blobs.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_gpu_blaslt.o" "$tmp/zr_gpu_coll.o" "$tmp/zr_gpu_graph.o" "$tmp/zr_gpu_state.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
      -L"$tmp" -lzr_cuda_stub -Wl,-rpath,"$tmp" $RT_LIBS ${EXTRA_LDFLAGS:-}
 }
 if build >"$tmp/build.log" 2>&1; then ok build_against_stubs; else fail build_against_stubs; head -30 "$tmp/build.log"; zt_end; fi
@@ -141,7 +142,7 @@ if new == body: sys.exit("name not found in the cubin literal")
 open(sys.argv[2], 'w').write(s[:m.start(2)] + new + s[m.end(2):])
 PY
 if cc -std=c11 -O1 -I"$out" -c "$tmp/blobs_missing.c" -o "$tmp/blobs_missing.o" 2>"$tmp/cc.log" &&
-   cc -o "$tmp/x_missing" "$tmp/x.o" "$tmp/blobs_missing.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_gpu_blaslt.o" "$tmp/zr_gpu_coll.o" "$tmp/zr_gpu_graph.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
+   cc -o "$tmp/x_missing" "$tmp/x.o" "$tmp/blobs_missing.o" "$tmp/zr_gpu_cuda.o" "$tmp/zr_gpu_blaslt.o" "$tmp/zr_gpu_coll.o" "$tmp/zr_gpu_graph.o" "$tmp/zr_gpu_state.o" "$tmp/zr_coll_nccl.o" build/libzrt.a \
       -L"$tmp" -lzr_cuda_stub -Wl,-rpath,"$tmp" $RT_LIBS ${EXTRA_LDFLAGS:-} 2>>"$tmp/cc.log"; then
   timeout 60 "$tmp/x_missing" open >"$tmp/out" 2>"$tmp/err"; rc=$?
   if [ $rc -eq 4 ] && grep -q "open failed.*cuModuleGetFunction(zd_add_f32) in module convert: CUDA_ERROR_NOT_FOUND" "$tmp/err"

@@ -43,7 +43,7 @@ EOS
   local obj=$tmp/obj/io$(sed -n 's/^#define ZK_IO \([0-9]\).*/\1/p' "$d/out/cuda/kernels/zk_shapes.h")
   mkdir -p "$obj"
   if [ -f "$obj/zr_gpu_emu.o" ]; then mkdir -p "$d/out/cuda-emu.obj"; cp "$obj/zr_gpu_emu.o" "$d/out/cuda-emu.obj/"; fi
-  nice -n 10 make -s -j2 -C "$d/out" cuda-emu >"$d/make.log" 2>&1 || { grep -E "error|undefined" "$d/make.log" | head; return 1; }
+  nice -n 10 bash tests/zt_make -s -j2 -C "$d/out" cuda-emu >"$d/make.log" 2>&1 || { grep -E "error|undefined" "$d/make.log" | head; return 1; }
   [ -f "$obj/zr_gpu_emu.o" ] || cp "$d/out/cuda-emu.obj/zr_gpu_emu.o" "$obj/"
 }
 # run TAG NAME [VAR=value...] [-- args]: train-cuda-emu on 2 ranks, 3 steps; log $tmp/TAG/NAME.jsonl

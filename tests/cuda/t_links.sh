@@ -62,10 +62,10 @@ EOF
   if [ -f "$obj/zr_gpu_emu.o" ]; then
     mkdir -p "$d/out/cuda-emu.obj/host"
     cp "$obj/zr_gpu_emu.o" "$d/out/cuda-emu.obj/"
-    cp "$obj"/gpt2_host*.o "$d/out/cuda-emu.obj/host/"
+    cp "$obj"/zk_host*.o "$d/out/cuda-emu.obj/host/"
   fi
-  make -s -j2 -C "$d/out" cuda-emu >"$d/make.log" 2>&1 || { grep -E "error|undefined" "$d/make.log" | head -5; return 1; }
-  [ -f "$obj/zr_gpu_emu.o" ] || { mkdir -p "$obj"; cp "$d/out/cuda-emu.obj/zr_gpu_emu.o" "$d"/out/cuda-emu.obj/host/gpt2_host*.o "$obj/"; }
+  zt_make -s -j2 -C "$d/out" cuda-emu >"$d/make.log" 2>&1 || { grep -E "error|undefined" "$d/make.log" | head -5; return 1; }
+  [ -f "$obj/zr_gpu_emu.o" ] || { mkdir -p "$obj"; cp "$d/out/cuda-emu.obj/zr_gpu_emu.o" "$d"/out/cuda-emu.obj/host/zk_host*.o "$obj/"; }
 }
 # bytes TAG WS STEPS -> $tmp/TAG/bytesSTEPS: one line per rank "rank h2d d2h d2d net pageable"
 bytes() {

@@ -52,11 +52,11 @@ EOF
   if [ -f "$tmp/obj/zr_gpu_emu.o" ]; then
     mkdir -p "$d/out/cuda-emu.obj/host"
     cp "$tmp/obj/zr_gpu_emu.o" "$d/out/cuda-emu.obj/"
-    cp "$tmp/obj"/gpt2_host*.o "$d/out/cuda-emu.obj/host/"
-    cp "$tmp/obj"/gpt2_host*.o "$d/out/"
+    cp "$tmp/obj"/zk_host*.o "$d/out/cuda-emu.obj/host/"
+    cp "$tmp/obj"/zk_host*.o "$d/out/"
   fi
-  nice -n 10 make -s -j2 -C "$d/out" train cuda-emu >"$d/make.log" 2>&1 || { grep -E "error|undefined" "$d/make.log" | head; return 1; }
-  [ -f "$tmp/obj/zr_gpu_emu.o" ] || { mkdir -p "$tmp/obj"; cp "$d/out/cuda-emu.obj/zr_gpu_emu.o" "$d"/out/gpt2_host*.o "$tmp/obj/"; }
+  nice -n 10 bash tests/zt_make -s -j2 -C "$d/out" train cuda-emu >"$d/make.log" 2>&1 || { grep -E "error|undefined" "$d/make.log" | head; return 1; }
+  [ -f "$tmp/obj/zr_gpu_emu.o" ] || { mkdir -p "$tmp/obj"; cp "$d/out/cuda-emu.obj/zr_gpu_emu.o" "$d"/out/zk_host*.o "$tmp/obj/"; }
 }
 # run TAG BINARY LOG [args]
 run() {

@@ -15,7 +15,8 @@
 #     fp32, bf16 (stages 0, 2, 3) and fp16 (stages 0 and 3, fp16 activations, with a loss scale
 #     that overflows at the first step: the same steps are skipped and the scale follows the host's);
 #     llama in bf16, fp16 (tied) and fp32 (ZeRO-3, NVMe optimizer, CPU parameters: the CUDA-core
-#     grouped-query attention, attention_gqa.cu, held to the fp32 bound);
+#     grouped-query attention, attention_gqa.cu, held to the fp32 bound); qwen2 (llama's adapter with
+#     the q, k, v bias gemms) in bf16 (ZeRO-0) and fp32 (ZeRO-3, NVMe optimizer, CPU parameters);
 #     one run also evaluates --val (same val_loss); with activation checkpointing (ZeRO-2, CPU
 #     optimizer, bf16: the 10B plans' layout) the run gives the uncheckpointed run's losses and
 #     gradient norms bit for bit in fewer activation bytes, its recompute runs three of a block's four
@@ -31,8 +32,8 @@
 #     (ZR_GPU_EMU_LT_OFF=1234, a cuBLASLt without those algorithms) the run says so once per
 #     epilogue, runs them unfused, stays within the bf16 bounds and differs from the fused run;
 #   - `train-cuda-emu --check` compares the first step's gradients with the host reference, tensor
-#     by tensor, and passes: fp32 activations (gpt2 and llama) within 1e-3 max|host|, bf16 (ZeRO-2)
-#     within gen's looser bound (12 * 2^-8), which it prints;
+#     by tensor, and passes: fp32 activations (gpt2, llama and qwen2) within 1e-3 max|host|, bf16
+#     (ZeRO-2) within gen's looser bound (12 * 2^-8), which it prints;
 #   - on a document file (packed documents, prompts untrained; docs/DATA.md) the emulated trainer
 #     gives the host's losses, gradient norms and val_loss (fp32 and bf16 bounds; gpt2 and llama);
 #   - every emulated run has the stand-in's race checker on (zr_gpu_emu.cpp: declared footprints,
@@ -76,7 +77,7 @@ if [ -f "$CUDA_HOME/include/cuda.h" ] && [ -f "$CUDA_HOME/include/nccl.h" ]; the
     fi
     ok "build_train_cuda_$spec"
     [ -d "$tmp/real_obj" ] || { mkdir -p "$tmp/real_obj/host"; cp -r "$d/cuda.obj/zrt" "$tmp/real_obj/";
-                                cp "$d"/cuda.obj/host/gpt2_host*.o "$tmp/real_obj/host/"; }
+                                cp "$d"/cuda.obj/host/zk_host*.o "$tmp/real_obj/host/"; }
     if grep -q '"bytes"\|zg_n_kernel_blobs = 0' "$d/cuda/zg_kernels_bin.c"; then
       skip "blobs_$spec" "zgen ran without NVRTC"
     elif out=$("$PY" tests/cuda/blobs_in_binary.py "$d/train-cuda" "$d/cuda/kernels" 80 90 2>&1); then
@@ -104,7 +105,8 @@ fi
 mkdir -p "$tmp/obj"
 # gen STAGE WS OPT PARAM TAG DTYPE [FLAGS] -> $tmp/TAG/out with train and train-cuda-emu built.
 # FLAGS: ckpt (activation checkpointing), llama (the llama model below, untied), tied (llama, tied),
-# hostacc (train.device_grad_accum: false), devopt (train.device_optimizer: 0.5)
+# qwen2 (the llama model as arch qwen2: q, k, v biases), hostacc (train.device_grad_accum: false),
+# devopt (train.device_optimizer: 0.5)
 gen() {
   local d=$tmp/$5 prec="" ck="" model arch=gpt2 tie
   [[ " ${7:-} " = *" ckpt "* ]] && ck=", activation_checkpointing: true"
@@ -113,9 +115,10 @@ gen() {
   # llama at odd sizes: head size 12 (RoPE's pair-at-a-time path), grouped-query 4/2, d_ff 84 (not a
   # multiple of 8: SwiGLU's element-at-a-time path)
   model="{arch: gpt2, vocab_size: 128, context: 16, d_model: 32, n_layers: 2, n_heads: 2, d_ff: 80}"
-  if [[ " ${7:-} " = *" llama "* || " ${7:-} " = *" tied "* ]]; then
+  if [[ " ${7:-} " = *" llama "* || " ${7:-} " = *" tied "* || " ${7:-} " = *" qwen2 "* ]]; then
     arch=llama tie=false; [[ " ${7:-} " = *" tied "* ]] && tie=true
-    model="{arch: llama, vocab_size: 128, context: 16, d_model: 48, n_layers: 2, n_heads: 4, n_kv_heads: 2, d_ff: 84, tie_embeddings: $tie}"
+    local a=llama; [[ " ${7:-} " = *" qwen2 "* ]] && a=qwen2     # the same shapes and objects as llama's
+    model="{arch: $a, vocab_size: 128, context: 16, d_model: 48, n_layers: 2, n_heads: 4, n_kv_heads: 2, d_ff: 84, tie_embeddings: $tie}"
   fi
   case $6 in
     bf16) prec='"bf16": {"enabled": true},' ;;
@@ -148,7 +151,7 @@ EOF
     cp "$obj"/*_host*.o "$d/out/cuda-emu.obj/host/"
     cp "$obj"/*_host*.o "$d/out/"
   fi
-  make -s -j2 -C "$d/out" train cuda-emu >"$d/make.log" 2>&1 || { grep -E "error|undefined" "$d/make.log" | head; return 1; }
+  bash tests/zt_make -s -j2 -C "$d/out" train cuda-emu >"$d/make.log" 2>&1 || { grep -E "error|undefined" "$d/make.log" | head; return 1; }
   [ -f "$obj/zr_gpu_emu.o" ] || cp "$d/out/cuda-emu.obj/zr_gpu_emu.o" "$d"/out/*_host*.o "$obj/"
 }
 # run TAG WS BINARY LOG [args]
@@ -199,7 +202,7 @@ n=0
 for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
            "2 2 cpu none bf16" "2 2 cpu none bf16 ckpt" "3 2 nvme cpu fp32" "3 2 cpu nvme bf16" "3 2 none none fp16" \
            "0 1 none none bf16 llama" "3 2 cpu none fp16 tied" "2 2 cpu none bf16 ckpt llama" "3 2 nvme cpu fp32 llama" \
-           "3 1 cpu cpu bf16 ckpt llama"; do
+           "3 1 cpu cpu bf16 ckpt llama" "0 1 none none bf16 qwen2" "3 2 nvme cpu fp32 qwen2"; do
   set -- $cfg
   n=$((n+1))
   flags="${*:6}"
@@ -216,7 +219,7 @@ for cfg in "0 1 none none fp32" "0 1 none none bf16" "0 2 none none fp16" \
   # gen's decision, on the start-up line: 16-bit activations and tensor-core attention for 16-bit
   # plans, fp32 and the CUDA-core attention for fp32 plans (llama's: attention_gqa[_tc])
   ck=""; [[ " $flags " = *" ckpt "* ]] && ck=", checkpointed"
-  att=attention; [[ " $flags " = *" llama "* || " $flags " = *" tied "* ]] && att=attention_gqa
+  att=attention; [[ " $flags " = *" llama "* || " $flags " = *" tied "* || " $flags " = *" qwen2 "* ]] && att=attention_gqa
   [ "$5" != fp32 ] && att=${att}_tc
   act="activations $5 ([0-9]* + [0-9]* bytes: the plan's acts and scratch$ck, $att)"
   if ! grep -q "$act" "$tmp/$tag/emu.jsonl.out"; then bad "activations_$tag" "$(grep -ao 'activations [^;]*' "$tmp/$tag/emu.jsonl.out")"; fi
@@ -343,8 +346,10 @@ if [ -x "$tmp/$tag/out/train-cuda-emu" ]; then
 fi
 
 # --check on the stand-in: every tensor of the first step's gradient shard within tolerance (fp32
-# activations: gpt2's attention.cu, llama's attention_gqa.cu)
-for check in "s3_w2_onvme_pcpu h.1.mlp.c_proj.weight" "s3_w2_onvme_pcpu_llama model.layers.1.mlp.down_proj.weight"; do
+# activations: gpt2's attention.cu, llama's attention_gqa.cu; qwen2's q, k, v bias gradients, the
+# k bias's small: keys shifted alike barely move the softmax)
+for check in "s3_w2_onvme_pcpu h.1.mlp.c_proj.weight" "s3_w2_onvme_pcpu_llama model.layers.1.mlp.down_proj.weight" \
+             "s3_w2_onvme_pcpu_qwen2 model.layers.1.self_attn.k_proj.bias"; do
   set -- $check
   tag=$1
   [ -x "$tmp/$tag/out/train-cuda-emu" ] || continue
@@ -415,7 +420,7 @@ fi
 tag=s3_w2_onone_pnone_fp16
 d=$tmp/$tag/out
 if [ -f "$d/cuda/trainer/cuda_exec.c" ]; then
-  sed -i 's|CZ_CHECK(zr_gpu_wait(CZ.compute, CZ.ev_gather\[s\]));|/* removed */|' "$d/cuda/trainer/cuda_exec.c"
+  sed -i 's|CZ_CHECK(zr_gpu_wait(cz_queue(op), CZ.ev_gather\[op->slot\]));|/* removed */|' "$d/cuda/trainer/cuda_exec.c"
   if ! grep -q "removed" "$d/cuda/trainer/cuda_exec.c"; then bad missing_event_caught "the sed found nothing to remove"
   elif ! make -s -C "$d" cuda-emu >/dev/null 2>&1; then bad missing_event_caught "mutant did not build"
   else

@@ -19,7 +19,7 @@
 #include "kernels/zk_common.cuh"
 #undef ZK_IO
 extern "C" {
-#include "gpt2_host.h"
+#include "zk_host.h"
 }
 
 /* Deterministic inputs: xorshift64*, uniform in [lo, hi). */

@@ -7,6 +7,10 @@
   tiny_hf.py llama DIR [--seed S]     the tokenizer plus a tiny LlamaForCausalLM (fp32, 2 layers,
                                       C 32, 4 heads, 2 kv heads, F 64, 128 positions) saved with
                                       save_pretrained (config.json, model.safetensors)
+  tiny_hf.py qwen2 DIR [--seed S]     the same as a Qwen2ForCausalLM, its weights drawn with std 0.2
+      [--sliding-window]              (logits far from uniform) and its q, k, v biases normal(0, 0.5)
+                                      (Qwen2 initialises them to 0); with --sliding-window its
+                                      config.json says use_sliding_window true
   tiny_hf.py jsonl DIR [--n N] [--seed S]
                                       DIR/pr.jsonl (prompt/response), DIR/chat.jsonl (messages),
                                       DIR/text.jsonl (text); N records each (default 200), and
@@ -70,6 +74,26 @@ def make_llama(out, seed):
     model.save_pretrained(out, safe_serialization=True)
 
 
+def make_qwen2(out, seed, sliding_window=False):
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    fast = make_tokenizer(out)
+    torch.manual_seed(seed)
+    cfg = Qwen2Config(vocab_size=len(fast), hidden_size=32, intermediate_size=64,
+                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0,
+                      tie_word_embeddings=False, use_sliding_window=sliding_window, sliding_window=16,
+                      initializer_range=0.2,
+                      bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
+                      pad_token_id=fast.pad_token_id)
+    model = Qwen2ForCausalLM(cfg).float()
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n.endswith(".bias"):
+                p.normal_(0.0, 0.5)
+    model.save_pretrained(out, safe_serialization=True)
+
+
 def make_jsonl(out, n, seed):
     rng = random.Random(seed)
     os.makedirs(out, exist_ok=True)
@@ -93,16 +117,19 @@ def make_jsonl(out, n, seed):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["tokenizer", "llama", "jsonl"])
+    ap.add_argument("what", choices=["tokenizer", "llama", "qwen2", "jsonl"])
     ap.add_argument("dir")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--no-template", action="store_true")
+    ap.add_argument("--sliding-window", action="store_true")
     a = ap.parse_args()
     if a.what == "tokenizer":
         make_tokenizer(a.dir, not a.no_template)
     elif a.what == "llama":
         make_llama(a.dir, a.seed)
+    elif a.what == "qwen2":
+        make_qwen2(a.dir, a.seed, a.sliding_window)
     else:
         make_jsonl(a.dir, a.n, a.seed)
 

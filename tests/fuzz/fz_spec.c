@@ -9,7 +9,7 @@
 ** each child's memory is returned (tests/fuzz/run.sh does both).
 */
 #include "fz_util.h"
-#include "zg.h"
+#include "zg_plan.h"
 #include "zg_plan.h"
 
 static const char SEP[] = "\n#--config--\n";

@@ -10,7 +10,7 @@
 */
 #include <stdlib.h>
 #include <string.h>
-#include "zg.h"
+#include "zg_plan.h"
 #include "zt.h"
 #include "zt_tmp.h"
 

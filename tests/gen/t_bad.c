@@ -4,7 +4,7 @@
 ** produce all of its messages in one run (zgen reports every error, not the first). A file the front
 ** end accepts is planned too, so refusals of the planner (bounds, fit) are cases like any other.
 */
-#include "zg.h"
+#include "zg_plan.h"
 #include "zt.h"
 
 #define BAD "tests/bad/"

@@ -63,7 +63,7 @@ deepspeed:
   optimizer: {type: AdamW, params: {lr: 1.0e-3, betas: [0.9, 0.999], eps: 1.0e-8, weight_decay: 0.1,
                                     bias_correction: $2}}
 YAML
-  bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 && make -s -C "$d/out" >"$d/make.log" 2>&1 &&
+  bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 && zt_make -s -C "$d/out" >"$d/make.log" 2>&1 &&
   mpirun --oversubscribe -np 1 "$d/out/train" --data "$tmp/tok.bin" --init-from "$tmp/w.safetensors" \
       --steps 10 --log "$d/log.jsonl" --quiet >"$d/run.log" 2>&1 ||
     { cat "$d/gen.log" "$d/make.log" "$d/run.log" 2>/dev/null | tail -5; return 1; }

@@ -5,7 +5,7 @@
 */
 #include <stdlib.h>
 #include <string.h>
-#include "zg.h"
+#include "zg_plan.h"
 #include "zt.h"
 
 static ZgPlan *plan_for(int64_t V, int64_t ctx, int64_t C, int64_t L, int64_t NH, int ws, int gpn)

@@ -135,7 +135,7 @@ else fail "generate with a quoted config path"; fi
 
 # Train: 2 ranks, the lr of each step as DeepSpeed's WarmupDecayLR gives it for these numbers
 command -v mpirun >/dev/null || { skip "train 2 ranks with $CFG" "needs mpirun"; zt_end; }
-if ! make -s -j2 -C "$tmp/a" >"$tmp/make.log" 2>&1; then cat "$tmp/make.log"; fail "build the trainer"; zt_end; fi
+if ! zt_make -s -j2 -C "$tmp/a" >"$tmp/make.log" 2>&1; then cat "$tmp/make.log"; fail "build the trainer"; zt_end; fi
 "$PY" scripts/make_corpus.py "$tmp/train.bin" --tokens 20000 >/dev/null 2>&1
 RUN=14          # past the warmup (10 steps) into the decay
 if mpirun --oversubscribe -np 2 "$tmp/a/train" --data "$tmp/train.bin" --steps $RUN --log "$tmp/log.jsonl" \

@@ -7,7 +7,7 @@
 ** every written key is in the published file with the same value; a changed spec disagrees on the
 ** key it changed; tied llama skips a stored lm_head.weight, untied does not.
 */
-#include "zg.h"
+#include "zg_plan.h"
 #include "zt.h"
 #include <stdlib.h>
 

@@ -5,7 +5,7 @@
 ** the plan of fine-tuning the 7B on one GPU: ZeRO-3 with CPU offload fits 80 GB; without offload a
 ** 24 GB GPU is refused with the offload advice. Each case builds the plan as bin/zgen does.
 */
-#include "zg.h"
+#include "zg_plan.h"
 #include "zt.h"
 #include <stdlib.h>
 #include <unistd.h>

@@ -19,7 +19,7 @@ check plan_txt_written grep -q "model.layers.3.self_attn.k_proj.weight" "$tmp/ou
 check plan_json_valid "$PY" -c "import json,sys; j=json.load(open(sys.argv[1])); \
   assert any(t['name']=='lm_head.weight' and t['shape']==[256,128] for t in j['tensors'])" "$tmp/out/plan.json"
 check trainer_sources_of_the_arch test -e "$tmp/out/Makefile" -a -e "$tmp/out/llama_model.c" -a -e "$tmp/out/llama_host.c" \
-  -a -e "$tmp/out/gpt2_host_ops.c" -a ! -e "$tmp/out/gpt2_model.c"
+  -a -e "$tmp/out/zk_host_ops.c" -a ! -e "$tmp/out/gpt2_model.c"
 check llama_constants grep -q "^#define ZG_N_KV_HEADS  *2 " "$tmp/out/zg_model.h"
 check fp32_llama_gets_train_cuda test -e "$tmp/out/cuda/trainer/cuda_llama.c" -a -e "$tmp/out/cuda/kernels/attention_gqa.cu"
 check fp32_llama_no_note test "$(grep -c "no train-cuda" "$tmp/log")" -eq 0

@@ -5,7 +5,7 @@
 ** interval arithmetic), never by asking the planner the same question twice.
 */
 #include <stdlib.h>
-#include "zg.h"
+#include "zg_plan.h"
 #include "zt.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1DULL;

@@ -11,7 +11,7 @@
 */
 #include <stdlib.h>
 #include <string.h>
-#include "zg.h"
+#include "zg_plan.h"
 #include "zt.h"
 #include "../templates/cuda/kernels/zk_colsum.h"
 #include "../templates/cuda/kernels/zk_tokbucket.h"
@@ -102,11 +102,17 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
     bool ships = p->grad_acc_dev && ops == p->sched.last;
     s.buf_owner = malloc(sizeof(int) * 3);
     s.buf_owner[0] = s.buf_owner[1] = s.buf_owner[2] = -1;
-    int stage = p->zero->stage;
+    int stage = p->zero->stage, adds = 0;
+    bool add16 = stage < 2 && p->zero->dtype != ZG_DTYPE_FP32;   /* the 16-bit "grads" accumulates */
     for (int i = 0; i < n; i++) {
         const ZgOp *o = &ops[i];
         int a = o->arg;
         switch (o->kind) {
+        case ZG_OP_GRAD_ADD:       /* right after its module's backward, before any reduction */
+            ZT_CHECKM(add16 && i > 0 && ops[i - 1].kind == ZG_OP_BACKWARD && ops[i - 1].arg == a,
+                      "%s op %d: GRAD_ADD of module %d out of place", what, i, a);
+            adds++;
+            break;
         case ZG_OP_PARAM_SWAP_IN:
             /* param_buf s is free once the gather that sent from it was waited (NVMe parameters
             ** are read ahead there while the slot's group still computes) */
@@ -218,6 +224,7 @@ static void sim_list(const ZgPlan *p, const ZgOp *ops, int n, bool reducing, con
     ZT_CHECKM(s.spec_opt == (p->speculative && ops == p->sched.last ? p->n_subgroups - p->n_sg_dev : 0),
               "%s: %d speculative OPTIMIZER ops", what, s.spec_opt);
     ZT_CHECKM(s.fwd_next == M && s.bwd_next == -1, "%s: not every module ran", what);
+    ZT_CHECKM(adds == (add16 ? M : 0), "%s: %d GRAD_ADD ops for %d modules", what, adds, M);
     /* every block but the last is recomputed once with checkpointing, none without */
     ZT_CHECKM(s.recomputes == (p->act_ckpt ? (int)p->model->n_layers - 1 : 0), "%s: %d recomputes",
               what, s.recomputes);
@@ -849,13 +856,13 @@ static void t_device_grad_accum(void)
         const ZgOp *o = &p->sched.micro[i];
         ZT_CHECK(o->kind != ZG_OP_GRAD_SHIP);
         if (o->kind == ZG_OP_WAIT_REDUCE)
-            ZT_CHECK(o->dst == acc && o->accumulate && o->stream == ZG_STREAM_COMPUTE && o->dst_dt == ZG_DTYPE_FP32);
+            ZT_CHECK(o->dst == acc && o->accumulate && o->stream == ZG_STREAM_D2H && o->dst_dt == ZG_DTYPE_FP32);
     }
     for (int i = 0; i < p->sched.n_last; i++) {
         const ZgOp *o = &p->sched.last[i];
         if (o->kind == ZG_OP_WAIT_REDUCE) {
             waits++;
-            ZT_CHECK(o->dst == acc && o->accumulate && o->stream == ZG_STREAM_COMPUTE);
+            ZT_CHECK(o->dst == acc && o->accumulate && o->stream == ZG_STREAM_D2H);
         }
         if (o->kind != ZG_OP_GRAD_SHIP) continue;
         ships++;
@@ -944,7 +951,7 @@ static void t_device_grad_accum_stage3(void)
                 const ZgBucket *b = &p->buckets[o->arg];
                 int64_t at = p->shard.shard_offset[b->first_tensor];
                 if (o->kind == ZG_OP_WAIT_REDUCE)
-                    ZT_CHECKM(o->dst == acc && o->accumulate && o->stream == ZG_STREAM_COMPUTE && o->flat < 0 &&
+                    ZT_CHECKM(o->dst == acc && o->accumulate && o->stream == ZG_STREAM_D2H && o->flat < 0 &&
                               o->dst_off == at && o->count == b->padded_numel / ws, "ws %d bucket %d", ws, o->arg);
                 if (o->kind != ZG_OP_GRAD_SHIP) continue;
                 ZT_CHECK(pass == 1);

@@ -72,7 +72,7 @@ else bad tables_compile "$(head -20 "$tmp/cc.log")"; fi
 
 # The tables agree with the plan: as many tensor rows as plan.json lists tensors.
 n_json=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["tensors"]))' "$out/plan.json" 2>/dev/null)
-n_rows=$(sed -n '/^const ZrTensorRow zg_tensors/,/^};/p' "$out/zg_tables.c" | grep -c '^    {"')
+n_rows=$(sed -n '/^const ZrTensorRow zg_tensors/,/^};/p' "$out/zg_tables.c" | grep -c '^    {\.name = "')
 n_def=$(sed -n 's/^#define ZG_N_TENSORS *\([0-9]*\).*/\1/p' "$out/zg_model.h")
 if [ -z "$n_json" ]; then skip tables_match_plan_json "plan.json not readable"
 elif [ "$n_json" = "$n_rows" ] && [ "$n_json" = "$n_def" ]; then ok tables_match_plan_json

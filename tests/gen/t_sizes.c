@@ -6,7 +6,7 @@
 */
 #include <stdlib.h>
 #include <string.h>
-#include "zg.h"
+#include "zg_plan.h"
 #include "zt.h"
 
 static void model(ZgModel *m)

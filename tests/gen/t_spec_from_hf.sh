@@ -9,7 +9,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 CFG=specs/configs/llama_zero3_offload_cpu.json
 
-mkdir -p "$tmp/Llama-2-7b-hf" "$tmp/llama31" "$tmp/tiny" "$tmp/gpt2" "$tmp/bad"
+mkdir -p "$tmp/Llama-2-7b-hf" "$tmp/llama31" "$tmp/tiny" "$tmp/gpt2" "$tmp/bad" "$tmp/qwen"
 cat > "$tmp/Llama-2-7b-hf/config.json" <<'JSON'
 {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "bos_token_id": 1, "eos_token_id": 2,
  "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 11008,
@@ -84,6 +84,23 @@ check bad_bias grep -q 'config.json:2:.*"attention_bias": true is not supported'
 check bad_act grep -q '"hidden_act" must be "silu"' "$tmp/bad.err"
 check bad_rope grep -q 'rope_scaling type yarn is not supported' "$tmp/bad.err"
 check bad_no_output test ! -s "$tmp/bad.out"
+# Qwen2: the q, k, v biases make it arch qwen2, not a refused llama; a sliding window is refused
+cat > "$tmp/qwen/config.json" <<'JSON'
+{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 64, "intermediate_size": 100,
+ "max_position_embeddings": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+ "vocab_size": 50, "hidden_act": "silu", "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+ "tie_word_embeddings": true, "use_sliding_window": false, "sliding_window": 4096, "max_window_layers": 28}
+JSON
+bin/zgen --spec-from-hf "$tmp/qwen/config.json" -o "$tmp/q.yaml" 2>"$tmp/q.err"
+bin/zgen "$tmp/q.yaml" -c specs/configs/tiny_zero3.json --dump=plan -o "$tmp/qout" > "$tmp/qplan" 2>>"$tmp/q.err"
+check qwen2_arch grep -q "^  arch: qwen2$" "$tmp/q.yaml"
+# tied: embed 50*64 + 2 x (q,o 64*64; k,v 32*64; biases 64+32+32; gate,up,down 3*64*100; 2 norms 64) + norm 64
+check qwen2_params grep -q "$((50*64 + 2*(2*64*64 + 2*32*64 + 128 + 3*64*100 + 2*64) + 64)) parameters" "$tmp/qplan"
+check qwen2_biases test "$(grep -c 'self_attn\.[qkv]_proj\.bias' "$tmp/qplan")" -ge 6 -a "$(grep -c 'o_proj.bias' "$tmp/qplan")" = 0
+sed 's/"use_sliding_window": false/"use_sliding_window": true/' "$tmp/qwen/config.json" > "$tmp/bad/qsw.json"
+bin/zgen --spec-from-hf "$tmp/bad/qsw.json" > "$tmp/qsw.out" 2> "$tmp/qsw.err"; rc=$?
+check qwen2_sliding_refused test "$rc" -eq 1 -a ! -s "$tmp/qsw.out"
+check qwen2_sliding_named grep -q "qsw.json:4:.*error: config.json \"use_sliding_window\": true is not supported" "$tmp/qsw.err"
 echo '{"model_type": "bert", "vocab_size": 10}' > "$tmp/bad/b.json"
 bin/zgen --spec-from-hf "$tmp/bad/b.json" > /dev/null 2> "$tmp/bert.err"; rc=$?
 check bert_refused test "$rc" -eq 1

@@ -26,6 +26,7 @@ static const Case cases[] = {
     {"specs/llama-tiny.yaml", NULL, true, NULL, 0},       /* llama: tests/gen/t_llama.c */
     {"specs/llama2-7b.yaml", NULL, true, NULL, 0},
     {"specs/llama3-8b.yaml", NULL, true, NULL, 0},
+    {"specs/qwen2-tiny.yaml", NULL, true, NULL, 0},       /* qwen2: tests/trainer/t_qwen2_train_parity.sh */
     {"specs/gpt2-124m.yaml", "specs/configs/hf_auto_zero3.yaml", true, NULL, 0},
     {"specs/tiny.yaml", "specs/configs/hf_auto.json", true, NULL, 0},      /* with --steps 20 */
     {"specs/tiny.yaml", "specs/configs/hf_auto.json", false, "zgen was given no --steps", 28},

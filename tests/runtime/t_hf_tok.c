@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "zr_json.h"
-#include "zr_log.h"
+#include "zr_err.h"
 #include "zr_st.h"
 #include "zt.h"
 #include "zt_tmp.h"

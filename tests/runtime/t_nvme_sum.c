@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "zr_ckpt.h"
+#include "zr_crc.h"
 #include "zr_nvme.h"
 #include "zt.h"
 #include "zt_tmp.h"

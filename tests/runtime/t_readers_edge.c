@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "zr_data.h"
-#include "zr_log.h"
+#include "zr_err.h"
 #include "zt.h"
 
 static void t_data_seq_len_int_max(void)

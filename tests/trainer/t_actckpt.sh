@@ -48,7 +48,7 @@ EOF
 EOF
   bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log" >&2; return 1; }
   [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/*_host*.o "$d/out/" 2>/dev/null
-  make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1 || { tail -20 "$d/make.log" >&2; return 1; }
+  zt_make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1 || { tail -20 "$d/make.log" >&2; return 1; }
   mkdir -p "$tmp/kobj"; cp -n "$d"/out/*_host*.o "$tmp/kobj/"
   ZG_NVME_DIR="$tmp/nvme/$tag" mpirun --oversubscribe -np "$ws" "$d/out/train" --data "$tmp/corpus.bin" \
       --steps 3 --log "$d/log.jsonl" --export "$d/w.safetensors" --threads 1 --quiet >"$d/run.log" 2>&1 ||

@@ -36,9 +36,9 @@ EOS
  "optimizer": {"type": "AdamW", "params": {"lr": 3e-3, "weight_decay": 0.1}}}
 EOS
   bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log" >&2; return 1; }
-  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/gpt2_host*.o "$d/out/"
-  make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1 || { cat "$d/make.log" >&2; return 1; }
-  [ -d "$tmp/kobj" ] || { mkdir -p "$tmp/kobj"; cp "$d"/out/gpt2_host*.o "$tmp/kobj/"; }
+  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/zk_host*.o "$d/out/"
+  zt_make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1 || { cat "$d/make.log" >&2; return 1; }
+  [ -d "$tmp/kobj" ] || { mkdir -p "$tmp/kobj"; cp "$d"/out/zk_host*.o "$tmp/kobj/"; }
   ZR_DEBUG_MEM=1 ZG_NVME_DIR="$tmp/nvme/$1" mpirun --oversubscribe -np 2 -x ZR_DEBUG_MEM -x ZG_NVME_DIR \
       "$d/out/train" --data "$tmp/corpus.bin" --steps 3 --log "$d/log.jsonl" \
       --export "$d/w.safetensors" --threads 1 --quiet >"$d/run.log" 2>&1 || { tail -5 "$d/run.log" >&2; return 1; }

@@ -14,7 +14,7 @@ zt_need_mpi "e2e" numpy
 zt_build bin/zgen build/libzrt.a
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 out="$tmp/tiny"
-if ! bin/zgen specs/tiny.yaml -o "$out" >"$tmp/gen.log" 2>&1 || ! make -s -j2 -C "$out" >"$tmp/make.log" 2>&1; then
+if ! bin/zgen specs/tiny.yaml -o "$out" >"$tmp/gen.log" 2>&1 || ! zt_make -s -j2 -C "$out" >"$tmp/make.log" 2>&1; then
   cat "$tmp/gen.log" "$tmp/make.log"; fail "generate and build specs/tiny.yaml"
   echo "$P passed, $F failed, $S skipped"; exit 1
 fi
@@ -115,7 +115,7 @@ cat >"$f/ds.json" <<EOF
  "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 2e-3,
    "warmup_num_steps": 4, "warmup_type": "linear"}}}
 EOF
-if bin/zgen "$f/spec.yaml" -o "$f/out" >"$f/gen.log" 2>&1 && make -s -j2 -C "$f/out" >"$f/make.log" 2>&1 &&
+if bin/zgen "$f/spec.yaml" -o "$f/out" >"$f/gen.log" 2>&1 && zt_make -s -j2 -C "$f/out" >"$f/make.log" 2>&1 &&
    mpirun --oversubscribe -np 2 "$f/out/train" --data "$tmp/train.bin" --steps 16 --log "$f/log.jsonl" \
      --threads 1 --quiet >"$f/run.log" 2>&1; then
   check "fp16: overflow steps skipped, scale lowered after hysteresis, raised after the window, lr held" \

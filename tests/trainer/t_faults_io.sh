@@ -36,7 +36,7 @@ cat >"$d/ds.json" <<EOF
  "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 2e-3,
    "warmup_num_steps": 4, "warmup_type": "linear"}}}
 EOF
-if ! bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || ! make -s -j2 -C "$d/out" >"$d/make.log" 2>&1; then
+if ! bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || ! zt_make -s -j2 -C "$d/out" >"$d/make.log" 2>&1; then
   cat "$d/gen.log" "$d/make.log"; fail "build fio"; zt_end
 fi
 

@@ -43,7 +43,7 @@ gen() {
  "optimizer": {"type": "AdamW", "params": {"lr": 3e-3, "weight_decay": 0.0}}}
 EOF
   bin/zgen "$d/spec.yaml" -c "$d/ds.json" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log"; return 1; }
-  make -s -C "$d/out" >"$d/make.log" 2>&1 || { tail -20 "$d/make.log"; return 1; }
+  zt_make -s -C "$d/out" >"$d/make.log" 2>&1 || { tail -20 "$d/make.log"; return 1; }
 }
 run() { local ws=$1; shift; mpirun -np "$ws" --bind-to none "$@"; }
 
@@ -123,7 +123,7 @@ for n in a b c d; do
     2>"$tmp/$n.err" || { fail "train $n"; cat "$tmp/$n.err"; }
 done
 sed -i 's/^  seed: 11/  seed: 11\n  shuffle: false/' "$tmp/a/spec.yaml"
-bin/zgen "$tmp/a/spec.yaml" -c "$tmp/a/ds.json" -o "$tmp/a/out_ns" >/dev/null 2>&1 && make -s -C "$tmp/a/out_ns" >/dev/null 2>&1 &&
+bin/zgen "$tmp/a/spec.yaml" -c "$tmp/a/ds.json" -o "$tmp/a/out_ns" >/dev/null 2>&1 && zt_make -s -C "$tmp/a/out_ns" >/dev/null 2>&1 &&
   run 1 "$tmp/a/out_ns/train" --data "$tmp/train.zgd" --init-from "$M" --steps 12 --log "$tmp/ns.jsonl" --quiet 2>/dev/null ||
   fail "train unshuffled"
 check "shuffled: the same losses at 1 and 2 ranks, ZeRO 0 and 3; eval every 4; unshuffled differs" "$PY" - "$tmp" <<'EOF'

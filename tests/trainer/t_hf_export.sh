@@ -37,7 +37,7 @@ cat >"$tmp/ds.json" <<'EOF'
 {"train_batch_size": 4, "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 100},
  "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}}}
 EOF
-if ! bin/zgen "$tmp/spec.yaml" -o "$tmp/out" >>"$tmp/gen.log" 2>&1 || ! make -s -C "$tmp/out" >"$tmp/make.log" 2>&1; then
+if ! bin/zgen "$tmp/spec.yaml" -o "$tmp/out" >>"$tmp/gen.log" 2>&1 || ! zt_make -s -C "$tmp/out" >"$tmp/make.log" 2>&1; then
   tail -20 "$tmp/gen.log" "$tmp/make.log"; fail "generate and build the trainer"; zt_end
 fi
 "$PY" tests/trainer/torch_gpt2.py tokens --V 300 --n 3000 --seed 5 --out "$tmp/tok.bin" >/dev/null

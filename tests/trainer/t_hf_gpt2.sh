@@ -34,7 +34,7 @@ cat >"$d/ds.json" <<EOF
   "sub_group_size": 5000, "stage3_param_persistence_threshold": 100, "stage3_prefetch_bucket_size": 4000},
  "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}}}
 EOF
-if ! bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || ! make -s -C "$d/out" >"$d/make.log" 2>&1; then
+if ! bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || ! zt_make -s -C "$d/out" >"$d/make.log" 2>&1; then
   cat "$d/gen.log" "$d/make.log"; fail "generate and build"; zt_end
 fi
 "$PY" tests/trainer/torch_gpt2.py tokens --V $V --n 3000 --seed 5 --out "$tmp/tok.bin" >/dev/null

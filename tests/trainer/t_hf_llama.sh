@@ -48,7 +48,7 @@ EOF
     grep -q "cannot emit a trainer for arch llama" "$d/gen.log" && return 2
     cat "$d/gen.log"; return 1
   fi
-  make -s -C "$d/out" >"$d/make.log" 2>&1 || { tail -20 "$d/make.log"; return 1; }
+  zt_make -s -C "$d/out" >"$d/make.log" 2>&1 || { tail -20 "$d/make.log"; return 1; }
 }
 
 gen u false "{type: llama3, factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0, original_context: 16}"

@@ -11,9 +11,9 @@
 
 #include "zt.h"
 
-#include "../../templates/host/gpt2_host.c"
-#include "../../templates/host/gpt2_host_attn.c"
-#include "../../templates/host/gpt2_host_ops.c"
+#include "../../templates/host/zk_host.c"
+#include "../../templates/host/zk_host_attn.c"
+#include "../../templates/host/zk_host_ops.c"
 
 /* ---------------------------------------------------------------------- helpers */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -331,7 +331,7 @@ static void attention_case(int B, int T, int C, int NH)
     free(qkv), free(att), free(y), free(dy), free(datt), free(dqkv), free(Q), free(Y), free(G);
 }
 
-/* T = 7: one block of query rows; T = 70: three, the last one partial (gpt2_host_attn.c). */
+/* T = 7: one block of query rows; T = 70: three, the last one partial (zk_host_attn.c). */
 static void t_attention(void)
 {
     attention_case(2, 7, 12, 3);
@@ -566,7 +566,7 @@ static void t_accumulate_and_threads(void)
     free(tok), free(tgt), free(P), free(G1), free(G2), free(acts), free(scr);
 }
 
-/* The acts/scratch layout is the one the generator's memory plan assumes (gpt2_host.h). */
+/* The acts/scratch layout is the one the generator's memory plan assumes (zk_host.h). */
 static void t_layout(void)
 {
     ZkDims d = {.B = 3, .T = 33, .C = 72, .NH = 6, .F = 288, .V = 97, .L = 3, .eps = 1e-5f};

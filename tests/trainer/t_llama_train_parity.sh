@@ -54,7 +54,7 @@ EOF
  "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8,
    "weight_decay": 0.1}}}
 EOF
-  if ! bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || ! make -s -j2 -C "$d/out" >"$d/make.log" 2>&1; then
+  if ! bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || ! zt_make -s -j2 -C "$d/out" >"$d/make.log" 2>&1; then
     cat "$d/gen.log" "$d/make.log"; fail "$name build"; return
   fi
   if ! mpirun --oversubscribe -np $ws "$d/out/train" --data "$tmp/tok.bin" --init-from "$m/w.safetensors" \

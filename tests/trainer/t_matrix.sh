@@ -56,7 +56,7 @@ EOF
   fi
   # the kernels' objects do not depend on the plan: build them once, reuse them
   [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/*_host*.o "$d/out/"
-  if ! make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1; then cat "$d/make.log" >&2; echo "$tag: build failed" >&2; return 1; fi
+  if ! zt_make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1; then cat "$d/make.log" >&2; echo "$tag: build failed" >&2; return 1; fi
   [ -d "$tmp/kobj" ] || { mkdir -p "$tmp/kobj"; cp "$d"/out/*_host*.o "$tmp/kobj/"; }
   if ! ZG_NVME_DIR="$tmp/nvme/$tag" mpirun --oversubscribe -np "$ws" "$d/out/train" --data "$tmp/corpus.bin" \
        --steps "${STEPS:-3}" --log "$d/log.jsonl" --export "$d/w.safetensors" --threads 1 --quiet >"$d/run.log" 2>&1; then
@@ -171,8 +171,8 @@ grun() {
 EOF
   bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log" >&2; return 1; }
   "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["partition"]["grad_nvme"])' "$d/out/plan.json" >"$d/grad_nvme"
-  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/gpt2_host*.o "$d/out/"
-  make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1 || { cat "$d/make.log" >&2; return 1; }
+  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/zk_host*.o "$d/out/"
+  zt_make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1 || { cat "$d/make.log" >&2; return 1; }
   ZG_NVME_DIR="$tmp/nvme/g_$tag" mpirun --oversubscribe -np "$ws" "$d/out/train" --data "$tmp/corpus.bin" \
       --steps 3 --log "$d/log.jsonl" --export "$d/w.safetensors" --threads 1 --quiet >"$d/run.log" 2>&1 ||
     { tail -5 "$d/run.log" >&2; return 1; }

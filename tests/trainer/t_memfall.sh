@@ -34,9 +34,9 @@ EOS
   echo "{\"train_batch_size\": $WS, \"gradient_accumulation_steps\": 1, \"zero_optimization\": {\"stage\": $2${4:+, $4}},
    \"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": 1e-4}}}" >"$d/ds.json"
   bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log" >&2; return 1; }
-  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/gpt2_host*.o "$d/out/"
-  make -s -j2 -C "$d/out" >"$d/make.log" 2>&1 || { cat "$d/make.log" >&2; return 1; }
-  [ -d "$tmp/kobj" ] || { mkdir -p "$tmp/kobj"; cp "$d"/out/gpt2_host*.o "$tmp/kobj/"; }
+  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/zk_host*.o "$d/out/"
+  zt_make -s -j2 -C "$d/out" >"$d/make.log" 2>&1 || { cat "$d/make.log" >&2; return 1; }
+  [ -d "$tmp/kobj" ] || { mkdir -p "$tmp/kobj"; cp "$d"/out/zk_host*.o "$tmp/kobj/"; }
   # the host trainer never touches the device regions "acts"/"scratch" (train-cuda's layout; the
   # arena's pages stay unmapped) and fills its own activation buffer (the host kernels' layout)
   "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); t=j["tiers"]; m=j["memory"]

@@ -38,7 +38,7 @@ EOF
  "aio": {"block_size": 16384, "queue_depth": 4},
  "optimizer": {"type": "AdamW", "params": {"lr": 2e-3, "weight_decay": 0.1}}}
 EOF
-  if ! bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || ! make -s -j2 -C "$d/out" >"$d/make.log" 2>&1; then
+  if ! bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || ! zt_make -s -j2 -C "$d/out" >"$d/make.log" 2>&1; then
     cat "$d/gen.log" "$d/make.log"; fail "build $1"; zt_end
   fi
 }

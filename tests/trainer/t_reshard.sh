@@ -48,8 +48,8 @@ EOF
  "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 2e-3,
    "warmup_num_steps": 6, "warmup_type": "linear"}}}
 EOF
-  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/gpt2_host*.o "$d/out/" 2>/dev/null
-  bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 && make -s -j2 -C "$d/out" >"$d/make.log" 2>&1 ||
+  [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/zk_host*.o "$d/out/" 2>/dev/null
+  bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 && zt_make -s -j2 -C "$d/out" >"$d/make.log" 2>&1 ||
     { cat "$d/gen.log" "$d/make.log"; return 1; }
 }
 
@@ -72,7 +72,7 @@ EOF
 }
 
 plan a 2 3 2 nvme cpu || { fail "build ws2 z3 nvme"; zt_end; }
-mkdir -p "$tmp/kobj"; cp "$tmp"/a/out/gpt2_host*.o "$tmp/kobj/"
+mkdir -p "$tmp/kobj"; cp "$tmp"/a/out/zk_host*.o "$tmp/kobj/"
 plan b 3 1 2 cpu none || fail "build ws3 z1 cpu"
 plan c 1 0 2 none none || fail "build ws1 z0"
 plan d 4 2 1 none none 1500 || fail "build ws4 z2"
@@ -191,7 +191,7 @@ model: $BIGM
 train: {seq_len: 32, world_size: $2, seed: 5}
 deepspeed: {train_batch_size: 4, gradient_accumulation_steps: 1, zero_optimization: {stage: $3, offload_optimizer: {device: $4, nvme_path: $d/nvme}}, optimizer: {type: AdamW, params: {lr: 1.0e-4}}}
 EOF
-  bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 && make -s -j2 -C "$d/out" >"$d/make.log" 2>&1 ||
+  bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 && zt_make -s -j2 -C "$d/out" >"$d/make.log" 2>&1 ||
     { cat "$d/gen.log" "$d/make.log"; return 1; }
 }
 # each rank under GNU time, its peak RSS (KiB) into PREFIX.<rank>

@@ -42,7 +42,7 @@ EOF
 EOF
   bin/zgen "$d/spec.yaml" -o "$d/out" >"$d/gen.log" 2>&1 || { cat "$d/gen.log" >&2; return 1; }
   [ -d "$tmp/kobj" ] && cp "$tmp"/kobj/*_host*.o "$d/out/"
-  make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1 || { tail "$d/make.log" >&2; return 1; }
+  zt_make -s -j2 -C "$d/out" DEBUG=1 >"$d/make.log" 2>&1 || { tail "$d/make.log" >&2; return 1; }
   [ -d "$tmp/kobj" ] || { mkdir -p "$tmp/kobj"; cp "$d"/out/*_host*.o "$tmp/kobj/"; }
   local exe=train
   if [ -n "${CUDA:-}" ]; then
@@ -51,10 +51,10 @@ EOF
     local eobj=$tmp/eobj/io$(sed -n 's/^#define ZK_IO \([0-9]\).*/\1/p' "$d/out/cuda/kernels/zk_shapes.h")
     if [ -f "$eobj/zr_gpu_emu.o" ]; then
       mkdir -p "$d/out/cuda-emu.obj/host"; cp "$eobj/zr_gpu_emu.o" "$d/out/cuda-emu.obj/"
-      cp "$eobj"/gpt2_host*.o "$d/out/cuda-emu.obj/host/"
+      cp "$eobj"/zk_host*.o "$d/out/cuda-emu.obj/host/"
     fi
-    make -s -j2 -C "$d/out" cuda-emu >"$d/make.log" 2>&1 || { grep -m5 error "$d/make.log" >&2; return 1; }
-    [ -f "$eobj/zr_gpu_emu.o" ] || { mkdir -p "$eobj"; cp "$d/out/cuda-emu.obj/zr_gpu_emu.o" "$d"/out/cuda-emu.obj/host/gpt2_host*.o "$eobj/"; }
+    zt_make -s -j2 -C "$d/out" cuda-emu >"$d/make.log" 2>&1 || { grep -m5 error "$d/make.log" >&2; return 1; }
+    [ -f "$eobj/zr_gpu_emu.o" ] || { mkdir -p "$eobj"; cp "$d/out/cuda-emu.obj/zr_gpu_emu.o" "$d"/out/cuda-emu.obj/host/zk_host*.o "$eobj/"; }
   fi
   mpirun -np "$ws" "$d/out/$exe" --data "$tmp/corpus.bin" --steps 6 --log "$d/log.jsonl" \
       --export "$d/w.safetensors" --threads 1 --quiet >"$d/run.log" 2>&1 || { tail -5 "$d/run.log" >&2; return 1; }

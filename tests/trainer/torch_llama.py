@@ -22,7 +22,8 @@ torch_gpt2.py: step s, sequence j = the T+1 tokens at ((s*B + j)*T) mod (ntok - 
   torch_llama.py train --weights W --tokens TOK --NH --NKV --B --T [rope flags] --steps --lr [--wd]
                        [--clip] --out LOSSES.jsonl   (AdamW with DeepSpeed's semantics)
 Rope flags: [--theta X] [--llama3 FACTOR LOW HIGH ORIG] [--eps]. tie_embeddings is read from the
-weights: no lm_head.weight means the head reads model.embed_tokens.weight.
+weights: no lm_head.weight means the head reads model.embed_tokens.weight; so are Qwen2's q, k, v
+biases (init --qkv-bias writes them, zeros before --perturb; Qwen2ForCausalLM adds them before RoPE).
 """
 import argparse, json, math, os, struct, subprocess, sys, tempfile
 
@@ -70,6 +71,7 @@ def rms_norm(x, w, eps):
 def forward(p, tok, tgt, a, pos=None):
     B, T = tok.shape
     hs, rep = a.C // a.NH, a.NH // a.NKV
+    qkv_bias = getattr(a, "qkv_bias", False)
     cos, sin = rope_tables(T, hs, a.theta, a.llama3)
     x = p["model.embed_tokens.weight"][tok]
     mask = torch.full((T, T), float("-inf")).triu(1)
@@ -82,9 +84,11 @@ def forward(p, tok, tgt, a, pos=None):
     for l in range(a.L):
         g = lambda n: p[f"model.layers.{l}.{n}"]
         h = rms_norm(x, g("input_layernorm.weight"), a.eps)
-        q = (h @ g("self_attn.q_proj.weight").T).view(B, T, a.NH, hs).transpose(1, 2)
-        k = (h @ g("self_attn.k_proj.weight").T).view(B, T, a.NKV, hs).transpose(1, 2)
-        v = (h @ g("self_attn.v_proj.weight").T).view(B, T, a.NKV, hs).transpose(1, 2)
+        # Qwen2's q, k, v biases (Qwen2Attention: nn.Linear(bias=True)), added before the rotation
+        lin = lambda n: h @ g(n + ".weight").T + (g(n + ".bias") if qkv_bias else 0.0)
+        q = lin("self_attn.q_proj").view(B, T, a.NH, hs).transpose(1, 2)
+        k = lin("self_attn.k_proj").view(B, T, a.NKV, hs).transpose(1, 2)
+        v = lin("self_attn.v_proj").view(B, T, a.NKV, hs).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         k = k.repeat_interleave(rep, dim=1)      # repeat_kv: query head h reads kv head h // rep
@@ -106,9 +110,16 @@ def names(a):
     out = [("model.embed_tokens.weight", (a.V, a.C))]
     for l in range(a.L):
         pre = f"model.layers.{l}."
-        out += [(pre + "input_layernorm.weight", (a.C,)), (pre + "self_attn.q_proj.weight", (a.C, a.C)),
-                (pre + "self_attn.k_proj.weight", (kv, a.C)), (pre + "self_attn.v_proj.weight", (kv, a.C)),
-                (pre + "self_attn.o_proj.weight", (a.C, a.C)), (pre + "post_attention_layernorm.weight", (a.C,)),
+        out += [(pre + "input_layernorm.weight", (a.C,)), (pre + "self_attn.q_proj.weight", (a.C, a.C))]
+        if getattr(a, "qkv_bias", False):
+            out.append((pre + "self_attn.q_proj.bias", (a.C,)))
+        out.append((pre + "self_attn.k_proj.weight", (kv, a.C)))
+        if getattr(a, "qkv_bias", False):
+            out.append((pre + "self_attn.k_proj.bias", (kv,)))
+        out.append((pre + "self_attn.v_proj.weight", (kv, a.C)))
+        if getattr(a, "qkv_bias", False):
+            out.append((pre + "self_attn.v_proj.bias", (kv,)))
+        out += [(pre + "self_attn.o_proj.weight", (a.C, a.C)), (pre + "post_attention_layernorm.weight", (a.C,)),
                 (pre + "mlp.gate_proj.weight", (a.F, a.C)), (pre + "mlp.up_proj.weight", (a.F, a.C)),
                 (pre + "mlp.down_proj.weight", (a.C, a.F))]
     out.append(("model.norm.weight", (a.C,)))
@@ -125,7 +136,8 @@ def model_args(a, arrays):
     F = arrays["model.layers.0.mlp.gate_proj.weight"].shape[0] if L else 4 * C
     return argparse.Namespace(V=V, C=C, F=F, L=L, NH=a.NH, NKV=a.NKV, eps=a.eps, theta=a.theta,
                               llama3=tuple(a.llama3) if a.llama3 else None,
-                              tied="lm_head.weight" not in arrays)
+                              tied="lm_head.weight" not in arrays,
+                              qkv_bias="model.layers.0.self_attn.q_proj.bias" in arrays)
 
 
 def load_params(path, a):
@@ -143,7 +155,9 @@ def cmd_init(a):
     rng = np.random.default_rng(a.seed)
     out = {}
     for n, shape in names(a):
-        if len(shape) == 1:
+        if n.endswith(".bias"):
+            w = np.zeros(shape)
+        elif len(shape) == 1:
             w = np.ones(shape)
         else:
             std = 0.02 / math.sqrt(2 * a.L) if n.endswith(("o_proj.weight", "down_proj.weight")) else 0.02
@@ -191,6 +205,7 @@ def trainer_main(argv):
     for k in ["V", "C", "NH", "NKV", "F", "L"]:
         s.add_argument("--" + k, type=int, required=True)
     s.add_argument("--tied", action="store_true")
+    s.add_argument("--qkv-bias", action="store_true", help="Qwen2's q, k, v biases")
     s.add_argument("--seed", type=int, default=1234)
     s.add_argument("--perturb", type=float, default=0.0,
                    help="add normal(0, PERTURB) to every tensor (non-trivial gains)")

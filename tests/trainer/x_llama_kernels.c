@@ -15,9 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../templates/host/gpt2_host.c"
-#include "../../templates/host/gpt2_host_attn.c"
-#include "../../templates/host/gpt2_host_ops.c"
+#include "../../templates/host/zk_host.c"
+#include "../../templates/host/zk_host_attn.c"
+#include "../../templates/host/zk_host_ops.c"
 #include "../../templates/host/llama/llama_host.c"
 
 static void die(const char *what)
@@ -73,8 +73,10 @@ int main(int argc, char **argv)
         float *pg[9];
         size_t sz[9] = {C, C * C, KV * C, KV * C, C * C, C, F * C, F * C, C * F};
         for (int k = 0; k < 9; k++) pw[k] = w + off, pg[k] = g + off, off += sz[k];
-        bp[l] = (ZlBlockParams){pw[0], pw[1], pw[2], pw[3], pw[4], pw[5], pw[6], pw[7], pw[8]};
-        bg[l] = (ZlBlockGrads){pg[0], pg[1], pg[2], pg[3], pg[4], pg[5], pg[6], pg[7], pg[8]};
+        bp[l] = (ZlBlockParams){.ln1_w = pw[0], .q_w = pw[1], .k_w = pw[2], .v_w = pw[3], .o_w = pw[4],
+                                .ln2_w = pw[5], .gate_w = pw[6], .up_w = pw[7], .down_w = pw[8]};
+        bg[l] = (ZlBlockGrads){.ln1_w = pg[0], .q_w = pg[1], .k_w = pg[2], .v_w = pg[3], .o_w = pg[4],
+                               .ln2_w = pg[5], .gate_w = pg[6], .up_w = pg[7], .down_w = pg[8]};
     }
     size_t norm_off = off, head_off = tied ? 0 : off + C;
 

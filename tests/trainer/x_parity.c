@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../templates/host/gpt2_host.c"
-#include "../../templates/host/gpt2_host_attn.c"
-#include "../../templates/host/gpt2_host_ops.c"
+#include "../../templates/host/zk_host.c"
+#include "../../templates/host/zk_host_attn.c"
+#include "../../templates/host/zk_host_ops.c"
 
 #define DIE(...) (fprintf(stderr, "x_parity: " __VA_ARGS__), fputc('\n', stderr), exit(1))
 

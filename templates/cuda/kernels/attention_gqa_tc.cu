@@ -21,7 +21,7 @@
 ** Dynamic shared memory (the launcher raises CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to
 ** ZK_ATC_*_SMEM): as attention_tc.cu, HS 128: forward 110 KiB, dq 111 KiB, dkv 120.5 KiB.
 ** Compiled for archs with rotary grouped-query attention only (zk_shapes.h defines ZK_NKV for them,
-** from gen/model.c's arch table) and head sizes the tiling serves (ZK_ATC_FITS); otherwise an empty
+** from the arch's file, gen/arch_*.c) and head sizes the tiling serves (ZK_ATC_FITS); otherwise an empty
 ** module.
 */
 #include "zk_common.cuh"

@@ -15,7 +15,7 @@
 ** one thread per column (a warp reads 32 consecutive columns: coalesced); a second adds each column's
 ** partials in chunk order. The order is fixed by N alone, never by the launch or the GPU.
 ** Compiled for archs with rotary grouped-query attention only (zk_shapes.h defines ZK_NKV for them,
-** from gen/model.c's arch table); for the others this is an empty module.
+** from the arch's file, gen/arch_*.c); for the others this is an empty module.
 */
 #include "zk_common.cuh"
 #include "zk_colsum.h"

@@ -20,7 +20,7 @@
 ** take consecutive i, so a warp reads contiguous runs of both halves of a head. fp32 math, one
 ** rounding to zk_io per element; the sine is negated for the inverse (sign * sin, as the host).
 ** Compiled for archs with rotary grouped-query attention only (zk_shapes.h defines ZK_NKV and the
-** RoPE constants for them, from gen/model.c's arch table); for the others this is an empty module.
+** RoPE constants for them, from the arch's file, gen/arch_*.c); for the others this is an empty module.
 */
 #include "zk_common.cuh"
 #ifdef ZK_NKV

@@ -12,7 +12,7 @@
 ** block: memory-bound, coalesced. Backward may run in place (dgate = gate, dup = up): each thread
 ** reads its elements of every input before writing.
 ** Compiled for archs with rotary grouped-query attention only (zk_shapes.h defines ZK_NKV for them,
-** from gen/model.c's arch table); for the others this is an empty module.
+** from the arch's file, gen/arch_*.c); for the others this is an empty module.
 */
 #include "zk_common.cuh"
 #ifdef ZK_NKV

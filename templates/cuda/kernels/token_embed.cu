@@ -3,7 +3,7 @@
 ** out[n, c] = wte[tok[n], c], one thread per element, a copy (the same bits as the host's memcpy of
 ** the row). Its backward is encoder.cu's zd_encoder_backward_wte (the token grouping, no atomics).
 ** Compiled for archs with rotary grouped-query attention only (zk_shapes.h defines ZK_NKV for them,
-** from gen/model.c's arch table); for the others this is an empty module.
+** from the arch's file, gen/arch_*.c); for the others this is an empty module.
 */
 #include "zk_common.cuh"
 #ifdef ZK_NKV

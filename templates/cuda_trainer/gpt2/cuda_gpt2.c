@@ -5,10 +5,10 @@
 ** gemm (cuda_model.h has what the archs share: the head, the carving, launches, graphs). Biases of
 ** linear layers are one more gemm against a vector of ones (forward: ones(N,1) @ b; backward:
 ** db += ones(1,N) @ dy), so no extra kernel is needed. The math is the host kernels'
-** (gpt2_host.h): same layouts ([in, out] weights), parameter gradients accumulate, dresidual carries
+** (zk_host.h): same layouts ([in, out] weights), parameter gradients accumulate, dresidual carries
 ** dL/d(residual stream) backwards. Attention keeps lse (B, NH, T) instead of the T x T
 ** probabilities, so the device layout is smaller than the host's; the plan's "acts" / "scratch"
-** regions are sized for it (gen/model.c's gpt2_dev_* lists, gen/cuda_dec.c), the host's layout lives
+** regions are sized for it (gen/arch_gpt2.c's dev_* lists, gen/cuda_dec.c), the host's layout lives
 ** in the host backend's buffer. Precision is gen's decision (cuda_model.c's head comment);
 ** ZK_ATT_TC picks attention_tc.cu.
 ** ZK_GEMM_EPI (gen's decision: 16-bit plans whose d_ff is a multiple of 8) folds the biases, the
@@ -44,7 +44,7 @@ const char cz_attention_kernels[] = "attention_tc";
 const char cz_attention_kernels[] = "attention";
 #endif
 
-/* GPT-2's own arrays beside CzDevActs (gen/model.c gpt2_dev_*). */
+/* GPT-2's own arrays beside CzDevActs (gen/arch_gpt2.c dev_*). */
 typedef struct {
     void *layers;               /* N_AREAS block areas of layer_bytes() */
     size_t layer_bytes;
@@ -63,7 +63,7 @@ static size_t layer_bytes(void)
 {
     size_t BT = N_ROWS, BTC = BT * ZG_D_MODEL, BTF = BT * ZG_D_FF, al = 256;
     size_t lse = (size_t)ZG_MICRO_BATCH * ZG_N_HEADS * ZG_SEQ_LEN;
-    /* each array with 256 bytes of slack, plus 256 (gen/cuda_dec.c's bound over gen/model.c's
+    /* each array with 256 bytes of slack, plus 256 (gen/cuda_dec.c's bound over gen/arch_gpt2.c's
     ** gpt2_dev_layer): five BTC arrays and qkv's one of 3 BTC */
     return 5 * (BTC * AB + al) + (3 * BTC * AB + al) + 4 * (BT * 4 + al) + (lse * 4 + al) + 2 * (BTF * AB + al) + 256;
 }

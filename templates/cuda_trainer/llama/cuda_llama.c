@@ -5,23 +5,26 @@
 ** encoder.cu) and every matmul a row-major gemm; cuda_model.h has the rest (the head, the carving,
 ** launches, graphs).
 ** The math and its order are the host adapter's (templates/host/llama/llama_host.c): nn.Linear
-** weights [out, in] (y = x W^T, no biases), RMSNorm, RoPE in the rotate-half convention applied to
-** q and k after their projections (kept rotated; backward rotates the gradients back), grouped-query
-** attention, SwiGLU, an untied or tied lm_head. Attention keeps lse (B, NH, T) instead of the T x T
-** probabilities (FlashAttention's scheme), so the device layout is smaller than the host's; the
-** plan's "acts" / "scratch" regions are sized for it (gen/model.c's llama_dev_* lists,
-** gen/cuda_dec.c). Which attention runs is gen's decision, ZK_ATT_TC: on tensor cores
+** weights [out, in] (y = x W^T, no biases but qwen2's on q, k, v: ZG_QKV_BIAS), RMSNorm, RoPE in
+** the rotate-half convention applied to q and k after their projections and biases (kept rotated;
+** backward rotates the gradients back), grouped-query attention, SwiGLU, an untied or tied lm_head.
+** Attention keeps lse (B, NH, T) instead of the T x T probabilities (FlashAttention's scheme), so
+** the device layout is smaller than the host's; the plan's "acts" / "scratch" regions are sized for
+** it (the arch file's dev_* lists, gen/arch_llama.c and arch_qwen2.c; gen/cuda_dec.c). Which attention runs is gen's decision, ZK_ATT_TC: on tensor cores
 ** (attention_gqa_tc.cu, WMMA) in 16-bit plans whose head size its tiling serves, else on CUDA cores
 ** in fp32 arithmetic (attention_gqa.cu: fp32 plans, and 16-bit ones with larger heads). The
 ** activations are the plan's dtype (16-bit, or fp32 in fp32 plans), the statistics and lse fp32,
 ** parameter gradients fp32 (cuda_model.c's precision comment). The linear layers use no cuBLASLt
-** epilogue: without biases or GELU, the residual adds are a D2D copy and beta 1.
+** epilogue: without GELU, the residual adds are a D2D copy and beta 1, and the q, k, v biases one
+** more gemm against a vector of ones as gpt2's unfused path (forward ones(N,1) @ b, backward
+** db += ones(1,N) @ dy).
 */
 #include <string.h>
 
 #include "cuda_model.h"
 #include "../kernels/zk_attn_tiles.h"
 #include "../kernels/zk_colsum.h"
+#include "zr_half.h"
 
 #define HS (ZG_D_MODEL / ZG_N_HEADS)
 #define KV (ZG_N_KV_HEADS * HS)                 /* width of k and v */
@@ -41,13 +44,14 @@ const char cz_attention_kernels[] = "attention_gqa_tc";
 const char cz_attention_kernels[] = "attention_gqa";
 #endif
 
-/* llama's own arrays beside CzDevActs (gen/model.c llama_dev_*). */
+/* llama's own arrays beside CzDevActs (gen/arch_llama.c dev_*). */
 typedef struct {
     void *layers;               /* N_AREAS block areas of layer_bytes() */
     size_t layer_bytes;
     float *lnf_rstd;
     void *dq, *dk, *dv, *datty, *dgate, *dup, *dh;
     float *dbuf, *rope_cos, *rope_sin;
+    void *ones;                 /* (N_ROWS) ones for the bias gemms (ZG_QKV_BIAS) */
 } LlActs;
 static LlActs LL;
 
@@ -98,7 +102,21 @@ void cz_acts_init(void)
     LL.dgate = cz_take(&cur, BTF, AB); LL.dup = cz_take(&cur, BTF, AB); LL.dh = cz_take(&cur, BTF, AB);
     LL.rope_cos = cz_take(&cur, (size_t)ZG_SEQ_LEN * HALF, 4);
     LL.rope_sin = cz_take(&cur, (size_t)ZG_SEQ_LEN * HALF, 4);
+#if ZG_QKV_BIAS
+    LL.ones = cz_take(&cur, BT, AB);
+#endif
     cz_carve_end(acts, acts_end, scratch, cur);
+#if ZG_QKV_BIAS
+    static float ones[N_ROWS];
+    for (int i = 0; i < N_ROWS; i++) ones[i] = 1.0f;
+#if ZK_IO
+    static uint16_t ones16[N_ROWS];
+    for (int i = 0; i < N_ROWS; i++) ones16[i] = ZK_IO == 1 ? zr_f32_to_bf16(ones[i]) : zr_f32_to_fp16(ones[i]);
+    CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, LL.ones, ones16, sizeof ones16));
+#else
+    CZ_CHECK(zr_gpu_copy(CZ.compute, ZR_GPU_H2D, LL.ones, ones, sizeof ones));
+#endif
+#endif
     float *c = LL.rope_cos, *s = LL.rope_sin;
     void *args[] = {&c, &s, NULL};
     cz_fp(c, (size_t)ZG_SEQ_LEN * HALF * 4, 1); cz_fp(s, (size_t)ZG_SEQ_LEN * HALF * 4, 1);
@@ -124,6 +142,18 @@ static void lin_dw(int in, int out, const void *x, const void *dy, float *dw)
 {
     cz_gemm(1, 0, out, in, N_ROWS, dy, out, x, in, 1.0f, dw, 1, in);
 }
+
+#if ZG_QKV_BIAS
+/* y (N,out) += ones(N,1) @ b; db (out) += ones(1,N) @ dy */
+static void bias_fwd(int out, const void *b, void *y)
+{
+    cz_gemm(0, 0, N_ROWS, out, 1, LL.ones, 1, b, out, 1.0f, y, 0, out);
+}
+static void bias_bwd(int out, const void *dy, float *db)
+{
+    cz_gemm(0, 0, 1, out, N_ROWS, LL.ones, N_ROWS, dy, out, 1.0f, db, 1, out);
+}
+#endif
 
 static void rmsnorm_fwd(void *y, float *rstd, const void *x, const void *w)
 {
@@ -209,6 +239,11 @@ static void block_forward(int l, const void *const *p, int recompute)
     lin_fwd(C, C, v.ln1, p[ZG_LT_SELF_ATTN_Q_PROJ_WEIGHT], 0.0f, v.q);
     lin_fwd(C, KV, v.ln1, p[ZG_LT_SELF_ATTN_K_PROJ_WEIGHT], 0.0f, v.k);
     lin_fwd(C, KV, v.ln1, p[ZG_LT_SELF_ATTN_V_PROJ_WEIGHT], 0.0f, v.v);
+#if ZG_QKV_BIAS
+    bias_fwd(C, p[ZG_LT_SELF_ATTN_Q_PROJ_BIAS], v.q);
+    bias_fwd(KV, p[ZG_LT_SELF_ATTN_K_PROJ_BIAS], v.k);
+    bias_fwd(KV, p[ZG_LT_SELF_ATTN_V_PROJ_BIAS], v.v);
+#endif
     rope(v.q, v.k, 0);
     {
         void *y = v.atty;
@@ -305,6 +340,11 @@ static void block_backward(int l, const void *const *p, float *const *g)
     lin_dw(C, C, v.ln1, LL.dq, g[ZG_LT_SELF_ATTN_Q_PROJ_WEIGHT]);
     lin_dw(C, KV, v.ln1, LL.dk, g[ZG_LT_SELF_ATTN_K_PROJ_WEIGHT]);
     lin_dw(C, KV, v.ln1, LL.dv, g[ZG_LT_SELF_ATTN_V_PROJ_WEIGHT]);
+#if ZG_QKV_BIAS
+    bias_bwd(C, LL.dq, g[ZG_LT_SELF_ATTN_Q_PROJ_BIAS]);
+    bias_bwd(KV, LL.dk, g[ZG_LT_SELF_ATTN_K_PROJ_BIAS]);
+    bias_bwd(KV, LL.dv, g[ZG_LT_SELF_ATTN_V_PROJ_BIAS]);
+#endif
     rmsnorm_bwd(dres, g[ZG_LT_INPUT_LAYERNORM_WEIGHT], dln, x, p[ZG_LT_INPUT_LAYERNORM_WEIGHT], v.ln1_rstd);
 }
 

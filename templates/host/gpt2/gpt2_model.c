@@ -1,7 +1,7 @@
 /*
 ** gpt2_model.c — the model adapter (train_model.h) for arch gpt2: the plan's tensors, in the IR's
-** order (gen/model.c: embed {wte, wpe}, block h.{l}.*, ln_f {weight, bias}, the head tied to wte),
-** handed to the gpt2 host kernels (gpt2_host.h).
+** order (gen/arch_gpt2.c: embed {wte, wpe}, block h.{l}.*, ln_f {weight, bias}, the head tied to wte),
+** handed to the gpt2 host kernels (zk_host.h).
 **
 ** D is the model's dimensions; Dc the carved area's (L = 1 with activation checkpointing). A call
 ** given the stream `in` runs on a view of the carved activations whose "encoded" is `in`: block l
@@ -9,7 +9,7 @@
 */
 #include <string.h>
 
-#include "gpt2_host.h"     /* defines: the gpt2 host kernels */
+#include "zk_host.h"     /* defines: the gpt2 host kernels */
 #include "train_model.h"   /* defines: the adapter's contract */
 #include "zg_tables.h"     /* defines: ZG_* dimensions, ZG_LT_* / ZG_T_* tensor indices */
 

@@ -5,7 +5,9 @@
 ** Built from the same pieces as the gpt2 kernels: every matmul is zk_sgemm (cut into parts run by
 ** the OpenMP threads, each a single-threaded cblas_sgemm), attention calls cblas_sgemm per task
 ** inside its parallel loop, exponentials are zk_exp. nn.Linear's [out, in] weights go to sgemm as
-** stored: forward x W^T, backward dx = dy W and dW += dy^T x, no transposed copies.
+** stored: forward x W^T, backward dx = dy W and dW += dy^T x, no transposed copies; the q, k, v
+** biases of an arch that has them (qwen2) are added before RoPE, their gradients taken after
+** backward rotates dq and dk back.
 ** Determinism: partitions depend on shapes and the thread count only; attention tasks (one per
 ** sequence and key/value head, so the heads sharing k and v accumulate their gradients in one task
 ** without atomics), RMSNorm gain gradients (split by column) and the embedding gradient (serial) do
@@ -16,8 +18,8 @@
 #include <omp.h>
 #include <string.h>
 
-#include "gpt2_host.h"
-#include "gpt2_host_math.h"
+#include "zk_host.h"
+#include "zk_host_math.h"
 #include "llama_host.h"
 
 /* ---------------------------------------------------------------------- memory */
@@ -135,6 +137,33 @@ static void lin_dx(int n, int in, int out, const float *dy, const float *w, floa
 static void lin_dw(int n, int in, int out, const float *x, const float *dy, float *dw)
 {
     zk_sgemm(1, 0, out, in, n, 1.0f, dy, out, x, in, 1.0f, dw, in);
+}
+
+/* A projection's bias (NULL: the arch has none): y (n, c) += b per row; db += the column sums of dy,
+** each column summed over the rows in order, so the result does not depend on the thread count. */
+static void bias_fwd(int n, int c, const float *b, float *y)
+{
+    if (!b) return;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < n; r++) {
+        float *row = y + (size_t)r * c;
+        for (int i = 0; i < c; i++) row[i] += b[i];
+    }
+}
+#define BIAS_COLS 64
+static void bias_bwd(int n, int c, const float *dy, float *db)
+{
+    if (!db) return;
+#pragma omp parallel for schedule(static)
+    for (int i0 = 0; i0 < c; i0 += BIAS_COLS) {
+        int w = c - i0 < BIAS_COLS ? c - i0 : BIAS_COLS;
+        float sum[BIAS_COLS] = {0};
+        for (int r = 0; r < n; r++) {
+            const float *row = dy + (size_t)r * c + i0;
+            for (int i = 0; i < w; i++) sum[i] += row[i];
+        }
+        for (int i = 0; i < w; i++) db[i0 + i] += sum[i];
+    }
 }
 
 void zl_rmsnorm_forward(int n, int c, float eps, const float *x, const float *w, float *y, float *rstd)
@@ -306,6 +335,9 @@ void zl_block_recompute(const ZlDims *d, int l, const ZlBlockParams *p, const Zl
     lin_fwd(BT, C, C, x.ln1, p->q_w, 0.0f, x.q);
     lin_fwd(BT, C, KV, x.ln1, p->k_w, 0.0f, x.k);
     lin_fwd(BT, C, KV, x.ln1, p->v_w, 0.0f, x.v);
+    bias_fwd(BT, C, p->q_b, x.q);
+    bias_fwd(BT, KV, p->k_b, x.k);
+    bias_fwd(BT, KV, p->v_b, x.v);
     zl_rope(d->B, d->T, d->NH, hs, d->pos, a->rope_cos, a->rope_sin, x.q, 0);
     zl_rope(d->B, d->T, d->NKV, hs, d->pos, a->rope_cos, a->rope_sin, x.k, 0);
     zl_attention_forward(d->B, d->T, d->NH, d->NKV, hs, d->pos, x.q, x.k, x.v, x.att, x.atty);
@@ -392,6 +424,9 @@ void zl_block_backward(const ZlDims *d, int l, const ZlBlockParams *p, const ZlB
     lin_dw(BT, C, C, x.ln1, a->dq, g->q_w);
     lin_dw(BT, C, KV, x.ln1, a->dk, g->k_w);
     lin_dw(BT, C, KV, x.ln1, a->dv, g->v_w);
+    bias_bwd(BT, C, a->dq, g->q_b);
+    bias_bwd(BT, KV, a->dk, g->k_b);
+    bias_bwd(BT, KV, a->dv, g->v_b);
     zl_rmsnorm_backward(BT, C, in, p->ln1_w, x.ln1_rstd, a->dln, a->dresidual, g->ln1_w);
 }
 

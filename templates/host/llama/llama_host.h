@@ -1,14 +1,16 @@
 /*
-** llama_host.h — LLaMA (Hugging Face LlamaForCausalLM) forward and backward on the CPU: RMSNorm,
-** rotary embeddings in the rotate-half convention (with LLaMA 3's optional frequency scaling),
-** grouped-query causal attention, SwiGLU MLP, untied or tied lm_head.
+** llama_host.h — LLaMA (Hugging Face LlamaForCausalLM; Qwen2ForCausalLM, which adds q, k, v biases)
+** forward and backward on the CPU: RMSNorm, rotary embeddings in the rotate-half convention (with
+** LLaMA 3's optional frequency scaling), grouped-query causal attention, SwiGLU MLP, untied or tied
+** lm_head.
 **
-** The same contract as gpt2_host.h, whose threading helpers (zk_sgemm, zk_blas_solo) and zk_exp it
+** The same contract as zk_host.h, whose threading helpers (zk_sgemm, zk_blas_solo) and zk_exp it
 ** uses: called MODULE BY MODULE (embedding, block l, final norm, head) with explicit parameter and
 ** gradient pointers, fp32, row-major, ONE thread pool (OpenMP's; OpenBLAS at one thread), parameter
 ** gradients ACCUMULATE (+=), dresidual carries dL/d(residual stream) between modules, dloss explicit.
-** What differs from gpt2: linear weights are nn.Linear's [out, in] (y = x W^T, no biases), and
-** there are no learned positions (RoPE is applied to q and k inside the block).
+** What differs from gpt2: linear weights are nn.Linear's [out, in] (y = x W^T, no biases but the
+** optional q, k, v ones of Qwen2), and there are no learned positions (RoPE is applied to q and k
+** inside the block, after their biases).
 **
 ** Memory (fp32 floats; KV = n_kv_heads * head size, S = B*NH*T*T):
 **   acts    = encoded BTC
@@ -47,10 +49,12 @@ typedef struct ZlBlockParams {
     const float *ln2_w;                 /* post_attention_layernorm.weight (C) */
     const float *gate_w, *up_w;         /* mlp.gate_proj, up_proj (F, C) */
     const float *down_w;                /* mlp.down_proj (C, F) */
+    const float *q_b, *k_b, *v_b;       /* self_attn.q_proj.bias (C), k_proj, v_proj (KV); NULL: none */
 } ZlBlockParams;
 
 typedef struct ZlBlockGrads {
     float *ln1_w, *q_w, *k_w, *v_w, *o_w, *ln2_w, *gate_w, *up_w, *down_w;
+    float *q_b, *k_b, *v_b;             /* NULL exactly when the parameters' are */
 } ZlBlockGrads;
 
 typedef struct ZlLayerActs {

@@ -1,7 +1,8 @@
 /*
-** llama_model.c — the model adapter (train_model.h) for arch llama: the plan's tensors, in the IR's
-** order (gen/model.c: embed {model.embed_tokens}, block model.layers.{l}.*, model.norm, lm_head, or
-** the token table for a tied head), handed to the llama host kernels (llama_host.h).
+** llama_model.c — the model adapter (train_model.h) for archs llama and qwen2: the plan's tensors, in
+** the IR's order (gen/arch_llama.c, arch_qwen2.c: embed {model.embed_tokens}, block
+** model.layers.{l}.*, model.norm, lm_head, or the token table for a tied head), handed to the llama
+** host kernels (llama_host.h); the q, k, v biases where the tables say ZG_QKV_BIAS.
 **
 ** D is the model's dimensions; Dc the carved area's (L = 1 with activation checkpointing). A call
 ** given the stream `in` runs on a view of the carved activations whose "encoded" is `in`: block l
@@ -10,7 +11,7 @@
 */
 #include <string.h>
 
-#include "gpt2_host.h"     /* defines: zk_threads_init (the one thread pool the kernels share) */
+#include "zk_host.h"     /* defines: zk_threads_init (the one thread pool the kernels share) */
 #include "llama_host.h"    /* defines: the llama host kernels */
 #include "train_model.h"   /* defines: the adapter's contract */
 #include "zg_tables.h"     /* defines: ZG_* dimensions, ZG_LT_* tensor offsets in a block */
@@ -77,6 +78,12 @@ static void block_views(const float *const *q, float *const *d, ZlBlockParams *p
     p->ln2_w = q[ZG_LT_POST_ATTENTION_LAYERNORM_WEIGHT];
     p->gate_w = q[ZG_LT_MLP_GATE_PROJ_WEIGHT]; p->up_w = q[ZG_LT_MLP_UP_PROJ_WEIGHT];
     p->down_w = q[ZG_LT_MLP_DOWN_PROJ_WEIGHT];
+#if ZG_QKV_BIAS
+    p->q_b = q[ZG_LT_SELF_ATTN_Q_PROJ_BIAS]; p->k_b = q[ZG_LT_SELF_ATTN_K_PROJ_BIAS];
+    p->v_b = q[ZG_LT_SELF_ATTN_V_PROJ_BIAS];
+#else
+    p->q_b = p->k_b = p->v_b = NULL;
+#endif
     if (!g) return;
     g->ln1_w = d[ZG_LT_INPUT_LAYERNORM_WEIGHT];
     g->q_w = d[ZG_LT_SELF_ATTN_Q_PROJ_WEIGHT]; g->k_w = d[ZG_LT_SELF_ATTN_K_PROJ_WEIGHT];
@@ -84,6 +91,12 @@ static void block_views(const float *const *q, float *const *d, ZlBlockParams *p
     g->ln2_w = d[ZG_LT_POST_ATTENTION_LAYERNORM_WEIGHT];
     g->gate_w = d[ZG_LT_MLP_GATE_PROJ_WEIGHT]; g->up_w = d[ZG_LT_MLP_UP_PROJ_WEIGHT];
     g->down_w = d[ZG_LT_MLP_DOWN_PROJ_WEIGHT];
+#if ZG_QKV_BIAS
+    g->q_b = d[ZG_LT_SELF_ATTN_Q_PROJ_BIAS]; g->k_b = d[ZG_LT_SELF_ATTN_K_PROJ_BIAS];
+    g->v_b = d[ZG_LT_SELF_ATTN_V_PROJ_BIAS];
+#else
+    g->q_b = g->k_b = g->v_b = NULL;
+#endif
 }
 
 /* The embedding, final norm and head modules hold one tensor each: p[0]. */

@@ -156,6 +156,7 @@
 #define ZG_OPT_DEV_NUMEL                INT64_C(0)  /* their elements: the shard's [0, ZG_OPT_DEV_NUMEL); the host regions hold the rest */
 #define ZG_GRAD_KEEP                    0  /* GRAD_KEEP copies their reduced gradients into the device grad_keep */
 #define ZG_GRAD_NVME                    1  /* grad32 on NVMe, staged per sub-group through part 3 of opt_buf_<b> (WAIT_REDUCE rows nvme_write) */
+#define ZG_OPT_BUF_PARTS                4  /* fp32 parts of an opt_buf_<b>: master, m, v (, gradients with ZG_GRAD_NVME) */
 #define ZG_SG_ALIGN                     INT64_C(524288)
 #define ZG_NVME_ALIGN                   INT64_C(1048576)
 #define ZG_NVME_FILES                   1  /* swap files per rank: one per distinct nvme_path (param's first) */
@@ -186,6 +187,75 @@
 #define ZG_GRAD_LAND_NUMEL              INT64_C(49280)
 #define ZG_GRAD_LAND_DIRECT             0  /* a GPU rank's D2H lands in grad16 itself (gen/memplan.c) */
 #define ZG_PARAM_LAND_NUMEL             INT64_C(0)
+
+/* ---------------------------------------------------------------------- regions present */
+/* Which regions the plan lays out (runtime/zr_enums.h's ZR_REGION_LIST): ZG_HAS_<NAME> 1 when in
+** memory (a tier but NVMe), ZG_ON_NVME_<NAME> 1 when on NVMe; ZG_N_REGIONS_<FAMILY> numbered ones.
+** The trainer asks these, never whether a pointer is set. */
+#define ZG_HAS_PARAMS16                 0
+#define ZG_ON_NVME_PARAMS16             0
+#define ZG_HAS_PARAMS_SHARD             1
+#define ZG_ON_NVME_PARAMS_SHARD         0
+#define ZG_HAS_PERSIST                  1
+#define ZG_ON_NVME_PERSIST              0
+#define ZG_HAS_PARAM_WB                 0
+#define ZG_ON_NVME_PARAM_WB             0
+#define ZG_HAS_GRADS                    0
+#define ZG_ON_NVME_GRADS                0
+#define ZG_HAS_GRAD32                   0
+#define ZG_ON_NVME_GRAD32               1
+#define ZG_HAS_GRAD16                   0
+#define ZG_ON_NVME_GRAD16               0
+#define ZG_HAS_GRAD_ACC                 0
+#define ZG_ON_NVME_GRAD_ACC             0
+#define ZG_HAS_MASTER                   0
+#define ZG_ON_NVME_MASTER               1
+#define ZG_HAS_ADAM_M                   0
+#define ZG_ON_NVME_ADAM_M               1
+#define ZG_HAS_ADAM_V                   0
+#define ZG_ON_NVME_ADAM_V               1
+#define ZG_HAS_MASTER_NEXT              0
+#define ZG_ON_NVME_MASTER_NEXT          0
+#define ZG_HAS_ADAM_M_NEXT              0
+#define ZG_ON_NVME_ADAM_M_NEXT          0
+#define ZG_HAS_ADAM_V_NEXT              0
+#define ZG_ON_NVME_ADAM_V_NEXT          0
+#define ZG_HAS_MASTER_DEV               0
+#define ZG_ON_NVME_MASTER_DEV           0
+#define ZG_HAS_ADAM_M_DEV               0
+#define ZG_ON_NVME_ADAM_M_DEV           0
+#define ZG_HAS_ADAM_V_DEV               0
+#define ZG_ON_NVME_ADAM_V_DEV           0
+#define ZG_HAS_GRAD_KEEP                0
+#define ZG_ON_NVME_GRAD_KEEP            0
+#define ZG_HAS_NORM_LANES               0
+#define ZG_ON_NVME_NORM_LANES           0
+#define ZG_HAS_NORM_LANES_LAND          0
+#define ZG_ON_NVME_NORM_LANES_LAND      0
+#define ZG_HAS_NORM_PIECES              0
+#define ZG_ON_NVME_NORM_PIECES          0
+#define ZG_HAS_NVME_BOUNCE              1
+#define ZG_ON_NVME_NVME_BOUNCE          0
+#define ZG_HAS_GRAD_LAND                1
+#define ZG_ON_NVME_GRAD_LAND            0
+#define ZG_HAS_PARAM_LAND               0
+#define ZG_ON_NVME_PARAM_LAND           0
+#define ZG_HAS_PERSIST_LAND             0
+#define ZG_ON_NVME_PERSIST_LAND         0
+#define ZG_HAS_GRAD_STAGE               1
+#define ZG_ON_NVME_GRAD_STAGE           0
+#define ZG_HAS_TIED_GRAD                1
+#define ZG_ON_NVME_TIED_GRAD            0
+#define ZG_HAS_ACTS                     1
+#define ZG_ON_NVME_ACTS                 0
+#define ZG_HAS_SCRATCH                  1
+#define ZG_ON_NVME_SCRATCH              0
+#define ZG_N_REGIONS_GATHER_SLOT        2
+#define ZG_N_REGIONS_PARAM_BUF          2
+#define ZG_N_REGIONS_MASTER_BUF         0
+#define ZG_N_REGIONS_BUCKET             2
+#define ZG_N_REGIONS_BUCKET_RECV        2
+#define ZG_N_REGIONS_OPT_BUF            4
 
 /* ---------------------------------------------------------------------- table sizes */
 #define ZG_N_TENSORS                    52

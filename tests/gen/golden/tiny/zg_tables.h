@@ -16,6 +16,7 @@ extern const ZrModuleRow   zg_modules[];        /* ZG_N_MODULES, forward order *
 extern const ZrBucketRow   zg_buckets[];        /* ZG_N_BUCKETS, reduction order */
 extern const ZrGatherRow   zg_gathers[];        /* ZG_N_GATHERS (stage 3) */
 extern const ZrSubGroupRow zg_subgroups[];      /* ZG_N_SUBGROUPS of this rank's optimizer shard */
+extern const ZrOptRow      zg_optimizers[];     /* ZG_N_SUBGROUPS: each one's Adam operands */
 extern const ZrRegionRow   zg_regions[];        /* ZG_N_REGIONS, every buffer of every tier */
 extern const int           zg_region_file[];    /* ZG_N_REGIONS: swap file of each NVMe region */
 extern const ZrOpRow       zg_micro_ops[];      /* ZG_N_MICRO_OPS: micro-steps 0 .. accum-2 */
@@ -55,6 +56,38 @@ enum {
     ZG_REGION_SCRATCH               = 23, /* device, 3.54 MiB */
     ZG_REGION_END_ = 24
 };
+
+/* Every region name of runtime/zr_enums.h's ZR_REGION_LIST: its index in zg_regions, -1 when the
+** plan has none (zg_model.h's ZG_HAS_* say which). */
+#define ZG_RG_PARAMS16                  -1
+#define ZG_RG_PARAMS_SHARD              0
+#define ZG_RG_PERSIST                   1
+#define ZG_RG_PARAM_WB                  -1
+#define ZG_RG_GRADS                     -1
+#define ZG_RG_GRAD32                    10
+#define ZG_RG_GRAD16                    -1
+#define ZG_RG_GRAD_ACC                  -1
+#define ZG_RG_MASTER                    11
+#define ZG_RG_ADAM_M                    12
+#define ZG_RG_ADAM_V                    13
+#define ZG_RG_MASTER_NEXT               -1
+#define ZG_RG_ADAM_M_NEXT               -1
+#define ZG_RG_ADAM_V_NEXT               -1
+#define ZG_RG_MASTER_DEV                -1
+#define ZG_RG_ADAM_M_DEV                -1
+#define ZG_RG_ADAM_V_DEV                -1
+#define ZG_RG_GRAD_KEEP                 -1
+#define ZG_RG_NORM_LANES                -1
+#define ZG_RG_NORM_LANES_LAND           -1
+#define ZG_RG_NORM_PIECES               -1
+#define ZG_RG_NVME_BOUNCE               18
+#define ZG_RG_GRAD_LAND                 19
+#define ZG_RG_PARAM_LAND                -1
+#define ZG_RG_PERSIST_LAND              -1
+#define ZG_RG_GRAD_STAGE                20
+#define ZG_RG_TIED_GRAD                 21
+#define ZG_RG_ACTS                      22
+#define ZG_RG_SCRATCH                   23
 
 /* Modules: index in zg_modules; block l is ZG_MODULE_BLOCK0 + l. */
 enum {

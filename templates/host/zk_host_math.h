@@ -1,5 +1,5 @@
 /*
-** gpt2_host_math.h — a vectorisable expf for the host kernels (GELU, softmax), private to them.
+** zk_host_math.h — a vectorisable expf for the host kernels (GELU, softmax), private to them.
 **
 ** libm's expf/tanhf are scalar calls, so the loops that use them never vectorise; GELU alone cost
 ** as much as the MLP's matmuls. zk_exp is branch-free: Cody-Waite reduction x = n ln2 + r, a
@@ -8,8 +8,8 @@
 ** so the loops that call it sit between ZK_VECTOR_BEGIN and ZK_VECTOR_END, which turn trapping-math
 ** off for those functions only (no effect on results: nothing here relies on FP exceptions).
 */
-#ifndef GPT2_HOST_MATH_H
-#define GPT2_HOST_MATH_H
+#ifndef ZK_HOST_MATH_H
+#define ZK_HOST_MATH_H
 
 #include <stdint.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
-** gpt2_host_attn.c — causal self-attention of one GPT-2 block, forward and backward.
+** zk_host_attn.c — causal self-attention of one GPT-2 block, forward and backward.
 **
 ** One task per (sequence, head), run in parallel with OpenMP: every task has the same work and
 ** writes disjoint slices (its head's columns of y / dqkv, its own att and datt planes), so no
@@ -17,14 +17,14 @@
 ** so are their score gradients, so the block matmuls stay whole and add exact zeros there.
 **
 ** Threads: the tasks run on OpenMP threads and each calls a single-threaded sgemm (one pool, see
-** gpt2_host.h), so each small matmul runs in the calling thread without a hand-off.
+** zk_host.h), so each small matmul runs in the calling thread without a hand-off.
 */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
 
-#include "gpt2_host.h"
-#include "gpt2_host_math.h"
+#include "zk_host.h"
+#include "zk_host_math.h"
 
 enum { ROWS = 32 };             /* query rows per block */
 

@@ -1,10 +1,10 @@
 /*
-** gpt2_host.c — GPT-2 modules on the host: memory layout of the activations, thread pools, and the
-** per-module forward and backward (embedding, block, final LayerNorm, tied head with a fused
-** softmax cross-entropy). The building blocks are in gpt2_host_ops.c and gpt2_host_attn.c.
+** zk_host.c — GPT-2's modules on the host (zk_host.h): memory layout of the activations, thread
+** pools, and the per-module forward and backward (embedding, block, final LayerNorm, tied head with
+** a fused softmax cross-entropy). The building blocks are in zk_host_ops.c and zk_host_attn.c.
 **
 ** Each block writes its outputs where the next one reads them (encoded -> residual3 of block 0 ->
-** ... -> lnf), in the one acts buffer whose layout gpt2_host.h fixes; backward walks the same
+** ... -> lnf), in the one acts buffer whose layout zk_host.h fixes; backward walks the same
 ** modules in reverse, carrying dL/d(residual stream) in scratch.dresidual. Residual adds and biases
 ** are folded into the matmul that makes the branch (each part of it first writes stream + bias,
 ** then sgemm adds with beta = 1), and GELU and its gradient into the matmul next to them, so
@@ -15,8 +15,8 @@
 #include <omp.h>
 #include <string.h>
 
-#include "gpt2_host.h"
-#include "gpt2_host_math.h"
+#include "zk_host.h"
+#include "zk_host_math.h"
 
 /* ---------------------------------------------------------------------- memory */
 size_t zk_layer_floats(const ZkDims *d)

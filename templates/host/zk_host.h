@@ -1,5 +1,7 @@
 /*
-** gpt2_host.h — GPT-2 forward and backward on the CPU (the host backend's numeric core).
+** zk_host.h — the host backend's numeric core: GPT-2's modules forward and backward on the CPU, and
+** the pieces every arch's host kernels share (the one thread pool, zk_sgemm, the linear layer, the
+** softmax cross-entropy); llama_host.h builds on them.
 **
 ** The emitted trainer calls these MODULE BY MODULE (embedding, block l, final norm, head), because
 ** under ZeRO-3 only one module's parameters are gathered at a time: every call takes that module's
@@ -34,8 +36,8 @@
 ** 32-row block, the rest never written nor read (datt likewise). logits holds, after
 ** zk_head_forward, the probabilities and, after zk_head_backward, dL/dlogits.
 */
-#ifndef GPT2_HOST_H
-#define GPT2_HOST_H
+#ifndef ZK_HOST_H
+#define ZK_HOST_H
 
 #include <stddef.h>
 

@@ -1,20 +1,20 @@
 /*
-** gpt2_host_ops.c — the building blocks of the host kernels: LayerNorm, tanh-GELU and the linear
+** zk_host_ops.c — the building blocks of the host kernels: LayerNorm, tanh-GELU and the linear
 ** layer (cblas_sgemm on Hugging Face's [in, out] weights, no transposed copies).
 **
 ** Reductions across rows (LayerNorm weight/bias gradients, bias gradients) are split by blocks of
 ** columns, each summed over rows in row order: the result does not depend on the thread count,
 ** which keeps runs with different OpenMP settings bit-identical. Matmuls go through zk_sgemm, which
 ** cuts the output into parts run by the OpenMP threads, each a single-threaded OpenBLAS call: one
-** thread pool in all (gpt2_host.h); bit-identical runs for a given thread count.
+** thread pool in all (zk_host.h); bit-identical runs for a given thread count.
 */
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
 
-#include "gpt2_host.h"
-#include "gpt2_host_math.h"
+#include "zk_host.h"
+#include "zk_host_math.h"
 
 enum { COLS = 64 };             /* column block of the cross-row reductions */
 
@@ -92,7 +92,7 @@ void zk_layernorm_backward(int n, int c, const float *x, const float *w, const f
 /* Written without tanh, which also avoids the cancellation of 1 + tanh(u) for negative x:
 **     0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)) = s,   gelu(x) = x s,
 **     gelu'(x) = s + 2 x s (1 - s) du/dx,           u = k (x + a x^3),
-** with the vectorisable zk_exp (gpt2_host_math.h). */
+** with the vectorisable zk_exp (zk_host_math.h). */
 #define GELU_K 0.7978845608028654f   /* sqrt(2/pi) */
 #define GELU_A 0.044715f
 
