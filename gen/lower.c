@@ -64,6 +64,23 @@ static int grad_area(const Lower *L, int m, int64_t *off)
     return rid(p, "grad_stage");
 }
 
+/* The gradients the device's sub-groups of a split optimizer read (plan.c): grad_keep (16-bit,
+** one micro-step) or the device accumulator grad_acc (fp32). */
+static int dev_part_grads(const Lower *L, ZgDtype *dt)
+{
+    *dt = L->p->grad_keep ? L->w : ZG_DTYPE_FP32;
+    return rid(L->p, L->p->grad_keep ? "grad_keep" : "grad_acc");
+}
+
+/* The gradients a host-side (or whole-device) Adam reads: grad32 (fp32), grad16, or "grads"
+** (stages 0/1 without either, this rank's part of it). */
+static int shard_grads(const Lower *L, ZgDtype *dt)
+{
+    int g32 = rid(L->p, "grad32"), g16 = rid(L->p, "grad16");
+    *dt = g32 >= 0 ? ZG_DTYPE_FP32 : L->w;
+    return g32 >= 0 ? g32 : g16 >= 0 ? g16 : rid(L->p, "grads");
+}
+
 static void lower_op(Lower *L, ZgOp *o)
 {
     ZgPlan *p = L->p;
@@ -244,11 +261,8 @@ static void lower_op(Lower *L, ZgOp *o)
     }
     case ZG_OP_OPTIMIZER: {
         const ZgSubGroup *sg = &p->subgroups[a];
-        int g32 = rid(p, "grad32"), g16 = rid(p, "grad16");
         if (zg_plan_sg_on_device(p, a)) {   /* part of a CPU optimizer on the device (plan.c) */
-            bool keep = p->grad_keep;
-            o->src = rid(p, keep ? "grad_keep" : "grad_acc");
-            o->src_dt = keep ? L->w : ZG_DTYPE_FP32;
+            o->src = dev_part_grads(L, &o->src_dt);
             o->src_off = o->dst_off = sg->shard_offset;
             o->dst = rid(p, "master_dev");
             o->dst_dt = ZG_DTYPE_FP32;
@@ -256,8 +270,7 @@ static void lower_op(Lower *L, ZgOp *o)
             o->stream = ZG_STREAM_COMPUTE;
             break;
         }
-        o->src = g32 >= 0 ? g32 : g16 >= 0 ? g16 : rid(p, "grads");
-        o->src_dt = g32 >= 0 ? ZG_DTYPE_FP32 : L->w;
+        o->src = shard_grads(L, &o->src_dt);
         o->src_off = sg->shard_offset;
         o->dst = sg->buffer >= 0 ? ridn(p, p->sg_swap == ZG_SWAP_PARAMS ? "master_buf_" : "opt_buf_",
                                         sg->buffer)
@@ -303,7 +316,7 @@ static void lower_op(Lower *L, ZgOp *o)
 ** Gradients otherwise: grad32 (fp32), grad16, or this rank's part of "grads". The working copy is
 ** written when the master is separate: to params16 / params_shard, or through param_wb when the
 ** shard is on NVMe. */
-static void lower_optimizer(Lower *L, int k, const ZgOp *row)
+static void lower_optimizer(Lower *L, int k)
 {
     ZgPlan *p = L->p;
     const ZgSubGroup *sg = &p->subgroups[k];
@@ -313,16 +326,8 @@ static void lower_optimizer(Lower *L, int k, const ZgOp *row)
     int home = p16 >= 0 ? p16 : shard;
     *r = (ZgOptRow){.master = -1, .m = -1, .v = -1, .grad = -1, .home = -1, .grad_dt = L->w,
                     .next_master = -1, .next_m = -1, .next_v = -1};
-    int g32 = rid(p, "grad32"), g16 = rid(p, "grad16");
-    if (g32 >= 0) {
-        r->grad = g32;
-        r->grad_dt = ZG_DTYPE_FP32;
-    } else if (g16 >= 0) {
-        r->grad = g16;
-    } else {
-        r->grad = rid(p, "grads");
-        r->grad_ranked = true;
-    }
+    r->grad = shard_grads(L, &r->grad_dt);
+    r->grad_ranked = r->grad == rid(p, "grads");
     if (master >= 0 && tier_of(p, master) == ZG_TIER_NVME) {
         int ob = ridn(p, "opt_buf_", sg->buffer);
         int64_t part = p->mem.regions[ob].bytes / (4 * (p->grad_nvme ? 4 : 3));
@@ -344,8 +349,7 @@ static void lower_optimizer(Lower *L, int k, const ZgOp *row)
         r->master = rid(p, "master_dev");
         r->m = rid(p, "adam_m_dev");
         r->v = rid(p, "adam_v_dev");
-        r->grad = row->src;
-        r->grad_dt = row->src_dt;
+        r->grad = dev_part_grads(L, &r->grad_dt);
         r->grad_ranked = false;
         r->grad_off = 0;
     } else {
@@ -378,16 +382,7 @@ static void lower_optimizers(Lower *L)
 {
     ZgPlan *p = L->p;
     p->optim = zg_xcalloc((size_t)(p->n_subgroups ? p->n_subgroups : 1), sizeof *p->optim);
-    ZgOp none = {.kind = ZG_OP_OPTIMIZER, .src = -1, .src_dt = L->w};
-    for (int k = 0; k < p->n_subgroups; k++) {
-        const ZgOp *row = &none;        /* the device's sub-groups read their OPTIMIZER row's source */
-        const ZgOp *lists[] = {p->sched.last, p->sched.step};
-        const int ns[] = {p->sched.n_last, p->sched.n_step};
-        for (int l = 0; l < 2; l++)
-            for (int i = 0; i < ns[l]; i++)
-                if (lists[l][i].kind == ZG_OP_OPTIMIZER && lists[l][i].arg == k) row = &lists[l][i];
-        lower_optimizer(L, k, row);
-    }
+    for (int k = 0; k < p->n_subgroups; k++) lower_optimizer(L, k);
 }
 
 static void lower_list(Lower *L, ZgOp *ops, int n)

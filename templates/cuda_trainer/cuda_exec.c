@@ -564,13 +564,11 @@ void cz_flush(void)
 ** the whole optimizer state when Adam runs on the device. */
 static int state_regions(void **regs, int64_t *bytes)
 {
-    static const struct { int has; const char *name; } st[9] = {
-        {ZG_HAS_PARAMS16, "params16"}, {ZG_HAS_PERSIST, "persist"}, {ZG_HAS_PARAMS_SHARD, "params_shard"},
-        {ZG_HAS_MASTER_DEV, "master_dev"}, {ZG_HAS_ADAM_M_DEV, "adam_m_dev"}, {ZG_HAS_ADAM_V_DEV, "adam_v_dev"},
-        {ZG_HAS_MASTER, "master"}, {ZG_HAS_ADAM_M, "adam_m"}, {ZG_HAS_ADAM_V, "adam_v"}};
+    static const int st[9] = {ZG_RG_PARAMS16, ZG_RG_PERSIST, ZG_RG_PARAMS_SHARD, ZG_RG_MASTER_DEV, ZG_RG_ADAM_M_DEV,
+                              ZG_RG_ADAM_V_DEV, ZG_RG_MASTER, ZG_RG_ADAM_M, ZG_RG_ADAM_V};
     int n = 0;
     for (int i = 0; i < (CZ.dev_opt ? 9 : 6); i++) {   /* the *_dev regions exist only on the device */
-        int r = st[i].has ? tr_region_index(st[i].name) : -1;
+        int r = st[i];
         if (r < 0 || zg_regions[r].tier != ZR_TIER_DEVICE) continue;
         regs[n] = T.rg[r];
         bytes[n++] = zg_regions[r].bytes;
