@@ -139,6 +139,12 @@ int zr_gpu_sync_debug(const ZrGpu *g);      /* on: set above, or ZR_SYNC_DEBUG a
 typedef int (*ZrGpuWaitHook)(void *arg, const char *what, double waited_s);
 void zr_gpu_set_wait_hook(ZrGpu *g, ZrGpuWaitHook hook, void *arg);
 
+/* ---- first contact (additive)
+** Device memory free and total now (cuMemGetInfo; the stand-in: ZR_EMU_DEVICE_MEMORY bytes, default
+** 80 GiB, as total, minus what it has allocated). train-cuda's pre-flight compares the free memory
+** with the plan's need before it allocates the arena. */
+int zr_gpu_mem_info(ZrGpu *g, size_t *free_b, size_t *total_b);
+
 /* ---- footprints for the stand-in's race checker (additive; docs/CUDA_TRAINER.md, Races)
 ** Declares that the next operation enqueued on s reads (write 0) or writes (write 1) the byte range
 ** [p, p + bytes). Copies, fills, gemms and collectives declare their own footprints; a kernel

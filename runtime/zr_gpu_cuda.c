@@ -51,7 +51,7 @@
     X(cuMemcpyDtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyHtoDAsync) X(cuMemsetD8Async) \
     X(cuModuleGetFunction) X(cuModuleLoadData) X(cuModuleUnload) X(cuStreamCreate) \
     X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuGetErrorName) \
-    X(cuDriverGetVersion) X(cuEventQuery) X(cuStreamQuery) X(cuFuncGetAttribute) X(cuFuncSetAttribute)
+    X(cuDriverGetVersion) X(cuEventQuery) X(cuStreamQuery) X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuMemGetInfo)
 #define ZC_STR2(x) #x
 #define ZC_STR(x) ZC_STR2(x)
 #define ZC_DECL(f) static __typeof__(f) *p_##f;
@@ -388,6 +388,12 @@ int zr_gpu_malloc(ZrGpu *g, void **dptr, size_t bytes)
     snprintf(what, sizeof what, "cuMemAlloc(%zu bytes)", bytes);
     CU(g, what, DRV(cuMemAlloc)(&p, bytes ? bytes : 1));
     *dptr = (void *)(uintptr_t)p;
+    return 0;
+}
+
+int zr_gpu_mem_info(ZrGpu *g, size_t *free_b, size_t *total_b)
+{
+    CU(g, "cuMemGetInfo", DRV(cuMemGetInfo)(free_b, total_b));
     return 0;
 }
 

@@ -298,6 +298,31 @@ static size_t host_io_bytes(void)
     return (n + 4095) / 4096 * 4096;
 }
 
+/* Pre-flight, before the arena: the device must have the arena free, plus what is allocated after it
+** (gen's NCCL and cuBLAS workspace budgets). A shortfall is refused here with the figures and the
+** spec change that makes zgen plan what fits, not met as an out-of-memory deep in step 0. */
+static void preflight(void)
+{
+    size_t fr = 0, tot = 0;
+    CZ_CHECK(zr_gpu_mem_info(CZ.gpu, &fr, &tot));
+    double gib = 1.0 / (1 << 30);
+    int64_t late = ZG_HEADROOM_NCCL_BYTES + ZG_HEADROOM_CUBLAS_BYTES;
+    int64_t need = ZG_TIER_BYTES_DEVICE + late;
+    if ((int64_t)fr >= need) return;
+    /* zgen fits arena + headroom into hardware.device_memory, its headroom counting the context this
+    ** process already holds: that much more than the free memory is what to declare */
+    int64_t declare = ((int64_t)fr + ZG_HEADROOM_CONTEXT_BYTES) >> 20;
+    tr_die("the plan needs %.3f GiB free on the device (arena %.3f GiB + %.3f GiB allocated after it: NCCL "
+           "%.0f MiB, cuBLAS workspace %.0f MiB), but %s has %.3f GiB free of %.3f GiB: declare "
+           "hardware.device_memory: %lldMiB in the spec (the memory this GPU leaves after its context, plus "
+           "zgen's %.0f MiB context budget) and run zgen again, which then plans what fits or says what to "
+           "offload (docs/PLAN.md \"Device headroom\")",
+           (double)need * gib, (double)ZG_TIER_BYTES_DEVICE * gib, (double)late * gib,
+           (double)ZG_HEADROOM_NCCL_BYTES / (1 << 20), (double)ZG_HEADROOM_CUBLAS_BYTES / (1 << 20),
+           zr_gpu_describe(CZ.gpu), (double)fr * gib, (double)tot * gib, (long long)declare,
+           (double)ZG_HEADROOM_CONTEXT_BYTES / (1 << 20));
+}
+
 static void cz_layout_init(void)
 {
     tr_layout_init();
@@ -324,6 +349,7 @@ static void cz_layout_init(void)
     CZ_CHECK(zr_gpu_event_create(CZ.gpu, &CZ.ev_h2d));
     for (int j = 0; j < 2; j++) CZ_CHECK(zr_gpu_event_create(CZ.gpu, &CZ.ev_land[j]));
     param_land = tr_region_named("param_land");
+    preflight();
     void *base = NULL;
     CZ_CHECK(zr_gpu_malloc(CZ.gpu, &base, (size_t)(ZG_TIER_BYTES_DEVICE > 0 ? ZG_TIER_BYTES_DEVICE : 1)));
     CZ.dev_base = base;

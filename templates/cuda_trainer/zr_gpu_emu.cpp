@@ -384,6 +384,18 @@ extern "C" int zr_gpu_malloc(ZrGpu *g, void **dptr, size_t bytes)
     return 0;
 }
 
+/* The emulated device's size: ZR_EMU_DEVICE_MEMORY bytes (default 80 GiB), of which what zr_gpu_malloc
+** holds is not free. */
+extern "C" int zr_gpu_mem_info(ZrGpu *g, size_t *free_b, size_t *total_b)
+{
+    const char *e = getenv("ZR_EMU_DEVICE_MEMORY");
+    size_t total = e && *e ? (size_t)strtoull(e, nullptr, 10) : (size_t)80 << 30, used = 0;
+    for (const auto &d : g->dev) used += d.n;
+    *total_b = total;
+    *free_b = used < total ? total - used : 0;
+    return 0;
+}
+
 extern "C" void zr_gpu_free(ZrGpu *g, void *dptr)
 {
     if (capturing(g)) {

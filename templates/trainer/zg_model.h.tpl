@@ -191,6 +191,13 @@
 @@ for _, t in ipairs(enums.tiers) do
 #define ${cfmt.pad("ZG_PEAK_BYTES_" .. t:upper(), 32)}${cfmt.i64(plan.mem.peak_bytes[t])}
 @@ end
+/* gen/memplan.c's device headroom (plan.txt "device headroom"): what a CUDA rank holds beside the
+** arena. The NCCL part is allocated after the arena (communicator set-up), so the pre-flight keeps it
+** free; the context and the cuBLAS workspace exist when the pre-flight reads the free memory. */
+#define ZG_DEVICE_HEADROOM_BYTES        ${cfmt.i64(plan.mem.device_headroom)}
+#define ZG_HEADROOM_CONTEXT_BYTES       ${cfmt.i64(plan.mem.headroom_context)}
+#define ZG_HEADROOM_CUBLAS_BYTES        ${cfmt.i64(plan.mem.headroom_cublas)}
+#define ZG_HEADROOM_NCCL_BYTES          ${cfmt.i64(plan.mem.headroom_nccl)}
 /* the device regions "acts"/"scratch" hold the GPU trainer's layout; the host backend's own
 ** activations (the host kernels' layout) are a buffer of these sizes it maps at start-up */
 #define ZG_ACTS_BYTES                   ${cfmt.i64(plan.mem.acts_bytes)}

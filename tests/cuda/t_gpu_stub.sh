@@ -18,6 +18,8 @@
 #     the direct run bit for bit, nothing runs at capture, bytes counted per launch; a host wait,
 #     a record, an event query and a pageable copy during a capture refused and the capture invalidated; capture
 #     under sync-debug refused; a capture left open is ended by close;
+#   - device memory: cuMemGetInfo's planted free and total through zr_gpu_mem_info, an allocation
+#     beyond the free memory refused with CUDA_ERROR_OUT_OF_MEMORY;
 #   - TF32: zr_gpu_set_tf32 off/on/off; the stub cuBLAS/cuBLASLt see PEDANTIC / COMPUTE_32F when off and
 #     TF32_TENSOR_OP / COMPUTE_32F_FAST_TF32 when on, and compute accordingly (x_gpu_stub.c tf32);
 #   - sm_86 device: no exact cubin, so the sm_80 PTX is loaded; sm_90: its own cubin;
@@ -109,6 +111,13 @@ if [ $rc -eq 0 ] && grep -q "graph ok" "$tmp/out" \
    && grep -q "refused as expected: zr_gpu_capture_begin under sync-debug" "$tmp/err" \
    && grep -q "captures 4 (10 operations), graph launches 2$" "$tmp/err"
 then ok graph_capture_and_replay; else fail graph_capture_and_replay; show; fi
+
+# Device memory (zr_gpu_mem_info, cuMemGetInfo): a card planted at 20000 MiB with a 500 MiB context
+# reports 19500 MiB free; 64 MiB allocated takes exactly that; one byte more than is free is refused.
+run ZR_STUB_TOTAL_MB=20000 ZR_STUB_CONTEXT_MB=500 meminfo && true
+if [ $rc -eq 0 ] && grep -q "meminfo ok" "$tmp/out" && grep -q "device memory free 19500 MiB of 20000 MiB" "$tmp/err" \
+   && grep -q "refused as expected: cuMemAlloc([0-9]* bytes): CUDA_ERROR_OUT_OF_MEMORY" "$tmp/err"
+then ok device_memory_info_and_refusal; else fail device_memory_info_and_refusal; show; fi
 
 # TF32 (zr_gpu_set_tf32, gen's ZK_TF32): off, on, off. Exact fp32 products when off (PEDANTIC math,
 # COMPUTE_32F), TF32-rounded inputs when on (TF32_TENSOR_OP math for cublasSgemm, COMPUTE_32F_FAST_TF32

@@ -530,6 +530,26 @@ static int tf32(ZrGpu *g)
     return 0;
 }
 
+/* cuMemGetInfo's planted figures come back, an allocation takes its size from the free memory, and
+** one beyond it is refused with the driver's out-of-memory (what the trainer's pre-flight avoids). */
+static int meminfo(ZrGpu *g)
+{
+    size_t fr = 0, tot = 0, fr2 = 0;
+    TRY(zr_gpu_mem_info(g, &fr, &tot));
+    fprintf(stderr, "x_gpu_stub: device memory free %zu MiB of %zu MiB\n", fr >> 20, tot >> 20);
+    void *p = NULL, *q = NULL;
+    TRY(zr_gpu_malloc(g, &p, (size_t)64 << 20));
+    TRY(zr_gpu_mem_info(g, &fr2, &tot));
+    EXPECT(fr - fr2 == (size_t)64 << 20);
+    int rc = zr_gpu_malloc(g, &q, fr2 + 1);
+    EXPECT(rc == -ENOMEM);
+    fprintf(stderr, "refused as expected: %s\n", zr_gpu_strerror(g));
+    zr_gpu_free(g, p);
+    TRY(zr_gpu_mem_info(g, &fr2, &tot));
+    EXPECT(fr2 == fr);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *sc = argc > 1 ? argv[1] : "basic";
@@ -545,6 +565,7 @@ int main(int argc, char **argv)
     else if (!strcmp(sc, "fault")) rc = fault(g);
     else if (!strcmp(sc, "graph")) rc = graph(g);
     else if (!strcmp(sc, "tf32")) rc = tf32(g);
+    else if (!strcmp(sc, "meminfo")) rc = meminfo(g);
     else if (!strcmp(sc, "hang")) rc = hang(g, 0);
     else if (!strcmp(sc, "hang_coll")) rc = hang(g, 1);
     else rc = 0;

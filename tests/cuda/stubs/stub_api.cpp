@@ -16,6 +16,8 @@
 **   ZR_STUB_SM=80         the device's compute capability (86: no exact cubin, PTX is JIT-loaded)
 **   ZR_STUB_FAULT_KERNEL=name  launching it makes the context fail (CUDA_ERROR_ILLEGAL_ADDRESS,
 **                         sticky, reported by the next synchronising call), as a bad kernel does
+**   ZR_STUB_TOTAL_MB=81559, ZR_STUB_CONTEXT_MB=300  cuMemGetInfo's total, and the context's share;
+**                         cuMemAlloc beyond the free rest fails with CUDA_ERROR_OUT_OF_MEMORY
 **   ZR_STUB_HANG=1        events and streams never complete (queries say NOT_READY, the blocking
 **                         cuEventSynchronize/cuStreamSynchronize never return)
 ** Stream capture: a capturing stream records its launches, copies, memsets and cuBLAS gemms (the
@@ -46,7 +48,7 @@ namespace {
 struct Fn { std::string name; int kid; unsigned maxntid; int dyn_smem; };  /* dyn_smem: the opt-in limit set */
 struct Mod { std::vector<Fn *> fns; int is_ptx, arch; };
 struct Alloc { char *p; size_t n; };
-struct St { int driver, sm, ndev, dev = -1, hang; std::string fault; CUresult sticky = CUDA_SUCCESS;
+struct St { int driver, sm, ndev, dev = -1, hang; size_t total_b, context_b, used_b; std::string fault; CUresult sticky = CUDA_SUCCESS;
             std::vector<Alloc> allocs; std::vector<Alloc> pinned;
             int n_cubin, n_ptx, launches, refused, pageable, aborted, gemm_ex, lt_matmul, lt_heur; std::string log;
             int group_depth, groups, grouped; std::vector<std::function<void()>> group_q;
@@ -80,6 +82,9 @@ void init_state()
     S.ndev = (e = getenv("ZR_STUB_DEVICES")) ? atoi(e) : 1;
     S.hang = (e = getenv("ZR_STUB_HANG")) && *e == '1';
     if ((e = getenv("ZR_STUB_FAULT_KERNEL"))) S.fault = e;
+    /* an H100 80GB's cuMemGetInfo total (81559 MiB) unless planted; the context's share of it */
+    S.total_b = ((e = getenv("ZR_STUB_TOTAL_MB")) ? (size_t)atoll(e) : 81559) << 20;
+    S.context_b = ((e = getenv("ZR_STUB_CONTEXT_MB")) ? (size_t)atoll(e) : 300) << 20;
 }
 
 CUresult refuse(CUresult r, const char *fmt, const char *a, long b = 0, long c = 0)
@@ -317,10 +322,25 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
     return CUDA_SUCCESS;
 }
 
+/* Free: the total less the context and what is allocated; an allocation beyond it is refused as the
+** driver refuses it (the stub backs only what it hands out, so a planted 80 GiB costs nothing). */
+CUresult CUDAAPI cuMemGetInfo(size_t *free_b, size_t *total_b)
+{
+    init_state();
+    size_t held = S.context_b + S.used_b;
+    *free_b = held < S.total_b ? S.total_b - held : 0;
+    *total_b = S.total_b;
+    return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n)
 {
+    init_state();
+    size_t fr, tot;
+    cuMemGetInfo(&fr, &tot);
+    if (n > fr) return CUDA_ERROR_OUT_OF_MEMORY;
     char *m = (char *)aligned_alloc(256, (n + 255) / 256 * 256);
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    S.used_b += n;
     S.allocs.push_back({m, n});
     *p = (CUdeviceptr)(uintptr_t)m;
     return CUDA_SUCCESS;
@@ -328,7 +348,7 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n)
 CUresult CUDAAPI cuMemFree(CUdeviceptr p)
 {
     for (size_t i = 0; i < S.allocs.size(); i++)
-        if ((uintptr_t)S.allocs[i].p == p) { free(S.allocs[i].p); S.allocs.erase(S.allocs.begin() + (long)i); return CUDA_SUCCESS; }
+        if ((uintptr_t)S.allocs[i].p == p) { S.used_b -= S.allocs[i].n; free(S.allocs[i].p); S.allocs.erase(S.allocs.begin() + (long)i); return CUDA_SUCCESS; }
     return CUDA_ERROR_INVALID_VALUE;
 }
 CUresult CUDAAPI cuMemHostRegister(void *p, size_t n, unsigned) { S.pinned.push_back({(char *)p, n}); return CUDA_SUCCESS; }

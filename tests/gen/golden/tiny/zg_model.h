@@ -175,6 +175,13 @@
 #define ZG_PEAK_BYTES_PINNED            INT64_C(44434432)
 #define ZG_PEAK_BYTES_HOST              INT64_C(0)
 #define ZG_PEAK_BYTES_NVME              INT64_C(8388608)
+/* gen/memplan.c's device headroom (plan.txt "device headroom"): what a CUDA rank holds beside the
+** arena. The NCCL part is allocated after the arena (communicator set-up), so the pre-flight keeps it
+** free; the context and the cuBLAS workspace exist when the pre-flight reads the free memory. */
+#define ZG_DEVICE_HEADROOM_BYTES        INT64_C(1241513984)
+#define ZG_HEADROOM_CONTEXT_BYTES       INT64_C(536870912)
+#define ZG_HEADROOM_CUBLAS_BYTES        INT64_C(33554432)
+#define ZG_HEADROOM_NCCL_BYTES          INT64_C(671088640)
 /* the device regions "acts"/"scratch" hold the GPU trainer's layout; the host backend's own
 ** activations (the host kernels' layout) are a buffer of these sizes it maps at start-up */
 #define ZG_ACTS_BYTES                   INT64_C(17911808)
