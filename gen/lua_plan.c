@@ -228,8 +228,8 @@ static void push_mem(lua_State *L, const ZgMemPlan *m)
     SETI("grad_land_slots", m->grad_land_slots); SETI("grad_land_numel", m->grad_land_numel);
     SETB("grad_land_direct", m->grad_land_direct);
     SETI("param_land_numel", m->param_land_numel);
-    SETI("device_headroom", m->device_headroom); SETI("headroom_nccl", m->headroom_nccl);
-    SETI("headroom_context", m->headroom_context); SETI("headroom_cublas", m->headroom_cublas);
+    SETI("headroom_nccl", m->headroom_nccl); SETI("headroom_context", m->headroom_context);
+    SETI("headroom_cublas", m->headroom_cublas);
 }
 
 /* Pushes an array of n rows made by row(L, p, i). */

@@ -191,10 +191,10 @@
 @@ for _, t in ipairs(enums.tiers) do
 #define ${cfmt.pad("ZG_PEAK_BYTES_" .. t:upper(), 32)}${cfmt.i64(plan.mem.peak_bytes[t])}
 @@ end
-/* gen/memplan.c's device headroom (plan.txt "device headroom"): what a CUDA rank holds beside the
-** arena. The NCCL part is allocated after the arena (communicator set-up), so the pre-flight keeps it
-** free; the context and the cuBLAS workspace exist when the pre-flight reads the free memory. */
-#define ZG_DEVICE_HEADROOM_BYTES        ${cfmt.i64(plan.mem.device_headroom)}
+/* gen/memplan.c's device headroom parts (plan.txt "device headroom"): what a CUDA rank holds beside
+** the arena. NCCL's buffers (communicator set-up) and the cuBLASLt workspace (first fused GEMM) are
+** allocated after the arena, so train-cuda's pre-flight keeps them free; the context is already in
+** the free memory it reads, and its budget only sizes the device_memory it advises. */
 #define ZG_HEADROOM_CONTEXT_BYTES       ${cfmt.i64(plan.mem.headroom_context)}
 #define ZG_HEADROOM_CUBLAS_BYTES        ${cfmt.i64(plan.mem.headroom_cublas)}
 #define ZG_HEADROOM_NCCL_BYTES          ${cfmt.i64(plan.mem.headroom_nccl)}
